@@ -1,0 +1,55 @@
+// The controller's only view of the workers: groups of colltest-worker processes, one per device,
+// reached over unix sockets in a private runtime directory. A group is spawned on first use,
+// rendezvoused (every rank's buffer handles collected and broadcast), reused for later cases, and
+// torn down and respawned after a crash or a missed deadline.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "colltest/v1/colltest.pb.h"
+#include "colltest/v1/worker.pb.h"
+
+namespace colltest::server {
+
+struct WorkerPoolOptions {
+  std::string worker_binary;  // path of colltest-worker
+  std::string backend;        // "cpu", "cuda" or "hip" (already resolved, never "auto")
+  std::string runtime_dir;    // parent for the private 0700 directory; empty = $XDG_RUNTIME_DIR or /tmp
+  uint64_t max_case_bytes = 32ull << 20;
+  absl::Duration spawn_timeout = absl::Seconds(20);
+  // Extra time past a case's own deadline before a silent worker is declared hung and killed.
+  absl::Duration grace = absl::Seconds(2);
+};
+
+class WorkerPool {
+ public:
+  virtual ~WorkerPool() = default;
+
+  // Runs one case on every rank of `devices` (rank i on devices[i]) at once. Always returns one
+  // RankResult per rank on success: a rank that died gets ERROR naming it, one that missed the
+  // deadline plus grace gets HANG naming it; in both cases the group is torn down so that the next
+  // case starts on fresh workers. A non-OK status means the group could not be started at all.
+  // Callers guarantee that no two concurrent calls share a device.
+  virtual absl::StatusOr<std::vector<colltest::v1::RankResult>> RunCase(
+      absl::Span<const uint32_t> devices, const colltest::worker::v1::CaseRequest& request) = 0;
+
+  // Ends every worker (Shutdown RPC, then SIGKILL after a short grace), reaps them, removes their
+  // sockets, their shared-memory segments and the runtime directory. Idempotent.
+  virtual void Shutdown() = 0;
+
+  // Worker processes alive now (for tests and metrics).
+  virtual std::vector<int> LivePids() const = 0;
+  // Workers respawned after a crash or a hang since start.
+  virtual uint64_t Restarts() const = 0;
+};
+
+absl::StatusOr<std::unique_ptr<WorkerPool>> CreateWorkerPool(const WorkerPoolOptions& options);
+
+}  // namespace colltest::server
