@@ -14,6 +14,8 @@ const char* PatternName(Pattern p);
 // Streams that are not a rank's input.
 inline constexpr uint32_t kResidualStream = 0xfffffff0u;
 inline constexpr uint32_t kWeightStream = 0xfffffff1u;
+// neg_zero: which 16-byte packs are all -0.0 (shared by every rank, so not a rank's stream).
+inline constexpr uint32_t kNegZeroPackStream = 0xfffffff2u;
 
 // Counter-based hash (splitmix64 finaliser over the packed coordinates).
 uint64_t HashCoords(uint64_t seed, uint64_t call, uint32_t stream, uint32_t row, uint32_t col);
@@ -25,5 +27,13 @@ float InputValue(Pattern p, DType t, uint64_t seed, uint64_t call, uint32_t rank
 float ResidualValue(Pattern p, DType t, uint64_t seed, uint64_t call, uint32_t row, uint32_t col);
 // RMSNorm weight, representable in `t`.
 float WeightValue(Pattern p, DType t, uint64_t seed, uint32_t col);
+
+// Bulk forms for references and host-side buffers: out[c] equals the single-element function at
+// (row, c) for c in [0, n), with the per-stream hashing and the pattern dispatch hoisted.
+void InputRow(Pattern p, DType t, uint64_t seed, uint64_t call, uint32_t rank, uint32_t row,
+              uint32_t n, float* out);
+void ResidualRow(Pattern p, DType t, uint64_t seed, uint64_t call, uint32_t row, uint32_t n,
+                 float* out);
+void WeightRow(Pattern p, DType t, uint64_t seed, uint32_t n, float* out);
 
 }  // namespace colltest

@@ -1,0 +1,88 @@
+#include "client/commands.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/exit_code.h"
+#include "client/names.h"
+#include "client/output.h"
+#include "client/result_view.h"
+#include "client/sweep_progress.h"
+
+namespace colltest::client {
+namespace {
+
+int Fail(Streams streams, const absl::Status& status) {
+  PrintError(streams.err, status);
+  return kExitError;
+}
+
+int WriteOrFail(Streams streams, const absl::StatusOr<std::string>& text,
+                const OutputOptions& output) {
+  if (!text.ok()) return Fail(streams, text.status());
+  absl::Status written = WriteOutput(*text, output.out_path, streams.out);
+  if (!written.ok()) return Fail(streams, written);
+  return kExitOk;
+}
+
+// A run's report is written even when its verdict is bad: that is when CI needs it most.
+int ReportRun(const v1::RunResult& run, const OutputOptions& output, Streams streams) {
+  if (int code = WriteOrFail(streams, FormatRun(run, output.format), output); code != kExitOk) {
+    return code;
+  }
+  if (RunAborted(run.state())) {
+    streams.err << "colltest: run " << run.run_id() << " " << RunStateName(run.state())
+                << (run.message().empty() ? "" : ": ") << run.message() << "\n";
+  }
+  return ExitCodeForRun(run);
+}
+
+}  // namespace
+
+int DevicesCommand(Client& client, const OutputOptions& output, Streams streams) {
+  absl::StatusOr<v1::ListDevicesResponse> devices = client.ListDevices();
+  if (!devices.ok()) return Fail(streams, devices.status());
+  return WriteOrFail(streams, FormatDevices(*devices, output.format), output);
+}
+
+int RunCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& output,
+               Streams streams) {
+  absl::StatusOr<v1::RunResult> run = client.Run(spec);
+  if (!run.ok()) return Fail(streams, run.status());
+  return ReportRun(*run, output, streams);
+}
+
+int SweepCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& output,
+                 Streams streams) {
+  SweepCollector collector(&streams.err, ExpectedCaseCount(spec));
+  absl::Status status =
+      client.Sweep(spec, [&](const v1::SweepEvent& event) { collector.OnEvent(event); });
+  if (!status.ok()) return Fail(streams, status);
+  if (!collector.has_summary()) {
+    // What streamed is still reported, but a run without its summary is not a complete verdict.
+    WriteOrFail(streams, FormatRun(collector.Result(), output.format), output);
+    return Fail(streams, absl::DataLossError("the sweep stream ended without a summary"));
+  }
+  return ReportRun(collector.Result(), output, streams);
+}
+
+int GetCommand(Client& client, const std::string& run_id, const OutputOptions& output,
+               Streams streams) {
+  absl::StatusOr<v1::RunResult> run = client.GetRun(run_id);
+  if (!run.ok()) return Fail(streams, run.status());
+  return ReportRun(*run, output, streams);
+}
+
+int RunsCommand(Client& client, uint32_t limit, const OutputOptions& output, Streams streams) {
+  absl::StatusOr<v1::ListRunsResponse> runs = client.ListRuns(limit);
+  if (!runs.ok()) return Fail(streams, runs.status());
+  return WriteOrFail(streams, FormatRuns(*runs, output.format), output);
+}
+
+int CancelCommand(Client& client, const std::string& run_id, Streams streams) {
+  absl::StatusOr<v1::CancelResponse> response = client.Cancel(run_id);
+  if (!response.ok()) return Fail(streams, response.status());
+  streams.out << "run " << run_id << " cancelled (was " << RunStateName(response->state()) << ")\n";
+  return kExitOk;
+}
+
+}  // namespace colltest::client

@@ -1,0 +1,39 @@
+// The CLI's commands against a connected Client. Each returns the process exit code and writes
+// results to `out` (or --out) and diagnostics to `err`.
+#ifndef COLLTEST_CLIENT_COMMANDS_H_
+#define COLLTEST_CLIENT_COMMANDS_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "client/format.h"
+#include "client/rpc.h"
+#include "colltest/v1/colltest.pb.h"
+
+namespace colltest::client {
+
+struct OutputOptions {
+  OutputFormat format = OutputFormat::kTable;
+  std::string out_path;  // empty: stdout
+};
+
+struct Streams {
+  std::ostream& out;
+  std::ostream& err;
+};
+
+int DevicesCommand(Client& client, const OutputOptions& output, Streams streams);
+int RunCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& output,
+               Streams streams);
+// Like `run`, with a progress line on `err` per streamed case.
+int SweepCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& output,
+                 Streams streams);
+int GetCommand(Client& client, const std::string& run_id, const OutputOptions& output,
+               Streams streams);
+int RunsCommand(Client& client, uint32_t limit, const OutputOptions& output, Streams streams);
+int CancelCommand(Client& client, const std::string& run_id, Streams streams);
+
+}  // namespace colltest::client
+
+#endif  // COLLTEST_CLIENT_COMMANDS_H_

@@ -1,0 +1,251 @@
+#include "client/flags.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "client/names.h"
+
+namespace colltest::client {
+namespace {
+
+absl::Status FlagError(absl::string_view flag, absl::string_view text, absl::string_view expected) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag, ": cannot parse '", text, "': expected ", expected));
+}
+
+// Splits "a, b,c" into trimmed items; an empty item is a syntax error, as "1,,8" is most likely a
+// typo that should not silently shrink the sweep.
+absl::StatusOr<std::vector<std::string>> SplitList(absl::string_view flag, absl::string_view text,
+                                                   absl::string_view expected) {
+  std::vector<std::string> items;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    if (item.empty()) return FlagError(flag, text, expected);
+    items.emplace_back(item);
+  }
+  return items;
+}
+
+template <typename Enum>
+absl::StatusOr<Enum> ParseEnumFlag(absl::string_view flag, absl::string_view text,
+                                   std::optional<Enum> (*parse)(absl::string_view),
+                                   absl::string_view expected) {
+  std::optional<Enum> value = parse(absl::StripAsciiWhitespace(text));
+  if (!value.has_value()) return FlagError(flag, text, expected);
+  return *value;
+}
+
+template <typename Parse, typename Set>
+absl::Status ApplyFlag(const std::optional<std::string>& value, absl::string_view flag, Parse parse,
+                       Set set) {
+  if (!value.has_value()) return absl::OkStatus();
+  auto parsed = parse(flag, *value);
+  if (!parsed.ok()) return parsed.status();
+  set(*std::move(parsed));
+  return absl::OkStatus();
+}
+
+constexpr absl::string_view kVariantsExpected =
+    "a comma-separated list of one_stage, two_kernel, lamport, lamport_tb, nccl, auto, or all";
+constexpr absl::string_view kModesExpected = "a comma-separated list of eager, graph, or all";
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ParseUint64Flag(absl::string_view flag, absl::string_view text) {
+  absl::string_view trimmed = absl::StripAsciiWhitespace(text);
+  uint64_t value = 0;
+  if (!absl::SimpleAtoi(trimmed, &value)) {
+    return FlagError(flag, text, "a non-negative integer");
+  }
+  return value;
+}
+
+absl::StatusOr<uint32_t> ParseUint32Flag(absl::string_view flag, absl::string_view text) {
+  absl::StatusOr<uint64_t> value = ParseUint64Flag(flag, text);
+  if (!value.ok()) return value.status();
+  if (*value > std::numeric_limits<uint32_t>::max()) {
+    return FlagError(flag, text, "an integer that fits in 32 bits");
+  }
+  return static_cast<uint32_t>(*value);
+}
+
+absl::StatusOr<float> ParseFloatFlag(absl::string_view flag, absl::string_view text) {
+  float value = 0;
+  if (!absl::SimpleAtof(absl::StripAsciiWhitespace(text), &value) || !std::isfinite(value)) {
+    return FlagError(flag, text, "a finite number");
+  }
+  return value;
+}
+
+absl::StatusOr<std::vector<uint32_t>> ParseUint32ListFlag(absl::string_view flag,
+                                                          absl::string_view text) {
+  constexpr absl::string_view kExpected = "a comma-separated list of non-negative integers";
+  absl::StatusOr<std::vector<std::string>> items = SplitList(flag, text, kExpected);
+  if (!items.ok()) return items.status();
+  std::vector<uint32_t> values;
+  for (const std::string& item : *items) {
+    absl::StatusOr<uint32_t> value = ParseUint32Flag(flag, item);
+    if (!value.ok()) return FlagError(flag, text, kExpected);
+    values.push_back(*value);
+  }
+  return values;
+}
+
+absl::StatusOr<std::vector<v1::Variant>> ParseVariantsFlag(absl::string_view flag,
+                                                           absl::string_view text) {
+  absl::StatusOr<std::vector<std::string>> items = SplitList(flag, text, kVariantsExpected);
+  if (!items.ok()) return items.status();
+  std::vector<v1::Variant> variants;
+  for (const std::string& item : *items) {
+    if (absl::AsciiStrToLower(item) == "all") {
+      for (int v = v1::VARIANT_ONE_STAGE; v <= v1::VARIANT_AUTO; ++v) {
+        variants.push_back(static_cast<v1::Variant>(v));
+      }
+      continue;
+    }
+    std::optional<v1::Variant> variant = ParseVariantName(item);
+    if (!variant.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": unknown variant '", item, "': expected ", kVariantsExpected));
+    }
+    variants.push_back(*variant);
+  }
+  return variants;
+}
+
+absl::StatusOr<std::vector<v1::Mode>> ParseModesFlag(absl::string_view flag,
+                                                     absl::string_view text) {
+  absl::StatusOr<std::vector<std::string>> items = SplitList(flag, text, kModesExpected);
+  if (!items.ok()) return items.status();
+  std::vector<v1::Mode> modes;
+  for (const std::string& item : *items) {
+    if (absl::AsciiStrToLower(item) == "all") {
+      modes.push_back(v1::MODE_EAGER);
+      modes.push_back(v1::MODE_GRAPH);
+      continue;
+    }
+    std::optional<v1::Mode> mode = ParseModeName(item);
+    if (!mode.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": unknown mode '", item, "': expected ", kModesExpected));
+    }
+    modes.push_back(*mode);
+  }
+  return modes;
+}
+
+absl::StatusOr<uint32_t> ParseTimeoutMsFlag(absl::string_view flag, absl::string_view text) {
+  constexpr absl::string_view kExpected = "a duration such as 5s or 500ms, or milliseconds";
+  absl::string_view trimmed = absl::StripAsciiWhitespace(text);
+  absl::Duration duration;
+  uint64_t plain_ms = 0;
+  if (absl::SimpleAtoi(trimmed, &plain_ms)) {
+    if (plain_ms > std::numeric_limits<uint32_t>::max()) return FlagError(flag, text, kExpected);
+    return static_cast<uint32_t>(plain_ms);
+  }
+  if (!absl::ParseDuration(trimmed, &duration) || duration < absl::ZeroDuration() ||
+      duration == absl::InfiniteDuration()) {
+    return FlagError(flag, text, kExpected);
+  }
+  // Rounded up: "100us" truncated to 0 would mean "the server's default" (5 s), not "very short".
+  const absl::Duration ms = absl::Milliseconds(1);
+  int64_t whole_ms = absl::IDivDuration(duration, ms, &duration);
+  if (duration > absl::ZeroDuration()) ++whole_ms;
+  if (whole_ms > std::numeric_limits<uint32_t>::max()) return FlagError(flag, text, kExpected);
+  return static_cast<uint32_t>(whole_ms);
+}
+
+absl::StatusOr<std::string> ParseFaultFlag(absl::string_view flag, absl::string_view text) {
+  absl::string_view trimmed = absl::StripAsciiWhitespace(text);
+  std::pair<absl::string_view, absl::string_view> parts =
+      absl::StrSplit(trimmed, absl::MaxSplits(':', 1));
+  const bool has_rank = trimmed.find(':') != absl::string_view::npos;
+  if (parts.first.empty() || (has_rank && !ParseUint32Flag(flag, parts.second).ok())) {
+    return FlagError(flag, text, "KIND or KIND:RANK");
+  }
+  return std::string(trimmed);
+}
+
+absl::StatusOr<v1::SweepSpec> BuildSweepSpec(const SweepFlags& flags) {
+  v1::SweepSpec spec;
+  v1::Knobs& knobs = *spec.mutable_knobs();
+  auto u32 = [](absl::string_view flag, absl::string_view text) {
+    return ParseUint32Flag(flag, text);
+  };
+  auto dtype = [](absl::string_view flag, absl::string_view text) {
+    return ParseEnumFlag<v1::DType>(flag, text, ParseDTypeName, "bf16, fp16 or fp32");
+  };
+  auto pattern = [](absl::string_view flag, absl::string_view text) {
+    return ParseEnumFlag<v1::Pattern>(flag, text, ParsePatternName,
+                                      "normal, integers, neg_zero, large, denormal or same");
+  };
+  auto tolerance = [](absl::string_view flag, absl::string_view text) {
+    return ParseEnumFlag<v1::Tolerance>(flag, text, ParseToleranceName, "strict, aiter or trtllm");
+  };
+  auto text = [](absl::string_view, absl::string_view value) -> absl::StatusOr<std::string> {
+    return std::string(value);
+  };
+
+  // The first error wins (Update keeps it); later flags are still parsed but the spec is dropped.
+  absl::Status status;
+  status.Update(
+      ApplyFlag(flags.world, "--world", u32, [&](uint32_t v) { spec.set_world_size(v); }));
+  status.Update(ApplyFlag(
+      flags.devices, "--devices", ParseUint32ListFlag,
+      [&](const std::vector<uint32_t>& v) { spec.mutable_devices()->Add(v.begin(), v.end()); }));
+  status.Update(ApplyFlag(flags.m, "--m", ParseUint32ListFlag, [&](const std::vector<uint32_t>& v) {
+    spec.mutable_m()->Add(v.begin(), v.end());
+  }));
+  status.Update(ApplyFlag(flags.n, "--n", ParseUint32ListFlag, [&](const std::vector<uint32_t>& v) {
+    spec.mutable_n()->Add(v.begin(), v.end());
+  }));
+  status.Update(ApplyFlag(flags.dtype, "--dtype", dtype, [&](v1::DType v) { spec.set_dtype(v); }));
+  status.Update(ApplyFlag(flags.variants, "--variants", ParseVariantsFlag,
+                          [&](const std::vector<v1::Variant>& v) {
+                            for (v1::Variant variant : v) spec.add_variants(variant);
+                          }));
+  status.Update(
+      ApplyFlag(flags.modes, "--modes", ParseModesFlag, [&](const std::vector<v1::Mode>& v) {
+        for (v1::Mode mode : v) spec.add_modes(mode);
+      }));
+  status.Update(
+      ApplyFlag(flags.pattern, "--pattern", pattern, [&](v1::Pattern v) { spec.set_pattern(v); }));
+  status.Update(ApplyFlag(flags.tolerance, "--tolerance", tolerance,
+                          [&](v1::Tolerance v) { spec.set_tolerance(v); }));
+  status.Update(ApplyFlag(flags.warmup, "--warmup", u32, [&](uint32_t v) { spec.set_warmup(v); }));
+  status.Update(ApplyFlag(flags.iters, "--iters", u32, [&](uint32_t v) { spec.set_iters(v); }));
+  status.Update(
+      ApplyFlag(flags.stress, "--stress", u32, [&](uint32_t v) { spec.set_stress_calls(v); }));
+  status.Update(
+      ApplyFlag(flags.seed, "--seed", ParseUint64Flag, [&](uint64_t v) { spec.set_seed(v); }));
+  status.Update(ApplyFlag(flags.timeout, "--timeout", ParseTimeoutMsFlag,
+                          [&](uint32_t v) { spec.set_timeout_ms(v); }));
+  status.Update(ApplyFlag(flags.eps, "--eps", ParseFloatFlag, [&](float v) { spec.set_eps(v); }));
+  status.Update(ApplyFlag(flags.fault, "--fault", ParseFaultFlag,
+                          [&](std::string v) { spec.set_fault(std::move(v)); }));
+  status.Update(ApplyFlag(flags.grid_blocks, "--grid-blocks", u32,
+                          [&](uint32_t v) { knobs.set_grid_blocks(v); }));
+  status.Update(ApplyFlag(flags.threads_per_block, "--threads-per-block", u32,
+                          [&](uint32_t v) { knobs.set_threads_per_block(v); }));
+  status.Update(ApplyFlag(flags.lamport_min_bytes, "--lamport-min-bytes", ParseUint64Flag,
+                          [&](uint64_t v) { knobs.set_lamport_min_bytes(v); }));
+  status.Update(ApplyFlag(flags.arm_repeat, "--arm-repeat", u32,
+                          [&](uint32_t v) { knobs.set_arm_repeat(v); }));
+  status.Update(ApplyFlag(flags.label, "--label", text,
+                          [&](std::string v) { spec.set_label(std::move(v)); }));
+  if (!status.ok()) return status;
+  spec.set_no_residual(flags.no_residual);
+
+  // An all-default Knobs message is the same as none on the wire, but leaving it unset keeps the
+  // request (and the run history's copy of it) free of an empty sub-message.
+  if (knobs.ByteSizeLong() == 0) spec.clear_knobs();
+  return spec;
+}
+
+}  // namespace colltest::client

@@ -1,0 +1,71 @@
+// Translation of the `run` / `sweep` command-line flags into a SweepSpec.
+//
+// Only syntax is checked here: a value that does not parse (or cannot be represented in the proto
+// field) is rejected with a message naming the flag. Ranges and combinations are left to the
+// server, which is the authority and answers INVALID_ARGUMENT naming the field.
+#ifndef COLLTEST_CLIENT_FLAGS_H_
+#define COLLTEST_CLIENT_FLAGS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "colltest/v1/colltest.pb.h"
+
+namespace colltest::client {
+
+// Raw flag values as typed. An unset flag leaves the proto field at its zero value, which the
+// server reads as "its default".
+struct SweepFlags {
+  std::optional<std::string> world;
+  std::optional<std::string> devices;
+  std::optional<std::string> m;
+  std::optional<std::string> n;
+  std::optional<std::string> dtype;
+  std::optional<std::string> variants;
+  std::optional<std::string> modes;
+  std::optional<std::string> pattern;
+  std::optional<std::string> tolerance;
+  std::optional<std::string> warmup;
+  std::optional<std::string> iters;
+  std::optional<std::string> stress;
+  std::optional<std::string> seed;
+  std::optional<std::string> timeout;
+  bool no_residual = false;
+  std::optional<std::string> eps;
+  std::optional<std::string> fault;
+  std::optional<std::string> grid_blocks;
+  std::optional<std::string> threads_per_block;
+  std::optional<std::string> lamport_min_bytes;
+  std::optional<std::string> arm_repeat;
+  std::optional<std::string> label;
+};
+
+absl::StatusOr<v1::SweepSpec> BuildSweepSpec(const SweepFlags& flags);
+
+// The parsers below take the flag name only to put it in the error message.
+
+absl::StatusOr<uint32_t> ParseUint32Flag(absl::string_view flag, absl::string_view text);
+absl::StatusOr<uint64_t> ParseUint64Flag(absl::string_view flag, absl::string_view text);
+absl::StatusOr<float> ParseFloatFlag(absl::string_view flag, absl::string_view text);
+// "1,8,64".
+absl::StatusOr<std::vector<uint32_t>> ParseUint32ListFlag(absl::string_view flag,
+                                                          absl::string_view text);
+// "lamport,nccl" or "all" (every variant, `auto` included).
+absl::StatusOr<std::vector<v1::Variant>> ParseVariantsFlag(absl::string_view flag,
+                                                           absl::string_view text);
+// "eager,graph" or "all".
+absl::StatusOr<std::vector<v1::Mode>> ParseModesFlag(absl::string_view flag,
+                                                     absl::string_view text);
+// An absl duration ("5s", "500ms", "1m30s") or a plain number of milliseconds ("500"), in whole
+// milliseconds rounded up.
+absl::StatusOr<uint32_t> ParseTimeoutMsFlag(absl::string_view flag, absl::string_view text);
+// KIND or KIND:RANK; returned as typed, since the server owns the list of kinds.
+absl::StatusOr<std::string> ParseFaultFlag(absl::string_view flag, absl::string_view text);
+
+}  // namespace colltest::client
+
+#endif  // COLLTEST_CLIENT_FLAGS_H_

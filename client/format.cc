@@ -1,0 +1,47 @@
+#include "client/format.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace colltest::client {
+
+absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view text) {
+  const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
+  if (lower == "table") return OutputFormat::kTable;
+  if (lower == "json") return OutputFormat::kJson;
+  if (lower == "csv") return OutputFormat::kCsv;
+  if (lower == "junit") return OutputFormat::kJunit;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--format: cannot parse '", text, "': expected table, json, csv or junit"));
+}
+
+absl::string_view OutputFormatName(OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kTable:
+      return "table";
+    case OutputFormat::kJson:
+      return "json";
+    case OutputFormat::kCsv:
+      return "csv";
+    case OutputFormat::kJunit:
+      return "junit";
+  }
+  return "table";
+}
+
+std::string FormatRun(const v1::RunResult& run, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kJson:
+      return FormatRunJson(run);
+    case OutputFormat::kCsv:
+      return FormatRunCsv(run);
+    case OutputFormat::kJunit:
+      return FormatRunJunit(run);
+    case OutputFormat::kTable:
+      break;
+  }
+  return FormatRunTable(run);
+}
+
+}  // namespace colltest::client

@@ -1,0 +1,103 @@
+// The JSON contract of DESIGN section 10. Scripts and CI parse it: fields may be added, never
+// renamed or removed.
+#include <string>
+
+#include "client/format.h"
+#include "client/names.h"
+#include "client/result_view.h"
+#include "nlohmann/json.hpp"
+
+namespace colltest::client {
+namespace {
+
+// Insertion order keeps the output readable: identity first, numbers next, ranks last.
+using Json = nlohmann::ordered_json;
+
+// The per-case identity fields are repeated on each rank so that a rank object stands alone when a
+// script flattens the ranks of many cases.
+void AddIdentity(const v1::CaseResult& c, Json& out) {
+  out["variant"] = std::string(VariantName(c.variant()));
+  out["resolved_variant"] = std::string(VariantName(EffectiveVariant(c)));
+  out["mode"] = std::string(ModeName(c.mode()));
+  out["world"] = c.world_size();
+  out["m"] = c.m();
+  out["n"] = c.n();
+  out["dtype"] = std::string(DTypeName(c.dtype()));
+  out["pattern"] = std::string(PatternName(c.pattern()));
+  out["residual"] = c.residual();
+}
+
+void AddTiming(const v1::TimingStats& t, Json& out) {
+  out["median_us"] = t.median_us();
+  out["p10_us"] = t.p10_us();
+  out["p90_us"] = t.p90_us();
+  out["min_us"] = t.min_us();
+  out["max_us"] = t.max_us();
+  out["samples"] = t.samples();
+}
+
+void AddDiff(const v1::DiffStats& d, Json& out) {
+  out["mismatches"] = d.mismatches();
+  out["checked"] = d.checked();
+  out["max_abs_err"] = d.max_abs_err();
+  out["max_rel_err"] = d.max_rel_err();
+  out["max_ulp"] = d.max_ulp();
+  out["nan_inf"] = d.nan_inf();
+  out["first_bad"] = d.first_bad();
+  out["first_bad_call"] = d.first_bad_call();
+}
+
+Json RankJson(const v1::CaseResult& c, const v1::RankResult& r) {
+  Json out = Json::object();
+  out["rank"] = r.rank();
+  out["device"] = r.device();
+  AddIdentity(c, out);
+  out["status"] = std::string(CaseStatusName(r.status()));
+  out["message"] = r.message();
+  AddTiming(r.timing(), out);
+  out["busbw_gbps"] = RankBusBandwidth(c, r);
+  AddDiff(r.diff(), out);
+  out["suspect_peer"] = r.suspect_peer();
+  out["phase"] = r.phase();
+  out["calls"] = r.calls();
+  out["grid_blocks"] = r.grid_blocks();
+  return out;
+}
+
+Json CaseJson(const v1::CaseResult& c) {
+  Json out = Json::object();
+  out["index"] = c.index();
+  AddIdentity(c, out);
+  out["status"] = std::string(CaseStatusName(c.status()));
+  out["message"] = c.message();
+  AddTiming(c.timing(), out);
+  out["algbw_gbps"] = c.algbw_gbps();
+  out["busbw_gbps"] = c.busbw_gbps();
+  AddDiff(c.diff(), out);
+  out["stress_calls"] = c.stress_calls();
+  out["wall_ms"] = c.wall_ms();
+  Json ranks = Json::array();
+  for (const v1::RankResult& r : c.ranks()) ranks.push_back(RankJson(c, r));
+  out["ranks"] = std::move(ranks);
+  return out;
+}
+
+}  // namespace
+
+std::string FormatRunJson(const v1::RunResult& run) {
+  Json out = Json::object();
+  out["run_id"] = run.run_id();
+  out["backend"] = run.backend();
+  out["state"] = std::string(RunStateName(run.state()));
+  out["message"] = run.message();
+  out["label"] = run.spec().label();
+  out["created_unix_ms"] = run.created_unix_ms();
+  out["finished_unix_ms"] = run.finished_unix_ms();
+  Json cases = Json::array();
+  for (const v1::CaseResult& c : run.cases()) cases.push_back(CaseJson(c));
+  out["cases"] = std::move(cases);
+  // Invalid UTF-8 in a message is replaced rather than thrown on: a report must always come out.
+  return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace colltest::client

@@ -1,0 +1,142 @@
+// JUnit XML for CI systems: one <testcase> per case, <failure> for WRONG / HANG / ERROR and
+// <skipped> for UNSUPPORTED, so a CI dashboard shows exactly which shape and variant broke.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "client/format.h"
+#include "client/names.h"
+#include "client/result_view.h"
+
+namespace colltest::client {
+namespace {
+
+// Escapes for text and attribute values. Control characters other than tab, newline and carriage
+// return are not allowed anywhere in XML 1.0, even escaped, so they are dropped to keep the file
+// parseable. In an attribute, a raw newline would be normalised to a space, hence the references.
+std::string Escape(absl::string_view text, bool attribute) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      case '\t':
+        out += attribute ? "&#9;" : "\t";
+        break;
+      case '\n':
+        out += attribute ? "&#10;" : "\n";
+        break;
+      case '\r':
+        out += "&#13;";
+        break;
+      default:
+        if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
+        break;
+    }
+  }
+  return out;
+}
+
+std::string XmlAttr(absl::string_view text) { return Escape(text, /*attribute=*/true); }
+std::string XmlText(absl::string_view text) { return Escape(text, /*attribute=*/false); }
+
+bool IsFailure(v1::CaseStatus status) {
+  return status != v1::CASE_STATUS_OK && status != v1::CASE_STATUS_UNSUPPORTED;
+}
+
+// The failure body carries what a CI reader needs to start debugging without rerunning: the first
+// bad element and which rank waited for whom.
+std::string FailureDetails(const v1::CaseResult& c) {
+  std::string details = c.message();
+  if (!c.diff().first_bad().empty()) {
+    absl::StrAppend(&details, "\nfirst bad: ", c.diff().first_bad(), " (call ",
+                    c.diff().first_bad_call(), ")");
+  }
+  for (const v1::RankResult& r : c.ranks()) {
+    if (!IsFailure(r.status())) continue;
+    absl::StrAppend(&details, "\nrank ", r.rank(), " (device ", r.device(),
+                    "): ", CaseStatusName(r.status()));
+    if (r.suspect_peer() >= 0) absl::StrAppend(&details, " waited for rank ", r.suspect_peer());
+    if (!r.phase().empty()) absl::StrAppend(&details, " in ", r.phase());
+    if (!r.message().empty()) absl::StrAppend(&details, ": ", r.message());
+  }
+  return details;
+}
+
+std::string TestCaseXml(const v1::CaseResult& c) {
+  std::string out = absl::StrFormat(
+      "  <testcase classname=\"colltest.%s\" name=\"%s w=%d m=%d n=%d %s\" time=\"%.3f\"",
+      XmlAttr(VariantLabel(c)), ModeName(c.mode()), c.world_size(), c.m(), c.n(),
+      DTypeName(c.dtype()), c.wall_ms() / 1000.0);
+  if (c.status() == v1::CASE_STATUS_UNSUPPORTED) {
+    absl::StrAppend(&out, ">\n    <skipped message=\"", XmlAttr(c.message()),
+                    "\"/>\n  </testcase>\n");
+  } else if (IsFailure(c.status())) {
+    absl::StrAppend(&out, ">\n    <failure type=\"", CaseStatusName(c.status()), "\" message=\"",
+                    XmlAttr(c.message()), "\">", XmlText(FailureDetails(c)),
+                    "</failure>\n  </testcase>\n");
+  } else {
+    absl::StrAppend(&out, "/>\n");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatRunJunit(const v1::RunResult& run) {
+  const StatusCounts counts = CountStatuses(run);
+  int tests = run.cases_size();
+  int failures = counts.wrong + counts.hang + counts.error + counts.unspecified;
+  double seconds = 0;
+  for (const v1::CaseResult& c : run.cases()) seconds += c.wall_ms() / 1000.0;
+
+  // A cancelled or failed run may have no cases at all; without a testcase of its own it would show
+  // as a green, empty suite in CI.
+  std::string run_case;
+  if (RunAborted(run.state())) {
+    ++tests;
+    ++failures;
+    run_case = absl::StrCat("  <testcase classname=\"colltest\" name=\"run\" time=\"0\">\n",
+                            "    <failure type=\"", RunStateName(run.state()), "\" message=\"",
+                            XmlAttr(run.message()), "\">", XmlText(run.message()),
+                            "</failure>\n  </testcase>\n");
+  }
+
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  absl::StrAppend(
+      &out,
+      absl::StrFormat("<testsuite name=\"colltest\" tests=\"%d\" failures=\"%d\" errors=\"0\" "
+                      "skipped=\"%d\" time=\"%.3f\">\n",
+                      tests, failures, counts.unsupported, seconds));
+  absl::StrAppend(&out, "  <properties>\n");
+  const std::pair<absl::string_view, std::string> properties[] = {
+      {"run_id", run.run_id()},
+      {"backend", run.backend()},
+      {"state", std::string(RunStateName(run.state()))},
+      {"label", run.spec().label()},
+  };
+  for (const auto& [name, value] : properties) {
+    absl::StrAppend(&out, "    <property name=\"", name, "\" value=\"", XmlAttr(value), "\"/>\n");
+  }
+  absl::StrAppend(&out, "  </properties>\n");
+  for (const v1::CaseResult& c : run.cases()) absl::StrAppend(&out, TestCaseXml(c));
+  absl::StrAppend(&out, run_case, "</testsuite>\n");
+  return out;
+}
+
+}  // namespace colltest::client

@@ -1,0 +1,112 @@
+// Listings that are not runs: `devices` and `runs`.
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "client/format.h"
+#include "client/names.h"
+#include "client/text_table.h"
+#include "nlohmann/json.hpp"
+
+namespace colltest::client {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+absl::Status TableOrJsonOnly(absl::string_view command, OutputFormat format) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("--format: ", command, " prints table or json, not ", OutputFormatName(format)));
+}
+
+std::string Dump(const Json& json) {
+  return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::string CreatedTime(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices,
+                                          OutputFormat format) {
+  std::vector<std::string> variants;
+  for (int v : devices.variants()) {
+    variants.emplace_back(VariantName(static_cast<v1::Variant>(v)));
+  }
+  if (format == OutputFormat::kJson) {
+    Json out = Json::object();
+    out["backend"] = devices.backend();
+    out["version"] = devices.version();
+    out["max_world_size"] = devices.max_world_size();
+    out["variants"] = variants;
+    Json list = Json::array();
+    for (const v1::Device& d : devices.devices()) {
+      Json device = Json::object();
+      device["index"] = d.index();
+      device["name"] = d.name();
+      device["memory_bytes"] = d.memory_bytes();
+      device["backend"] = d.backend();
+      list.push_back(std::move(device));
+    }
+    out["devices"] = std::move(list);
+    return Dump(out);
+  }
+  if (format != OutputFormat::kTable) return TableOrJsonOnly("devices", format);
+
+  using Align = TextTable::Align;
+  TextTable table({{"index", Align::kRight},
+                   {"name", Align::kLeft},
+                   {"memory GiB", Align::kRight},
+                   {"backend", Align::kLeft}});
+  for (const v1::Device& d : devices.devices()) {
+    table.AddRow({absl::StrCat(d.index()), d.name(),
+                  absl::StrFormat("%.1f", d.memory_bytes() / double{1 << 30}), d.backend()});
+  }
+  return absl::StrCat("backend ", devices.backend(), "  version ", devices.version(),
+                      "  max world ", devices.max_world_size(),
+                      "\nvariants: ", absl::StrJoin(variants, ", "), "\n", table.Render());
+}
+
+absl::StatusOr<std::string> FormatRuns(const v1::ListRunsResponse& runs, OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    Json list = Json::array();
+    for (const v1::RunSummary& r : runs.runs()) {
+      Json run = Json::object();
+      run["run_id"] = r.run_id();
+      run["state"] = std::string(RunStateName(r.state()));
+      run["cases"] = r.cases();
+      run["ok"] = r.ok();
+      run["failed"] = r.failed();
+      run["created_unix_ms"] = r.created_unix_ms();
+      run["label"] = r.label();
+      list.push_back(std::move(run));
+    }
+    Json out = Json::object();
+    out["runs"] = std::move(list);
+    return Dump(out);
+  }
+  if (format != OutputFormat::kTable) return TableOrJsonOnly("runs", format);
+
+  using Align = TextTable::Align;
+  TextTable table({{"run_id", Align::kLeft},
+                   {"state", Align::kLeft},
+                   {"cases", Align::kRight},
+                   {"ok", Align::kRight},
+                   {"failed", Align::kRight},
+                   {"created (UTC)", Align::kLeft},
+                   {"label", Align::kLeft}});
+  for (const v1::RunSummary& r : runs.runs()) {
+    table.AddRow({r.run_id(), std::string(RunStateName(r.state())), absl::StrCat(r.cases()),
+                  absl::StrCat(r.ok()), absl::StrCat(r.failed()), CreatedTime(r.created_unix_ms()),
+                  r.label()});
+  }
+  return table.Render();
+}
+
+}  // namespace colltest::client

@@ -1,0 +1,34 @@
+// Names of the public API's enums as they appear on the command line and in every output format.
+// The JSON contract (DESIGN section 10) depends on these spellings, so they live in one place.
+#ifndef COLLTEST_CLIENT_NAMES_H_
+#define COLLTEST_CLIENT_NAMES_H_
+
+#include <optional>
+
+#include "absl/strings/string_view.h"
+#include "colltest/v1/colltest.pb.h"
+
+namespace colltest::client {
+
+// Lower-case names ("one_stage", "eager", "bf16", ...). An UNSPECIFIED value prints as the value
+// the server treats it as, so outputs never show a name the user cannot pass back in.
+absl::string_view VariantName(v1::Variant v);
+absl::string_view ModeName(v1::Mode m);
+absl::string_view DTypeName(v1::DType d);
+absl::string_view PatternName(v1::Pattern p);
+absl::string_view ToleranceName(v1::Tolerance t);
+
+// Upper-case names ("OK", "HANG", "DONE", ...), as scripts grep for them.
+absl::string_view CaseStatusName(v1::CaseStatus s);
+absl::string_view RunStateName(v1::RunState s);
+
+// Inverse of the lower-case names; case-insensitive. nullopt for an unknown name.
+std::optional<v1::Variant> ParseVariantName(absl::string_view name);
+std::optional<v1::Mode> ParseModeName(absl::string_view name);
+std::optional<v1::DType> ParseDTypeName(absl::string_view name);
+std::optional<v1::Pattern> ParsePatternName(absl::string_view name);
+std::optional<v1::Tolerance> ParseToleranceName(absl::string_view name);
+
+}  // namespace colltest::client
+
+#endif  // COLLTEST_CLIENT_NAMES_H_

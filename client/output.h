@@ -1,0 +1,22 @@
+// Where command output and errors go.
+#ifndef COLLTEST_CLIENT_OUTPUT_H_
+#define COLLTEST_CLIENT_OUTPUT_H_
+
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace colltest::client {
+
+// Writes `text` to the file `path` (--out), or to `out` when `path` is empty.
+absl::Status WriteOutput(absl::string_view text, const std::string& path, std::ostream& out);
+
+// "colltest: <CODE>: <message>", the one error line scripts match on. A server's message is kept
+// verbatim, since INVALID_ARGUMENT messages name the offending field.
+void PrintError(std::ostream& err, const absl::Status& status);
+
+}  // namespace colltest::client
+
+#endif  // COLLTEST_CLIENT_OUTPUT_H_

@@ -1,0 +1,80 @@
+#include "client/result_view.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/names.h"
+
+namespace colltest::client {
+
+v1::Variant EffectiveVariant(const v1::CaseResult& c) {
+  return c.resolved_variant() != v1::VARIANT_UNSPECIFIED ? c.resolved_variant() : c.variant();
+}
+
+std::string VariantLabel(const v1::CaseResult& c) {
+  const v1::Variant effective = EffectiveVariant(c);
+  if (effective == c.variant()) return std::string(VariantName(c.variant()));
+  return absl::StrCat(VariantName(c.variant()), "(", VariantName(effective), ")");
+}
+
+double RankBusBandwidth(const v1::CaseResult& c, const v1::RankResult& r) {
+  const double case_us = c.timing().median_us();
+  const double rank_us = r.timing().median_us();
+  if (case_us <= 0 || rank_us <= 0) return 0;
+  return c.busbw_gbps() * case_us / rank_us;
+}
+
+StatusCounts CountStatuses(const v1::RunResult& run) {
+  StatusCounts counts;
+  for (const v1::CaseResult& c : run.cases()) {
+    switch (c.status()) {
+      case v1::CASE_STATUS_OK:
+        ++counts.ok;
+        break;
+      case v1::CASE_STATUS_WRONG:
+        ++counts.wrong;
+        break;
+      case v1::CASE_STATUS_HANG:
+        ++counts.hang;
+        break;
+      case v1::CASE_STATUS_ERROR:
+        ++counts.error;
+        break;
+      case v1::CASE_STATUS_UNSUPPORTED:
+        ++counts.unsupported;
+        break;
+      default:
+        ++counts.unspecified;
+        break;
+    }
+  }
+  return counts;
+}
+
+std::string StatusCountsLine(const StatusCounts& counts) {
+  const int total = counts.ok + counts.wrong + counts.hang + counts.error + counts.unsupported +
+                    counts.unspecified;
+  std::vector<std::string> parts;
+  const std::pair<int, const char*> items[] = {
+      {counts.ok, "OK"},
+      {counts.wrong, "WRONG"},
+      {counts.hang, "HANG"},
+      {counts.error, "ERROR"},
+      {counts.unsupported, "UNSUPPORTED"},
+      {counts.unspecified, "UNSPECIFIED"},
+  };
+  for (const auto& [count, name] : items) {
+    if (count > 0) parts.push_back(absl::StrCat(count, " ", name));
+  }
+  std::string line = absl::StrCat(total, total == 1 ? " case" : " cases");
+  if (!parts.empty()) absl::StrAppend(&line, ": ", absl::StrJoin(parts, ", "));
+  return line;
+}
+
+bool RunAborted(v1::RunState state) {
+  return state == v1::RUN_STATE_CANCELLED || state == v1::RUN_STATE_FAILED;
+}
+
+}  // namespace colltest::client

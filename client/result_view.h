@@ -1,0 +1,40 @@
+// Derived views of a RunResult shared by the formatters, so every format agrees on them.
+#ifndef COLLTEST_CLIENT_RESULT_VIEW_H_
+#define COLLTEST_CLIENT_RESULT_VIEW_H_
+
+#include <string>
+
+#include "colltest/v1/colltest.pb.h"
+
+namespace colltest::client {
+
+// The variant that actually ran: `resolved_variant` when the server set it (for `auto`), otherwise
+// the requested one.
+v1::Variant EffectiveVariant(const v1::CaseResult& c);
+
+// "lamport", or "auto(lamport)" when `auto` dispatched, for human-facing output.
+std::string VariantLabel(const v1::CaseResult& c);
+
+// Bus bandwidth of one rank. The proto carries it per case only; scaling the case's figure by the
+// ratio of medians keeps the server's definition of bytes moved, whatever it is.
+double RankBusBandwidth(const v1::CaseResult& c, const v1::RankResult& r);
+
+struct StatusCounts {
+  int ok = 0;
+  int wrong = 0;
+  int hang = 0;
+  int error = 0;
+  int unsupported = 0;
+  int unspecified = 0;  // a server that left the status unset; counted as an error by exit codes
+};
+StatusCounts CountStatuses(const v1::RunResult& run);
+
+// "12 cases: 10 OK, 1 WRONG, 1 UNSUPPORTED" (zero counts omitted).
+std::string StatusCountsLine(const StatusCounts& counts);
+
+// True for states in which the run did not complete its cases.
+bool RunAborted(v1::RunState state);
+
+}  // namespace colltest::client
+
+#endif  // COLLTEST_CLIENT_RESULT_VIEW_H_

@@ -1,0 +1,167 @@
+#include "client/rpc.h"
+
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace colltest::client {
+namespace {
+
+// Large sweeps return every case with per-rank results in one message; the 4 MiB default would cut
+// off a few thousand cases.
+constexpr int kMaxReceiveBytes = 64 << 20;
+
+absl::StatusOr<std::string> ReadFile(absl::string_view flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read '", path, "'"));
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read '", path, "'"));
+  return contents.str();
+}
+
+}  // namespace
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+absl::StatusOr<std::string> ReadToken(const std::string& path) {
+  absl::StatusOr<std::string> contents = ReadFile("--token-file", path);
+  if (!contents.ok()) return contents.status();
+  std::string token(absl::StripAsciiWhitespace(*contents));
+  if (token.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--token-file: '", path, "' is empty"));
+  }
+  // A newline or control byte inside a header value makes gRPC fail the call with an opaque
+  // INTERNAL error; saying so here points at the file instead.
+  for (char ch : token) {
+    if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) > 0x7e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token-file: '", path, "' must hold one printable ASCII token"));
+    }
+  }
+  return token;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const ConnectionOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+
+  const bool use_tls = !options.tls_ca.empty() || !options.tls_cert.empty();
+  if (!use_tls) {
+    return grpc::CreateCustomChannel(options.server, grpc::InsecureChannelCredentials(), args);
+  }
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key must be given together");
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!options.tls_ca.empty()) {
+    absl::StatusOr<std::string> ca = ReadFile("--tls-ca", options.tls_ca);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *std::move(ca);
+  }
+  if (!options.tls_cert.empty()) {
+    absl::StatusOr<std::string> cert = ReadFile("--tls-cert", options.tls_cert);
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadFile("--tls-key", options.tls_key);
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *std::move(cert);
+    ssl.pem_private_key = *std::move(key);
+  }
+  if (!options.tls_server_name.empty()) args.SetSslTargetNameOverride(options.tls_server_name);
+  return grpc::CreateCustomChannel(options.server, grpc::SslCredentials(ssl), args);
+}
+
+Client::Client(std::unique_ptr<v1::CollectiveTest::StubInterface> stub, std::string token)
+    : stub_(std::move(stub)), token_(std::move(token)) {}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ConnectionOptions& options) {
+  std::string token;
+  if (!options.token_file.empty()) {
+    absl::StatusOr<std::string> read = ReadToken(options.token_file);
+    if (!read.ok()) return read.status();
+    token = *std::move(read);
+  }
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = CreateChannel(options);
+  if (!channel.ok()) return channel.status();
+  return std::make_unique<Client>(v1::CollectiveTest::NewStub(*channel), std::move(token));
+}
+
+void Client::PrepareContext(grpc::ClientContext* context) const {
+  // Per-call metadata rather than call credentials: gRPC refuses call credentials on an insecure
+  // channel, and a token over plain TCP on a lab network is still a supported setup.
+  if (!token_.empty()) context->AddMetadata("authorization", absl::StrCat("Bearer ", token_));
+}
+
+absl::StatusOr<v1::ListDevicesResponse> Client::ListDevices() {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  v1::ListDevicesResponse response;
+  absl::Status status = FromGrpcStatus(stub_->ListDevices(&context, {}, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::RunResult> Client::Run(const v1::SweepSpec& spec) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  v1::RunRequest request;
+  *request.mutable_spec() = spec;
+  v1::RunResult response;
+  absl::Status status = FromGrpcStatus(stub_->Run(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::Status Client::Sweep(const v1::SweepSpec& spec,
+                           absl::FunctionRef<void(const v1::SweepEvent&)> on_event) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  v1::RunRequest request;
+  *request.mutable_spec() = spec;
+  std::unique_ptr<grpc::ClientReaderInterface<v1::SweepEvent>> reader =
+      stub_->Sweep(&context, request);
+  v1::SweepEvent event;
+  while (reader->Read(&event)) on_event(event);
+  return FromGrpcStatus(reader->Finish());
+}
+
+absl::StatusOr<v1::RunResult> Client::GetRun(absl::string_view run_id) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  v1::GetRunRequest request;
+  request.set_run_id(std::string(run_id));
+  v1::RunResult response;
+  absl::Status status = FromGrpcStatus(stub_->GetRun(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::ListRunsResponse> Client::ListRuns(uint32_t limit) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  v1::ListRunsRequest request;
+  request.set_limit(limit);
+  v1::ListRunsResponse response;
+  absl::Status status = FromGrpcStatus(stub_->ListRuns(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::CancelResponse> Client::Cancel(absl::string_view run_id) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  v1::CancelRequest request;
+  request.set_run_id(std::string(run_id));
+  v1::CancelResponse response;
+  absl::Status status = FromGrpcStatus(stub_->Cancel(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
+}  // namespace colltest::client

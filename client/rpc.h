@@ -1,0 +1,63 @@
+// Connection to colltestd and the calls of the public API, with gRPC statuses turned into
+// absl::Status so the rest of the client has one error type.
+#ifndef COLLTEST_CLIENT_RPC_H_
+#define COLLTEST_CLIENT_RPC_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "colltest/v1/colltest.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace colltest::client {
+
+struct ConnectionOptions {
+  std::string server = "127.0.0.1:50051";
+  std::string token_file;       // bearer token, sent as "authorization: Bearer <token>"
+  std::string tls_ca;           // root CA; TLS is used when this or a client cert is given
+  std::string tls_cert;         // client certificate, for a server that requires mutual TLS
+  std::string tls_key;          // its private key
+  std::string tls_server_name;  // expected name in the server certificate, when ADDR is an IP
+};
+
+// gRPC and absl share the canonical code numbering, so the code survives the conversion and
+// absl::StatusCodeToString prints gRPC's name for it.
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// Reads and checks the bearer token file: one printable token, surrounding blanks ignored.
+absl::StatusOr<std::string> ReadToken(const std::string& path);
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const ConnectionOptions& options);
+
+class Client {
+ public:
+  // An empty token sends no authorization metadata.
+  Client(std::unique_ptr<v1::CollectiveTest::StubInterface> stub, std::string token);
+
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const ConnectionOptions& options);
+
+  absl::StatusOr<v1::ListDevicesResponse> ListDevices();
+  absl::StatusOr<v1::RunResult> Run(const v1::SweepSpec& spec);
+  // Calls `on_event` for every streamed event, in order; the status is the stream's final one.
+  absl::Status Sweep(const v1::SweepSpec& spec,
+                     absl::FunctionRef<void(const v1::SweepEvent&)> on_event);
+  absl::StatusOr<v1::RunResult> GetRun(absl::string_view run_id);
+  absl::StatusOr<v1::ListRunsResponse> ListRuns(uint32_t limit);
+  absl::StatusOr<v1::CancelResponse> Cancel(absl::string_view run_id);
+
+ private:
+  // Every call gets a fresh context: gRPC forbids reusing one.
+  void PrepareContext(grpc::ClientContext* context) const;
+
+  std::unique_ptr<v1::CollectiveTest::StubInterface> stub_;
+  std::string token_;
+};
+
+}  // namespace colltest::client
+
+#endif  // COLLTEST_CLIENT_RPC_H_

@@ -1,0 +1,219 @@
+#include "server/backend_probe.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
+
+extern char** environ;
+
+namespace colltest::server {
+
+namespace v1 = ::colltest::v1;
+
+namespace {
+
+constexpr size_t kMaxProbeOutput = 1 << 20;
+
+absl::Status ErrnoError(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+}  // namespace
+
+BackendInfo CpuBackend(uint32_t ranks) {
+  BackendInfo info;
+  info.backend = "cpu";
+  for (uint32_t i = 0; i < ranks; ++i) {
+    v1::Device& d = info.devices.emplace_back();
+    d.set_index(i);
+    d.set_name(absl::StrCat("cpu rank ", i));
+    d.set_backend("cpu");
+  }
+  return info;
+}
+
+absl::StatusOr<BackendInfo> ParseProbeOutput(absl::string_view output) {
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line.front() != '{') continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) continue;
+
+    BackendInfo info;
+    if (!j.contains("backend") || !j["backend"].is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat("probe output has no backend: ", line));
+    }
+    info.backend = j["backend"].get<std::string>();
+    if (info.backend != "cpu" && info.backend != "cuda" && info.backend != "hip") {
+      return absl::InvalidArgumentError(absl::StrCat("probe reported backend ", info.backend));
+    }
+    if (j.contains("devices") && j["devices"].is_array()) {
+      for (const nlohmann::json& jd : j["devices"]) {
+        if (!jd.is_object() || !jd.contains("index") || !jd["index"].is_number_unsigned()) {
+          return absl::InvalidArgumentError(absl::StrCat("probe device without index: ", line));
+        }
+        v1::Device& d = info.devices.emplace_back();
+        d.set_index(jd["index"].get<uint32_t>());
+        if (jd.contains("name") && jd["name"].is_string()) d.set_name(jd["name"].get<std::string>());
+        if (jd.contains("memory_bytes") && jd["memory_bytes"].is_number_unsigned()) {
+          d.set_memory_bytes(jd["memory_bytes"].get<uint64_t>());
+        }
+        d.set_backend(info.backend);
+      }
+    }
+    return info;
+  }
+  return absl::InvalidArgumentError("probe printed no JSON line");
+}
+
+absl::StatusOr<std::string> RunProbe(const std::string& worker, const std::string& backend,
+                                     absl::Duration timeout) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("pipe");
+  absl::Cleanup close_read = [&] { close(fds[0]); };
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  absl::Cleanup destroy_actions = [&] { posix_spawn_file_actions_destroy(&actions); };
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+
+  // colltestd blocks SIGINT/SIGTERM for its sigwait thread and ignores SIGPIPE; a child would
+  // inherit both, so they are reset for the probe.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  absl::Cleanup destroy_attr = [&] { posix_spawnattr_destroy(&attr); };
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGTERM);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  std::string arg_backend = backend;
+  std::vector<char*> argv = {const_cast<char*>(worker.c_str()), const_cast<char*>("--probe"),
+                             const_cast<char*>("--backend"), arg_backend.data(), nullptr};
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, worker.c_str(), &actions, &attr, argv.data(), environ);
+  close(fds[1]);
+  if (rc != 0) {
+    return absl::NotFoundError(absl::StrCat("cannot start ", worker, ": ", std::strerror(rc)));
+  }
+
+  std::string output;
+  const absl::Time deadline = absl::Now() + timeout;
+  bool timed_out = false;
+  while (true) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    char buf[4096];
+    const ssize_t got = read(fds[0], buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    if (output.size() < kMaxProbeOutput) output.append(buf, static_cast<size_t>(got));
+  }
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(worker, " --probe did not answer within ", absl::FormatDuration(timeout)));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        worker, " --probe --backend ", backend, " failed (",
+        WIFEXITED(status) ? absl::StrCat("exit status ", WEXITSTATUS(status))
+                          : absl::StrCat("signal ", WTERMSIG(status)),
+        ")"));
+  }
+  return output;
+}
+
+absl::StatusOr<BackendInfo> ResolveBackend(const std::string& requested, uint32_t cpu_ranks,
+                                           const std::vector<uint32_t>& only,
+                                           const std::string& worker, const ProbeFn& probe) {
+  BackendInfo info;
+  if (requested == "cpu") {
+    info = CpuBackend(cpu_ranks);
+  } else {
+    absl::StatusOr<BackendInfo> found = [&]() -> absl::StatusOr<BackendInfo> {
+      absl::StatusOr<std::string> output = probe(worker, requested);
+      if (!output.ok()) return output.status();
+      return ParseProbeOutput(*output);
+    }();
+    const bool usable = found.ok() && found->backend != "cpu" && !found->devices.empty();
+    if (requested == "auto") {
+      if (usable) {
+        info = *std::move(found);
+        info.note = absl::StrCat("auto: found ", info.devices.size(), " ", info.backend, " devices");
+      } else {
+        info = CpuBackend(cpu_ranks);
+        info.note = found.ok() ? "auto: no GPU found, using the cpu backend"
+                               : absl::StrCat("auto: the probe failed (", found.status().message(),
+                                              "), using the cpu backend");
+      }
+    } else {
+      if (!found.ok()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("--backend ", requested, ": ", found.status().message()));
+      }
+      if (found->backend != requested || found->devices.empty()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "--backend ", requested, ": no ", requested, " device found (the probe reported ",
+            found->backend, " with ", found->devices.size(), " devices)"));
+      }
+      info = *std::move(found);
+    }
+  }
+
+  if (!only.empty()) {
+    std::vector<v1::Device> kept;
+    std::set<uint32_t> seen;
+    for (uint32_t index : only) {
+      auto it = std::find_if(info.devices.begin(), info.devices.end(),
+                             [&](const v1::Device& d) { return d.index() == index; });
+      if (it == info.devices.end()) {
+        std::vector<uint32_t> have;
+        for (const v1::Device& d : info.devices) have.push_back(d.index());
+        return absl::InvalidArgumentError(
+            absl::StrCat("--devices ", index, ": no such ", info.backend, " device (have ",
+                         absl::StrJoin(have, ", "), ")"));
+      }
+      if (seen.insert(index).second) kept.push_back(*it);
+    }
+    std::sort(kept.begin(), kept.end(),
+              [](const v1::Device& a, const v1::Device& b) { return a.index() < b.index(); });
+    info.devices = std::move(kept);
+  }
+  return info;
+}
+
+}  // namespace colltest::server

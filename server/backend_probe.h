@@ -1,0 +1,46 @@
+// Which backend colltestd runs and which devices it offers. The controller never touches a GPU
+// runtime itself: it asks `colltest-worker --probe --backend B`, which prints one JSON line
+//   {"backend":"cuda","devices":[{"index":0,"name":"NVIDIA H200","memory_bytes":150...},...]}
+// and falls back to the cpu backend's virtual ranks where no GPU answers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "colltest/v1/colltest.pb.h"
+
+namespace colltest::server {
+
+struct BackendInfo {
+  std::string backend;  // "cpu", "cuda" or "hip"
+  std::vector<colltest::v1::Device> devices;
+  std::string note;  // why auto chose what it chose, for the log
+};
+
+// `ranks` virtual devices named "cpu rank i".
+BackendInfo CpuBackend(uint32_t ranks);
+
+// Parses the probe's output (the first line that is a JSON object).
+absl::StatusOr<BackendInfo> ParseProbeOutput(absl::string_view output);
+
+// Runs `worker --probe --backend backend` and returns its stdout; an error when it cannot start,
+// exits non-zero or outlives `timeout` (then it is killed).
+absl::StatusOr<std::string> RunProbe(const std::string& worker, const std::string& backend,
+                                     absl::Duration timeout);
+
+using ProbeFn = std::function<absl::StatusOr<std::string>(const std::string& worker,
+                                                          const std::string& backend)>;
+
+// `requested` is the --backend flag. cpu: no probe. auto: the probe's answer when it found GPUs,
+// else cpu. cuda / hip: the probe must find that backend with at least one device. `only` (the
+// --devices flag) then restricts the devices; naming one that does not exist is an error.
+absl::StatusOr<BackendInfo> ResolveBackend(const std::string& requested, uint32_t cpu_ranks,
+                                           const std::vector<uint32_t>& only,
+                                           const std::string& worker, const ProbeFn& probe);
+
+}  // namespace colltest::server

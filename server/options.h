@@ -1,0 +1,50 @@
+// colltestd's command line. The flag names are a public interface (DESIGN.md section 10): scripts
+// and unit files depend on them, so add flags but never rename one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/validation.h"
+
+namespace colltest::server {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:50051";  // loopback unless the operator opens it up
+  std::string backend = "auto";            // auto, cpu, cuda or hip
+  uint32_t cpu_ranks = 4;
+  std::vector<uint32_t> devices;  // restrict the server to these device indices; empty = all
+  std::string http;               // metrics and dashboard address (accepted, not served yet)
+  std::string state_dir;          // persistent history (accepted, not used yet)
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;  // set: clients must present a certificate signed by it
+  std::string token_file;
+  bool allow_fault_injection = false;
+  std::string worker;  // colltest-worker; empty = next to this binary
+  uint64_t max_case_bytes = kDefaultMaxCaseBytes;
+  std::string runtime_dir;
+};
+
+// Either the options to run with, or the exit code to leave with (after --help, --version or a
+// usage error, whose text has already been printed).
+struct ParsedOptions {
+  std::optional<ServerOptions> options;
+  int exit_code = 0;
+};
+
+ParsedOptions ParseOptions(int argc, const char* const* argv);
+
+// colltest-worker in the directory of the running executable, found through /proc/self/exe so
+// that an installed or copied bundle finds its own worker and not one on $PATH.
+std::string DefaultWorkerPath();
+
+// "127.0.0.1" of "127.0.0.1:50051", "[::1]" of "[::1]:0".
+std::string ListenHost(const std::string& listen);
+
+// The version reported by ListDevices and --version.
+const char* Version();
+
+}  // namespace colltest::server

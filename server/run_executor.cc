@@ -1,0 +1,136 @@
+#include "server/run_executor.h"
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "server/case_merge.h"
+#include "server/names.h"
+#include "server/sweep_plan.h"
+#include "spdlog/spdlog.h"
+
+namespace colltest::server {
+
+namespace v1 = ::colltest::v1;
+
+namespace {
+
+// "12 cases: 10 OK, 1 WRONG, 1 HANG", in severity order so the worst is easy to spot last.
+std::string CountByStatus(const v1::RunResult& run) {
+  std::map<int, std::pair<std::string, int>> counts;
+  for (const v1::CaseResult& c : run.cases()) {
+    auto& [name, count] = counts[StatusSeverity(c.status())];
+    name = CaseStatusName(c.status());
+    ++count;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [severity, entry] : counts) {
+    parts.push_back(absl::StrCat(entry.second, " ", entry.first));
+  }
+  return absl::StrCat(run.cases_size(), run.cases_size() == 1 ? " case" : " cases",
+                      parts.empty() ? "" : ": ", absl::StrJoin(parts, ", "));
+}
+
+}  // namespace
+
+RunExecutor::RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* history,
+                         DeviceArbiter* arbiter)
+    : limits_(std::move(limits)), pool_(pool), history_(history), arbiter_(arbiter) {}
+
+std::string RunExecutor::StopReason(const std::string& run_id, RunObserver& observer) const {
+  if (shutting_down_.load()) return "the server is shutting down";
+  if (history_->CancelRequested(run_id)) return "cancelled by request";
+  if (observer.ClientGone()) return "the client went away";
+  return "";
+}
+
+absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
+                                                   RunObserver& observer) {
+  absl::StatusOr<v1::SweepSpec> spec = ValidateSpec(request, limits_);
+  if (!spec.ok()) return spec.status();
+
+  const uint64_t count = static_cast<uint64_t>(spec->m_size()) * spec->n_size() *
+                         spec->variants_size() * spec->modes_size();
+  const SweepPlan plan = PlanSweep(*spec, next_case_id_.fetch_add(count));
+  const auto total = static_cast<uint32_t>(plan.cases.size());
+  const std::string id = history_->Create(*spec, limits_.backend);
+  spdlog::info("run {}: {} cases on devices {} ({})", id, total, absl::StrJoin(plan.devices, ","),
+               spec->label());
+
+  absl::StatusOr<DeviceArbiter::Lease> lease = arbiter_->Acquire(
+      plan.devices, [&] { return !StopReason(id, observer).empty(); },
+      [&](uint32_t ahead) { observer.OnQueued(id, ahead, total); });
+  if (!lease.ok()) {
+    const std::string why = StopReason(id, observer);
+    (void)history_->Finish(id, v1::RUN_STATE_CANCELLED, absl::StrCat("cancelled while queued: ", why));
+    spdlog::info("run {}: cancelled while queued: {}", id, why);
+    return absl::CancelledError(absl::StrCat("run ", id, " cancelled while queued: ", why));
+  }
+  (void)history_->MarkRunning(id);
+  observer.OnStarted(id, total);
+
+  uint32_t done = 0;
+  uint32_t pool_failures = 0;
+  absl::Status last_failure;
+  std::string stop;
+  for (uint32_t i = 0; i < total; ++i) {
+    stop = StopReason(id, observer);
+    if (!stop.empty()) break;
+    const auto& request_i = plan.cases[i];
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::vector<v1::RankResult>> replies = pool_->RunCase(plan.devices, request_i);
+    v1::CaseResult result;
+    if (replies.ok()) {
+      result = MergeCase(i, plan.devices, request_i, *std::move(replies));
+    } else {
+      // The pool tears the group down and respawns it for the next case; one bad case must not
+      // cost the rest of the sweep.
+      ++pool_failures;
+      last_failure = replies.status();
+      result = FailedCase(i, plan.devices, request_i, replies.status());
+    }
+    result.set_wall_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
+    if (result.status() != v1::CASE_STATUS_OK) {
+      spdlog::warn("run {} case {} ({} {} m={} n={}): {} {}", id, i,
+                   VariantName(result.variant()), ModeName(result.mode()), result.m(), result.n(),
+                   CaseStatusName(result.status()), result.message());
+    }
+    (void)history_->AddCase(id, result);
+    ++done;
+    observer.OnCase(id, result, done, total);
+  }
+  lease->Release();
+
+  v1::RunState state = v1::RUN_STATE_DONE;
+  std::string message;
+  if (!stop.empty()) {
+    state = v1::RUN_STATE_CANCELLED;
+    message = absl::StrCat("cancelled after ", done, " of ", total, " cases: ", stop);
+  } else if (total > 0 && pool_failures == total) {
+    state = v1::RUN_STATE_FAILED;
+    message = absl::StrCat("the workers could not run any case: ", last_failure.message());
+  }
+  absl::StatusOr<v1::RunResult> run = history_->Get(id);
+  if (state == v1::RUN_STATE_DONE && run.ok()) message = CountByStatus(*run);
+  (void)history_->Finish(id, state, message);
+  spdlog::info("run {}: {} {}", id, RunStateName(state), message);
+  return history_->Get(id);
+}
+
+absl::StatusOr<v1::RunState> RunExecutor::Cancel(const std::string& run_id) {
+  absl::StatusOr<v1::RunState> state = history_->RequestCancel(run_id);
+  // A queued run should leave the queue now, not at its next poll.
+  if (state.ok()) arbiter_->Wake();
+  return state;
+}
+
+void RunExecutor::BeginShutdown() {
+  shutting_down_.store(true);
+  arbiter_->Wake();
+}
+
+}  // namespace colltest::server

@@ -1,0 +1,65 @@
+// One run from request to record: validate, queue for the devices, run the cases one at a time
+// on the worker pool, merge and record each, and finish the run in the history. Both Run and Sweep
+// go through here; they differ only in how they watch progress (RunObserver).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "colltest/v1/colltest.pb.h"
+#include "server/run_history.h"
+#include "server/run_queue.h"
+#include "server/validation.h"
+#include "server/worker_pool.h"
+
+namespace colltest::server {
+
+// Receives a run's progress in the executing thread. Every method has a no-op default.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  // True once nobody waits for the result any more (client disconnected, deadline passed): the
+  // run is then cancelled like one named in a Cancel request.
+  virtual bool ClientGone() { return false; }
+  // While queued, each time the number of runs ahead of it changes.
+  virtual void OnQueued(const std::string& run_id, uint32_t runs_ahead, uint32_t total) {}
+  virtual void OnStarted(const std::string& run_id, uint32_t total) {}
+  virtual void OnCase(const std::string& run_id, const colltest::v1::CaseResult& result,
+                      uint32_t done, uint32_t total) {}
+};
+
+class RunExecutor {
+ public:
+  // The pointers are not owned and must outlive the executor.
+  RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* history, DeviceArbiter* arbiter);
+
+  // Returns the run as recorded, in state DONE, CANCELLED (stopped after a case), or FAILED (no
+  // case could be run at all). Errors: the validation error (nothing is recorded), or CANCELLED
+  // when the run was cancelled while still queued (recorded as CANCELLED with no cases).
+  absl::StatusOr<colltest::v1::RunResult> Execute(const colltest::v1::SweepSpec& spec,
+                                                  RunObserver& observer);
+
+  // Asks a run to stop; returns the state it was in. NOT_FOUND for unknown ids.
+  absl::StatusOr<colltest::v1::RunState> Cancel(const std::string& run_id);
+
+  // Queued runs are cancelled and running ones stop after their current case, so that the server
+  // can shut down without waiting for long sweeps.
+  void BeginShutdown();
+
+  const ServerLimits& limits() const { return limits_; }
+
+ private:
+  // Why `run_id` must stop, or "" when it may go on.
+  std::string StopReason(const std::string& run_id, RunObserver& observer) const;
+
+  const ServerLimits limits_;
+  WorkerPool* const pool_;
+  RunHistory* const history_;
+  DeviceArbiter* const arbiter_;
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<uint64_t> next_case_id_{1};
+};
+
+}  // namespace colltest::server

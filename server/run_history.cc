@@ -1,0 +1,176 @@
+#include "server/run_history.h"
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/names.h"
+
+namespace colltest::server {
+
+namespace v1 = ::colltest::v1;
+
+namespace {
+
+int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
+
+absl::Status NotFound(const std::string& run_id, size_t capacity) {
+  return absl::NotFoundError(absl::StrCat("run_id = \"", run_id,
+                                          "\": no such run (the history keeps the last ",
+                                          capacity, " runs)"));
+}
+
+v1::RunSummary Summarize(const v1::RunResult& run) {
+  v1::RunSummary s;
+  s.set_run_id(run.run_id());
+  s.set_state(run.state());
+  s.set_cases(static_cast<uint32_t>(run.cases_size()));
+  s.set_created_unix_ms(run.created_unix_ms());
+  s.set_label(run.spec().label());
+  for (const v1::CaseResult& c : run.cases()) {
+    switch (c.status()) {
+      case v1::CASE_STATUS_OK:
+        s.set_ok(s.ok() + 1);
+        break;
+      case v1::CASE_STATUS_WRONG:
+      case v1::CASE_STATUS_HANG:
+      case v1::CASE_STATUS_ERROR:
+        s.set_failed(s.failed() + 1);
+        break;
+      default:
+        break;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+bool IsTerminal(v1::RunState state) {
+  return state == v1::RUN_STATE_DONE || state == v1::RUN_STATE_CANCELLED ||
+         state == v1::RUN_STATE_FAILED;
+}
+
+std::string RunHistory::Create(const v1::SweepSpec& spec, const std::string& backend) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = NowMs();
+  std::string id = absl::StrCat("r-", now, "-", ++counter_);
+  Entry entry;
+  entry.run.set_run_id(id);
+  entry.run.set_state(v1::RUN_STATE_QUEUED);
+  *entry.run.mutable_spec() = spec;
+  entry.run.set_backend(backend);
+  entry.run.set_created_unix_ms(now);
+  auto pos = order_.insert(order_.end(), id);
+  runs_.emplace(id, std::make_pair(std::move(entry), pos));
+  EvictLocked();
+  return id;
+}
+
+void RunHistory::EvictLocked() {
+  // Finished runs go first, oldest first. Active runs are never dropped (their executor still
+  // writes to them); they are bounded by the server's threads, so the excess is temporary.
+  for (auto it = order_.begin(); runs_.size() > capacity_ && it != order_.end();) {
+    auto run = runs_.find(*it);
+    if (IsTerminal(run->second.first.run.state())) {
+      runs_.erase(run);
+      it = order_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+absl::StatusOr<RunHistory::Entry*> RunHistory::Find(const std::string& run_id) {
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return NotFound(run_id, capacity_);
+  return &it->second.first;
+}
+
+absl::Status RunHistory::MarkRunning(const std::string& run_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto entry = Find(run_id);
+  if (!entry.ok()) return entry.status();
+  v1::RunResult& run = (*entry)->run;
+  if (run.state() != v1::RUN_STATE_QUEUED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " is ", RunStateName(run.state()), ", not QUEUED"));
+  }
+  run.set_state(v1::RUN_STATE_RUNNING);
+  return absl::OkStatus();
+}
+
+absl::Status RunHistory::AddCase(const std::string& run_id, const v1::CaseResult& result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto entry = Find(run_id);
+  if (!entry.ok()) return entry.status();
+  v1::RunResult& run = (*entry)->run;
+  if (run.state() != v1::RUN_STATE_RUNNING) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " is ", RunStateName(run.state()), ", not RUNNING"));
+  }
+  *run.add_cases() = result;
+  return absl::OkStatus();
+}
+
+absl::Status RunHistory::Finish(const std::string& run_id, v1::RunState state,
+                                const std::string& message) {
+  if (!IsTerminal(state)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Finish: ", RunStateName(state), " is not a final state"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto entry = Find(run_id);
+  if (!entry.ok()) return entry.status();
+  v1::RunResult& run = (*entry)->run;
+  if (IsTerminal(run.state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " already finished as ", RunStateName(run.state())));
+  }
+  run.set_state(state);
+  run.set_message(message);
+  run.set_finished_unix_ms(NowMs());
+  EvictLocked();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::RunResult> RunHistory::Get(const std::string& run_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return NotFound(run_id, capacity_);
+  return it->second.first.run;
+}
+
+std::vector<v1::RunSummary> RunHistory::List(uint32_t limit) const {
+  if (limit == 0) limit = kDefaultListLimit;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::RunSummary> out;
+  out.reserve(std::min<size_t>(limit, order_.size()));
+  for (auto it = order_.rbegin(); it != order_.rend() && out.size() < limit; ++it) {
+    out.push_back(Summarize(runs_.at(*it).first.run));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::RunState> RunHistory::RequestCancel(const std::string& run_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto entry = Find(run_id);
+  if (!entry.ok()) return entry.status();
+  const v1::RunState state = (*entry)->run.state();
+  if (!IsTerminal(state)) (*entry)->cancel_requested = true;
+  return state;
+}
+
+bool RunHistory::CancelRequested(const std::string& run_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = runs_.find(run_id);
+  return it != runs_.end() && it->second.first.cancel_requested;
+}
+
+size_t RunHistory::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return runs_.size();
+}
+
+}  // namespace colltest::server

@@ -1,0 +1,66 @@
+// colltest.v1.CollectiveTest on the synchronous gRPC API. A run executes in the handler's own
+// thread (waiting in the device queue included), which keeps a run's life tied to its call: when
+// the client goes away, the run is cancelled.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "colltest/v1/colltest.grpc.pb.h"
+#include "server/auth.h"
+#include "server/run_executor.h"
+#include "server/run_history.h"
+#include "server/run_queue.h"
+#include "server/worker_pool.h"
+
+namespace colltest::server {
+
+struct ServiceOptions {
+  std::string backend = "cpu";               // resolved: "cpu", "cuda" or "hip"
+  std::vector<colltest::v1::Device> devices;  // what this server may use
+  std::vector<colltest::v1::Variant> variants;
+  uint64_t max_case_bytes = 32ull << 20;
+  bool allow_fault_injection = false;
+  std::string token;  // empty: no authentication
+  std::string version;
+  absl::Duration queue_poll = absl::Milliseconds(50);
+  size_t history_capacity = kDefaultHistoryCapacity;
+};
+
+// The variants a backend can run: the four protocol variants everywhere, plus the NCCL/RCCL anchor
+// and the dispatcher on GPUs.
+std::vector<colltest::v1::Variant> VariantsFor(const std::string& backend);
+
+class CollectiveTestService final : public colltest::v1::CollectiveTest::Service {
+ public:
+  // `pool` is not owned and must outlive the service.
+  CollectiveTestService(ServiceOptions options, WorkerPool* pool);
+
+  grpc::Status ListDevices(grpc::ServerContext* context,
+                           const colltest::v1::ListDevicesRequest* request,
+                           colltest::v1::ListDevicesResponse* response) override;
+  grpc::Status Run(grpc::ServerContext* context, const colltest::v1::RunRequest* request,
+                   colltest::v1::RunResult* response) override;
+  grpc::Status Sweep(grpc::ServerContext* context, const colltest::v1::RunRequest* request,
+                     grpc::ServerWriter<colltest::v1::SweepEvent>* writer) override;
+  grpc::Status GetRun(grpc::ServerContext* context, const colltest::v1::GetRunRequest* request,
+                      colltest::v1::RunResult* response) override;
+  grpc::Status ListRuns(grpc::ServerContext* context,
+                        const colltest::v1::ListRunsRequest* request,
+                        colltest::v1::ListRunsResponse* response) override;
+  grpc::Status Cancel(grpc::ServerContext* context, const colltest::v1::CancelRequest* request,
+                      colltest::v1::CancelResponse* response) override;
+
+  // Call before grpc::Server::Shutdown so that queued and long runs return promptly.
+  void BeginShutdown() { executor_.BeginShutdown(); }
+
+ private:
+  const ServiceOptions options_;
+  const TokenAuth auth_;
+  RunHistory history_;
+  DeviceArbiter arbiter_;
+  RunExecutor executor_;
+};
+
+}  // namespace colltest::server

@@ -1,0 +1,23 @@
+// Expansion of a validated SweepSpec into the worker cases it stands for. The order (for each n,
+// for each m, for each variant, for each mode) keeps one buffer shape resident as long as possible
+// and puts the variants of one shape next to each other, which is how results are compared.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "colltest/v1/colltest.pb.h"
+#include "colltest/v1/worker.pb.h"
+
+namespace colltest::server {
+
+struct SweepPlan {
+  std::vector<uint32_t> devices;  // rank i runs on devices[i]
+  std::vector<colltest::worker::v1::CaseRequest> cases;
+};
+
+// `spec` must be the normalized output of ValidateSpec. Case ids are first_case_id, +1, ...: ids
+// stay unique across runs so that a worker's log line can be traced to one case.
+SweepPlan PlanSweep(const colltest::v1::SweepSpec& spec, uint64_t first_case_id = 0);
+
+}  // namespace colltest::server

@@ -1,0 +1,232 @@
+#include "server/validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/str_join.h"
+#include "server/names.h"
+
+namespace colltest::server {
+namespace {
+
+namespace v1 = ::colltest::v1;
+
+absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(message); }
+
+bool IsCpu(const ServerLimits& limits) { return limits.backend == "cpu"; }
+
+// "this cpu backend has 4 ranks (colltestd --cpu-ranks)": on the cpu backend the number of ranks is
+// a server flag, so the message says which one; on GPUs it is the hardware.
+std::string Capacity(const ServerLimits& limits) {
+  const size_t count = limits.devices.size();
+  if (IsCpu(limits)) {
+    return absl::StrCat("this cpu backend has ", count, count == 1 ? " rank" : " ranks",
+                        " (colltestd --cpu-ranks)");
+  }
+  return absl::StrCat("this ", limits.backend, " backend has ", count,
+                      count == 1 ? " device" : " devices");
+}
+
+absl::Status ResolveGroup(const v1::SweepSpec& spec, const ServerLimits& limits,
+                          v1::SweepSpec& out) {
+  const size_t available = limits.devices.size();
+  uint32_t world = spec.world_size();
+  if (world == 0) {
+    world = spec.devices_size() > 0 ? static_cast<uint32_t>(spec.devices_size())
+                                    : static_cast<uint32_t>(available);
+  }
+  if (spec.devices_size() > 0 && static_cast<uint32_t>(spec.devices_size()) != world) {
+    return Invalid(absl::StrCat("devices: ", spec.devices_size(), " listed but world_size = ",
+                                world, " (give as many devices as ranks, or leave one out)"));
+  }
+  if (world < 2) {
+    return Invalid(absl::StrCat("world_size = ", world,
+                                ": must be >= 2 (a collective needs two ranks; ", Capacity(limits),
+                                ")"));
+  }
+  if (world > available) {
+    return Invalid(absl::StrCat("world_size = ", world, ": ", Capacity(limits)));
+  }
+
+  const std::set<uint32_t> known(limits.devices.begin(), limits.devices.end());
+  std::set<uint32_t> seen;
+  for (int i = 0; i < spec.devices_size(); ++i) {
+    const uint32_t d = spec.devices(i);
+    if (!known.contains(d)) {
+      return Invalid(absl::StrCat("devices[", i, "] = ", d, ": no such device (",
+                                  IsCpu(limits) ? "ranks" : "devices", " available: ",
+                                  absl::StrJoin(limits.devices, ", "), ")"));
+    }
+    if (!seen.insert(d).second) {
+      return Invalid(absl::StrCat("devices[", i, "] = ", d,
+                                  ": listed twice (each rank needs its own device)"));
+    }
+  }
+
+  out.set_world_size(world);
+  if (spec.devices_size() == 0) {
+    out.clear_devices();
+    for (uint32_t r = 0; r < world; ++r) out.add_devices(limits.devices[r]);
+  }
+  return absl::OkStatus();
+}
+
+template <typename List>
+absl::Status CheckUnique(absl::string_view field, const List& values) {
+  std::set<int64_t> seen;
+  for (int i = 0; i < values.size(); ++i) {
+    if (!seen.insert(static_cast<int64_t>(values.Get(i))).second) {
+      return Invalid(absl::StrCat(field, "[", i, "] = ", values.Get(i), ": listed twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckShapes(const v1::SweepSpec& spec, const ServerLimits& limits) {
+  if (spec.m_size() == 0) return Invalid("m: empty (give at least one row count)");
+  if (spec.n_size() == 0) return Invalid("n: empty (give at least one hidden size)");
+  for (uint32_t m : spec.m()) {
+    if (m < 1) return Invalid(absl::StrCat("m = ", m, ": must be >= 1"));
+    if (m > kMaxRows) return Invalid(absl::StrCat("m = ", m, ": must be <= ", kMaxRows));
+  }
+  if (auto s = CheckUnique("m", spec.m()); !s.ok()) return s;
+
+  const v1::DType dtype = spec.dtype();
+  const uint32_t pack = PackElems(dtype);
+  const std::string pack_text =
+      absl::StrCat("the pack size ", pack, " (16 bytes of ", DTypeName(dtype), ")");
+  for (uint32_t n : spec.n()) {
+    // A multiple first: for n = 7 that is the rule the user needs to know about.
+    if (n % pack != 0) {
+      return Invalid(absl::StrCat("n = ", n, ": must be a multiple of ", pack_text));
+    }
+    if (n < pack) return Invalid(absl::StrCat("n = ", n, ": must be >= ", pack_text));
+    if (n > kMaxHidden) return Invalid(absl::StrCat("n = ", n, ": must be <= ", kMaxHidden));
+  }
+  if (auto s = CheckUnique("n", spec.n()); !s.ok()) return s;
+
+  // Every case of the sweep must fit; the largest m with the largest n is the one that may not.
+  const uint64_t m = *std::max_element(spec.m().begin(), spec.m().end());
+  const uint64_t n = *std::max_element(spec.n().begin(), spec.n().end());
+  const uint64_t bytes = m * n * ElemBytes(dtype);
+  if (bytes > limits.max_case_bytes) {
+    return Invalid(absl::StrCat("m = ", m, ", n = ", n, ": ", bytes, " bytes of ",
+                                DTypeName(dtype), " per rank exceed the per-case limit of ",
+                                limits.max_case_bytes, " bytes (colltestd --max-case-bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckVariantsAndModes(const v1::SweepSpec& spec, v1::SweepSpec& out) {
+  if (spec.variants_size() == 0) {
+    return Invalid("variants: empty (give at least one, e.g. one_stage or lamport)");
+  }
+  for (int i = 0; i < spec.variants_size(); ++i) {
+    const int v = spec.variants(i);
+    if (v == v1::VARIANT_UNSPECIFIED || !v1::Variant_IsValid(v)) {
+      return Invalid(absl::StrCat("variants[", i, "] = ", v, ": unknown variant (one_stage, two_kernel, lamport, lamport_tb, nccl, auto)"));
+    }
+  }
+  if (auto s = CheckUnique("variants", spec.variants()); !s.ok()) return s;
+
+  out.clear_modes();
+  for (int i = 0; i < spec.modes_size(); ++i) {
+    const int m = spec.modes(i);
+    if (!v1::Mode_IsValid(m)) {
+      return Invalid(absl::StrCat("modes[", i, "] = ", m, ": unknown mode (eager, graph)"));
+    }
+    out.add_modes(m == v1::MODE_UNSPECIFIED ? v1::MODE_EAGER : static_cast<v1::Mode>(m));
+  }
+  if (out.modes_size() == 0) out.add_modes(v1::MODE_EAGER);
+  return CheckUnique("modes", out.modes());
+}
+
+absl::Status CheckEnums(const v1::SweepSpec& spec, v1::SweepSpec& out) {
+  if (!v1::DType_IsValid(spec.dtype())) {
+    return Invalid(absl::StrCat("dtype = ", spec.dtype(), ": unknown dtype (bf16, fp16, fp32)"));
+  }
+  if (spec.dtype() == v1::DTYPE_UNSPECIFIED) out.set_dtype(v1::DTYPE_BF16);
+  if (!v1::Pattern_IsValid(spec.pattern())) {
+    return Invalid(absl::StrCat("pattern = ", spec.pattern(), ": unknown pattern (normal, integers, neg_zero, large, denormal, same)"));
+  }
+  if (spec.pattern() == v1::PATTERN_UNSPECIFIED) out.set_pattern(v1::PATTERN_NORMAL);
+  if (!v1::Tolerance_IsValid(spec.tolerance())) {
+    return Invalid(absl::StrCat("tolerance = ", spec.tolerance(),
+                                ": unknown tolerance profile (strict, aiter, trtllm)"));
+  }
+  if (spec.tolerance() == v1::TOLERANCE_UNSPECIFIED) out.set_tolerance(v1::TOLERANCE_STRICT);
+  return absl::OkStatus();
+}
+
+absl::Status CheckMax(absl::string_view field, uint64_t value, uint64_t max) {
+  if (value > max) return Invalid(absl::StrCat(field, " = ", value, ": must be <= ", max));
+  return absl::OkStatus();
+}
+
+absl::Status CheckCounts(const v1::SweepSpec& spec, v1::SweepSpec& out) {
+  for (auto [field, value, max] :
+       {std::tuple<absl::string_view, uint64_t, uint64_t>{"warmup", spec.warmup(), kMaxWarmup},
+        {"iters", spec.iters(), kMaxIters},
+        {"stress_calls", spec.stress_calls(), kMaxStressCalls},
+        {"timeout_ms", spec.timeout_ms(), kMaxTimeoutMs},
+        {"knobs.grid_blocks", spec.knobs().grid_blocks(), kMaxGridBlocks}}) {
+    if (auto s = CheckMax(field, value, max); !s.ok()) return s;
+  }
+  const uint32_t tpb = spec.knobs().threads_per_block();
+  if (tpb != 0 && tpb != 256 && tpb != 512) {
+    return Invalid(absl::StrCat("knobs.threads_per_block = ", tpb,
+                                ": must be 0 (the variant's default), 256 or 512"));
+  }
+
+  // Written this way round so that NaN fails too.
+  const float eps = spec.eps();
+  if (eps != 0.0f && !(eps > 0.0f && eps < 1.0f)) {
+    return Invalid(absl::StrCat("eps = ", eps, ": must be > 0 and < 1 (or 0 for 1e-6)"));
+  }
+
+  if (spec.warmup() == 0) out.set_warmup(kDefaultWarmup);
+  if (spec.iters() == 0) out.set_iters(kDefaultIters);
+  if (spec.timeout_ms() == 0) out.set_timeout_ms(kDefaultTimeoutMs);
+  if (eps == 0.0f) out.set_eps(kDefaultEps);
+  return absl::OkStatus();
+}
+
+absl::Status CheckCaseCount(const v1::SweepSpec& out) {
+  const uint64_t cases = static_cast<uint64_t>(out.m_size()) * out.n_size() *
+                         out.variants_size() * out.modes_size();
+  if (cases > kMaxCases) {
+    return Invalid(absl::StrCat("cases = ", cases, " (", out.m_size(), " m x ", out.n_size(),
+                                " n x ", out.variants_size(), " variants x ", out.modes_size(),
+                                " modes): must be <= ", kMaxCases, " (split the sweep)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::SweepSpec> ValidateSpec(const v1::SweepSpec& spec,
+                                           const ServerLimits& limits) {
+  v1::SweepSpec out = spec;
+  if (auto s = ResolveGroup(spec, limits, out); !s.ok()) return s;
+  if (auto s = CheckEnums(spec, out); !s.ok()) return s;
+  // Shapes are checked against the resolved dtype: its size sets the pack and the byte budget.
+  if (auto s = CheckShapes(out, limits); !s.ok()) return s;
+  if (auto s = CheckVariantsAndModes(spec, out); !s.ok()) return s;
+  if (auto s = CheckCounts(spec, out); !s.ok()) return s;
+  if (auto s = CheckCaseCount(out); !s.ok()) return s;
+  if (spec.label().size() > kMaxLabelBytes) {
+    return Invalid(absl::StrCat("label: ", spec.label().size(), " bytes, must be <= ",
+                                kMaxLabelBytes));
+  }
+  if (!spec.fault().empty() && !limits.allow_fault_injection) {
+    return absl::FailedPreconditionError(
+        "fault injection is disabled (start colltestd with --allow-fault-injection)");
+  }
+  return out;
+}
+
+}  // namespace colltest::server

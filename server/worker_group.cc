@@ -1,0 +1,217 @@
+#include "server/worker_group.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/case_deadline.h"
+#include "server/fan_out.h"
+#include "server/rendezvous.h"
+#include "server/shm_segments.h"
+
+namespace colltest::server {
+namespace {
+
+// A rank that reported a failure (its own watchdog's HANG, a WRONG result from a skipped re-arm or
+// a poisoned buffer, an ERROR) may have left barrier epochs, Signal slots or staging buffers in a
+// state the next case would trip over, and so may its peers that waited for it.
+bool NeedsReset(absl::Span<const colltest::v1::RankResult> ranks) {
+  return std::any_of(ranks.begin(), ranks.end(), [](const colltest::v1::RankResult& r) {
+    return r.status() != colltest::v1::CASE_STATUS_OK &&
+           r.status() != colltest::v1::CASE_STATUS_UNSUPPORTED;
+  });
+}
+
+}  // namespace
+
+using colltest::v1::RankResult;
+using colltest::worker::v1::CaseRequest;
+using colltest::worker::v1::InitReply;
+
+absl::StatusOr<std::unique_ptr<WorkerGroup>> WorkerGroup::Start(const WorkerPoolOptions& options,
+                                                                const std::string& socket_dir,
+                                                                absl::Span<const uint32_t> devices,
+                                                                ForkThread& fork_thread) {
+  std::unique_ptr<WorkerGroup> group(
+      new WorkerGroup(std::vector<uint32_t>(devices.begin(), devices.end()), options.grace,
+                      options.spawn_timeout, options.backend == "cpu"));
+  const size_t world = devices.size();
+
+  std::vector<absl::StatusOr<std::unique_ptr<WorkerProcess>>> spawned(world);
+  ParallelFor(world, [&](size_t rank) {
+    WorkerSpawnSpec spec;
+    spec.worker_binary = options.worker_binary;
+    spec.backend = options.backend;
+    spec.socket_path = absl::StrCat(socket_dir, "/rank-", devices[rank], ".sock");
+    spec.device = devices[rank];
+    spec.timeout = options.spawn_timeout;
+    spawned[rank] = WorkerProcess::Spawn(spec, fork_thread);
+  });
+  for (size_t rank = 0; rank < world; ++rank) {
+    if (!spawned[rank].ok()) {
+      // Returning destroys `spawned`, which kills and reaps the ranks that did start.
+      const absl::Status& s = spawned[rank].status();
+      return absl::Status(s.code(), absl::StrCat("cannot start rank ", rank, " on device ",
+                                                 devices[rank], ": ", s.message()));
+    }
+    group->ranks_.push_back(*std::move(spawned[rank]));
+  }
+
+  std::vector<InitReply> init_replies;
+  const absl::Status status = Rendezvous(
+      group->ranks_, options.max_case_bytes, options.spawn_timeout,
+      [g = group.get()] { g->Kill(); }, init_replies);
+  if (group->exports_shm_) {
+    absl::MutexLock lock(&group->kill_mu_);
+    for (const InitReply& reply : init_replies) {
+      for (const auto& handle : reply.handles()) group->shm_names_.push_back(handle.handle());
+    }
+  }
+  if (!status.ok()) return status;  // the destructor kills the group and unlinks its segments
+  return group;
+}
+
+WorkerGroup::~WorkerGroup() { Kill(); }
+
+WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
+  const size_t world = ranks_.size();
+  const absl::Duration deadline = CaseDeadline(request, grace_);
+  // One absolute deadline for all ranks: threads start at slightly different times.
+  const auto deadline_at = std::chrono::system_clock::now() + absl::ToChronoNanoseconds(deadline);
+
+  std::vector<std::optional<RankResult>> answers(world);
+  std::vector<CallFailure> failures(world, CallFailure::kError);
+  std::vector<grpc::Status> errors(world);
+  FirstFailure first([this] { Kill(); });
+  ParallelFor(world, [&](size_t rank) {
+    grpc::ClientContext context;
+    context.set_deadline(deadline_at);
+    RankResult reply;
+    errors[rank] = ranks_[rank]->stub().RunCase(&context, request, &reply);
+    if (errors[rank].ok()) {
+      answers[rank] = std::move(reply);
+      return;
+    }
+    failures[rank] = ranks_[rank]->ClassifyFailedCall(errors[rank]);
+    if (failures[rank] != CallFailure::kKilledByUs) first.Record(rank);
+  });
+
+  CaseOutcome outcome;
+  outcome.ranks.resize(world);
+  const std::optional<size_t> culprit = first.rank();
+  for (size_t rank = 0; rank < world; ++rank) {
+    RankResult& result = outcome.ranks[rank];
+    if (answers[rank].has_value()) {
+      result = *std::move(answers[rank]);
+    } else {
+      outcome.failed = true;
+      result.set_suspect_peer(-1);
+      switch (failures[rank]) {
+        case CallFailure::kDied:
+          result.set_status(colltest::v1::CASE_STATUS_ERROR);
+          result.set_message(RankDiedMessage(rank, *ranks_[rank]));
+          break;
+        case CallFailure::kLate:
+          result.set_status(colltest::v1::CASE_STATUS_HANG);
+          result.set_message(absl::StrCat("rank ", rank, " did not answer within ",
+                                          absl::FormatDuration(deadline)));
+          result.set_phase("host deadline");
+          break;
+        case CallFailure::kError:
+          result.set_status(colltest::v1::CASE_STATUS_ERROR);
+          result.set_message(absl::StrCat(
+              "rank ", rank, " RunCase failed: ",
+              absl::StatusCodeToString(static_cast<absl::StatusCode>(errors[rank].error_code())),
+              ": ", errors[rank].error_message()));
+          break;
+        case CallFailure::kKilledByUs:
+          result.set_status(colltest::v1::CASE_STATUS_ERROR);
+          result.set_message(
+              culprit.has_value()
+                  ? absl::StrCat("aborted: group torn down after rank ", *culprit, " failed")
+                  : "aborted: group torn down");
+          break;
+      }
+    }
+    result.set_rank(static_cast<uint32_t>(rank));
+    result.set_device(devices_[rank]);
+  }
+  // Any unanswered rank leaves the group in an unknown state (peers mid-protocol, buffers unarmed).
+  if (outcome.failed) {
+    Kill();
+  } else if (NeedsReset(outcome.ranks) && !ResetAll()) {
+    outcome.failed = true;
+    Kill();
+  }
+  return outcome;
+}
+
+bool WorkerGroup::ResetAll() {
+  std::atomic<bool> all_ok = true;
+  ParallelFor(ranks_.size(), [&](size_t rank) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         absl::ToChronoNanoseconds(reset_timeout_));
+    colltest::worker::v1::ResetReply reply;
+    if (!ranks_[rank]->stub().Reset(&context, colltest::worker::v1::ResetRequest(), &reply).ok()) {
+      all_ok = false;
+    }
+  });
+  return all_ok;
+}
+
+bool WorkerGroup::AllAlive() {
+  for (const auto& process : ranks_) {
+    if (!process->IsAlive()) return false;
+  }
+  return true;
+}
+
+std::vector<int> WorkerGroup::LivePids() {
+  std::vector<int> pids;
+  for (const auto& process : ranks_) {
+    if (process->IsAlive()) pids.push_back(process->pid());
+  }
+  return pids;
+}
+
+void WorkerGroup::Kill() {
+  absl::MutexLock lock(&kill_mu_);
+  if (!killed_) {
+    for (const auto& process : ranks_) process->SendKill();
+    std::vector<int> pids;
+    for (const auto& process : ranks_) {
+      process->Reap();
+      pids.push_back(process->pid());
+    }
+    UnlinkShmOfWorkers(pids);
+    killed_ = true;
+  }
+  UnlinkShmNames(shm_names_);
+  shm_names_.clear();
+}
+
+void WorkerGroup::Stop(absl::Duration grace) {
+  {
+    absl::MutexLock lock(&kill_mu_);
+    if (killed_) return;
+  }
+  const absl::Time deadline = absl::Now() + grace;
+  ParallelFor(ranks_.size(), [&](size_t rank) {
+    WorkerProcess& process = *ranks_[rank];
+    if (!process.IsAlive()) return;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(deadline));
+    colltest::worker::v1::ShutdownReply reply;
+    if (process.stub().Shutdown(&context, colltest::worker::v1::ShutdownRequest(), &reply).ok()) {
+      process.WaitForExit(deadline - absl::Now());
+    }
+  });
+  Kill();
+}
+
+}  // namespace colltest::server

@@ -1,0 +1,82 @@
+// One group of W workers (rank i on devices[i]): started together, run cases together, and killed
+// together, since a rank that loses a peer cannot go on alone.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "colltest/v1/colltest.pb.h"
+#include "colltest/v1/worker.pb.h"
+#include "server/fork_thread.h"
+#include "server/worker_pool.h"
+#include "server/worker_process.h"
+
+namespace colltest::server {
+
+class WorkerGroup {
+ public:
+  // Spawns one worker per device (sockets in `socket_dir`) and rendezvouses them. A group that
+  // cannot start is killed and cleaned up before the error, which names the rank, is returned.
+  static absl::StatusOr<std::unique_ptr<WorkerGroup>> Start(const WorkerPoolOptions& options,
+                                                            const std::string& socket_dir,
+                                                            absl::Span<const uint32_t> devices,
+                                                            ForkThread& fork_thread);
+  ~WorkerGroup();  // Kill()
+
+  WorkerGroup(const WorkerGroup&) = delete;
+  WorkerGroup& operator=(const WorkerGroup&) = delete;
+
+  const std::vector<uint32_t>& devices() const { return devices_; }
+
+  struct CaseOutcome {
+    std::vector<colltest::v1::RankResult> ranks;  // one per rank, rank and device filled in
+    bool failed = false;  // some rank died or was late; the group has been killed
+  };
+  // Sends the case to every rank at once. The first rank found dead or late gets the whole group
+  // SIGKILLed at once (its peers may be stuck in a barrier waiting for it); ranks that had not
+  // answered by then are reported as aborted. When every rank answered but some reported a
+  // failure, every rank is Reset before the next case; a group that cannot be reset is killed.
+  // Not to be called concurrently on one group.
+  CaseOutcome RunCase(const colltest::worker::v1::CaseRequest& request);
+
+  bool AllAlive();
+  std::vector<int> LivePids();
+
+  // SIGKILLs every rank, reaps them, removes their sockets and shared-memory segments. Idempotent,
+  // safe from any thread, also while a case runs.
+  void Kill();
+  // Asks every rank to shut down, waiting up to `grace`, then Kill()s what is left.
+  void Stop(absl::Duration grace);
+
+ private:
+  WorkerGroup(std::vector<uint32_t> devices, absl::Duration grace, absl::Duration reset_timeout,
+              bool exports_shm)
+      : devices_(std::move(devices)),
+        grace_(grace),
+        reset_timeout_(reset_timeout),
+        exports_shm_(exports_shm) {}
+
+  // Reset on every rank at once; false when any rank did not confirm.
+  bool ResetAll();
+
+  const std::vector<uint32_t> devices_;
+  const absl::Duration grace_;
+  const absl::Duration reset_timeout_;
+  const bool exports_shm_;  // cpu backend: buffer handles are shared-memory names
+  // Set once by Start, before the group is shared with any other thread.
+  std::vector<std::unique_ptr<WorkerProcess>> ranks_;
+
+  absl::Mutex kill_mu_;
+  bool killed_ ABSL_GUARDED_BY(kill_mu_) = false;
+  // Recorded from the Init replies; Start's abort may have killed the group before they are known.
+  std::vector<std::string> shm_names_ ABSL_GUARDED_BY(kill_mu_);
+};
+
+}  // namespace colltest::server

@@ -1,0 +1,190 @@
+#include "client/cli.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "client/app.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace colltest::client {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct Parsed {
+  std::variant<Invocation, int> result;
+  std::string out;
+  std::string err;
+};
+
+Parsed Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "colltest");
+  std::ostringstream out, err;
+  std::variant<Invocation, int> result = ParseCommandLine(args, out, err);
+  return {std::move(result), out.str(), err.str()};
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override { unsetenv("COLLTEST_SERVER"); }
+  void TearDown() override { unsetenv("COLLTEST_SERVER"); }
+};
+
+TEST_F(CliTest, DefaultServer) {
+  Parsed p = Parse({"devices"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(p.result)) << p.err;
+  const Invocation& inv = std::get<Invocation>(p.result);
+  EXPECT_EQ(inv.command, "devices");
+  EXPECT_EQ(inv.connection.server, "127.0.0.1:50051");
+  EXPECT_EQ(inv.format, "table");
+}
+
+TEST_F(CliTest, ServerFromEnvironmentAndFlagWins) {
+  setenv("COLLTEST_SERVER", "gpu-7:50051", 1);
+  Parsed from_env = Parse({"devices"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(from_env.result)) << from_env.err;
+  EXPECT_EQ(std::get<Invocation>(from_env.result).connection.server, "gpu-7:50051");
+
+  Parsed from_flag = Parse({"--server", "gpu-8:1234", "devices"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(from_flag.result)) << from_flag.err;
+  EXPECT_EQ(std::get<Invocation>(from_flag.result).connection.server, "gpu-8:1234");
+}
+
+TEST_F(CliTest, GlobalFlagsAlsoAfterTheCommand) {
+  Parsed p = Parse(
+      {"--token-file", "/t", "sweep", "--m", "1,8", "--tls-ca", "/ca.pem", "--server", "h:1"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(p.result)) << p.err;
+  const Invocation& inv = std::get<Invocation>(p.result);
+  EXPECT_EQ(inv.command, "sweep");
+  EXPECT_EQ(inv.connection.token_file, "/t");
+  EXPECT_EQ(inv.connection.tls_ca, "/ca.pem");
+  EXPECT_EQ(inv.connection.server, "h:1");
+  EXPECT_EQ(inv.sweep.m, "1,8");
+}
+
+TEST_F(CliTest, RunFlagsAreKeptAsTyped) {
+  Parsed p = Parse({"run",        "--world",       "4",       "--devices",   "0,1,2,3",
+                    "--variants", "all",           "--modes", "eager,graph", "--timeout",
+                    "500ms",      "--no-residual", "--fault", "delay:2",     "--grid-blocks",
+                    "16",         "--label",       "a b",     "--format",    "junit",
+                    "--out",      "/tmp/x.xml"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(p.result)) << p.err;
+  const Invocation& inv = std::get<Invocation>(p.result);
+  EXPECT_EQ(inv.command, "run");
+  EXPECT_EQ(inv.sweep.world, "4");
+  EXPECT_EQ(inv.sweep.devices, "0,1,2,3");
+  EXPECT_EQ(inv.sweep.variants, "all");
+  EXPECT_EQ(inv.sweep.modes, "eager,graph");
+  EXPECT_EQ(inv.sweep.timeout, "500ms");
+  EXPECT_TRUE(inv.sweep.no_residual);
+  EXPECT_EQ(inv.sweep.fault, "delay:2");
+  EXPECT_EQ(inv.sweep.grid_blocks, "16");
+  EXPECT_EQ(inv.sweep.label, "a b");
+  EXPECT_FALSE(inv.sweep.m.has_value());
+  EXPECT_EQ(inv.format, "junit");
+  EXPECT_EQ(inv.out_path, "/tmp/x.xml");
+}
+
+TEST_F(CliTest, GetCancelAndRuns) {
+  Parsed get = Parse({"get", "r-1", "--format", "json"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(get.result)) << get.err;
+  EXPECT_EQ(std::get<Invocation>(get.result).run_id, "r-1");
+
+  Parsed cancel = Parse({"cancel", "r-2"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(cancel.result)) << cancel.err;
+  EXPECT_EQ(std::get<Invocation>(cancel.result).command, "cancel");
+  EXPECT_EQ(std::get<Invocation>(cancel.result).run_id, "r-2");
+
+  Parsed runs = Parse({"runs", "--limit", "5"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(runs.result)) << runs.err;
+  EXPECT_EQ(std::get<Invocation>(runs.result).limit, "5");
+}
+
+TEST_F(CliTest, HelpIsSuccess) {
+  Parsed p = Parse({"--help"});
+  ASSERT_TRUE(std::holds_alternative<int>(p.result));
+  EXPECT_EQ(std::get<int>(p.result), 0);
+  EXPECT_THAT(p.out, HasSubstr("sweep"));
+
+  Parsed sub = Parse({"sweep", "--help"});
+  ASSERT_TRUE(std::holds_alternative<int>(sub.result));
+  EXPECT_EQ(std::get<int>(sub.result), 0);
+  EXPECT_THAT(sub.out, HasSubstr("--variants"));
+}
+
+TEST_F(CliTest, UnknownFlagIsExitThreeNamingIt) {
+  Parsed p = Parse({"run", "--worlds", "4"});
+  ASSERT_TRUE(std::holds_alternative<int>(p.result));
+  EXPECT_EQ(std::get<int>(p.result), 3);
+  EXPECT_THAT(p.err, StartsWith("colltest: "));
+  EXPECT_THAT(p.err, HasSubstr("--worlds"));
+}
+
+TEST_F(CliTest, CommandIsRequired) {
+  Parsed p = Parse({});
+  ASSERT_TRUE(std::holds_alternative<int>(p.result));
+  EXPECT_EQ(std::get<int>(p.result), 3);
+}
+
+TEST_F(CliTest, RemovedOrFutureCommandsAreNotAccepted) {
+  Parsed p = Parse({"tune"});
+  ASSERT_TRUE(std::holds_alternative<int>(p.result));
+  EXPECT_EQ(std::get<int>(p.result), 3);
+}
+
+// RunCli rejects bad syntax before it connects anywhere: no server runs in these tests.
+int Cli(std::vector<std::string> args, std::string* out, std::string* err) {
+  args.insert(args.begin(), "colltest");
+  std::ostringstream out_stream, err_stream;
+  int code = RunCli(args, out_stream, err_stream);
+  *out = out_stream.str();
+  *err = err_stream.str();
+  return code;
+}
+
+TEST_F(CliTest, BadListSyntaxIsExitThreeNamingTheFlag) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"run", "--m", "abc"}, &out, &err), 3);
+  EXPECT_THAT(err, StartsWith("colltest: INVALID_ARGUMENT: --m: cannot parse 'abc'"));
+  EXPECT_EQ(out, "");
+}
+
+TEST_F(CliTest, UnknownVariantIsExitThreeNamingTheFlag) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"sweep", "--variants", "lamport,turbo"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--variants: unknown variant 'turbo'"));
+}
+
+TEST_F(CliTest, BadFormatIsExitThree) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"run", "--format", "yaml"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--format: cannot parse 'yaml'"));
+  EXPECT_EQ(Cli({"devices", "--format", "junit"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--format: devices prints table or json"));
+}
+
+TEST_F(CliTest, BadLimitIsExitThree) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"runs", "--limit", "ten"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--limit: cannot parse 'ten'"));
+}
+
+TEST_F(CliTest, MissingTokenFileIsExitThreeNamingTheFlag) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"--token-file", "/nonexistent/token", "devices"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--token-file: cannot read '/nonexistent/token'"));
+}
+
+TEST_F(CliTest, MissingCaFileIsExitThreeNamingTheFlag) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"--tls-ca", "/nonexistent/ca.pem", "devices"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--tls-ca: cannot read '/nonexistent/ca.pem'"));
+}
+
+}  // namespace
+}  // namespace colltest::client

@@ -1,0 +1,280 @@
+// The CLI end to end against an in-process fake colltestd on a loopback port: metadata, streaming,
+// error mapping and exit codes, without the real server.
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "client/app.h"
+#include "colltest/v1/colltest.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/unit/client/sample_run.h"
+
+namespace colltest::client {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+class FakeColltestd final : public v1::CollectiveTest::Service {
+ public:
+  grpc::Status ListDevices(grpc::ServerContext* context, const v1::ListDevicesRequest*,
+                           v1::ListDevicesResponse* response) override {
+    Record(context);
+    response->set_backend("cpu");
+    response->set_version("test");
+    response->set_max_world_size(4);
+    response->add_variants(v1::VARIANT_LAMPORT);
+    v1::Device* d = response->add_devices();
+    d->set_index(0);
+    d->set_name("cpu0");
+    d->set_backend("cpu");
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Run(grpc::ServerContext* context, const v1::RunRequest* request,
+                   v1::RunResult* response) override {
+    Record(context, &request->spec());
+    if (request->spec().world_size() > 4) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "spec.world_size: 9 ranks requested, 4 devices available");
+    }
+    *response = RunFor(request->spec());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Sweep(grpc::ServerContext* context, const v1::RunRequest* request,
+                     grpc::ServerWriter<v1::SweepEvent>* writer) override {
+    Record(context, &request->spec());
+    const v1::RunResult run = RunFor(request->spec());
+    v1::SweepEvent event;
+    event.set_run_id(run.run_id());
+    event.mutable_progress()->set_state(v1::RUN_STATE_RUNNING);
+    event.mutable_progress()->set_total(run.cases_size());
+    writer->Write(event);
+    for (const v1::CaseResult& c : run.cases()) {
+      *event.mutable_result() = c;
+      writer->Write(event);
+    }
+    if (request->spec().label() == "no-summary") return grpc::Status::OK;
+    *event.mutable_summary() = run;
+    writer->Write(event);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetRun(grpc::ServerContext* context, const v1::GetRunRequest* request,
+                      v1::RunResult* response) override {
+    Record(context);
+    if (request->run_id() != "r-42") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "run " + request->run_id() + " not found");
+    }
+    *response = testing::SampleRun();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListRuns(grpc::ServerContext* context, const v1::ListRunsRequest* request,
+                        v1::ListRunsResponse* response) override {
+    Record(context);
+    std::lock_guard<std::mutex> lock(mu_);
+    last_limit_ = request->limit();
+    v1::RunSummary* r = response->add_runs();
+    r->set_run_id("r-42");
+    r->set_state(v1::RUN_STATE_DONE);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Cancel(grpc::ServerContext* context, const v1::CancelRequest* request,
+                      v1::CancelResponse* response) override {
+    Record(context);
+    response->set_state(v1::RUN_STATE_QUEUED);
+    return grpc::Status::OK;
+  }
+
+  std::string authorization() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return authorization_;
+  }
+  v1::SweepSpec last_spec() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_spec_;
+  }
+  uint32_t last_limit() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_limit_;
+  }
+
+ private:
+  // The label selects the run's outcome, so each test can ask for the verdict it checks.
+  static v1::RunResult RunFor(const v1::SweepSpec& spec) {
+    v1::RunResult run = testing::SampleRun();
+    if (spec.label() == "all-ok") {
+      run.clear_cases();
+      *run.add_cases() = testing::MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_OK);
+      *run.add_cases() = testing::MakeCase(v1::VARIANT_NCCL, v1::CASE_STATUS_UNSUPPORTED);
+    } else if (spec.label() == "cancelled") {
+      run.set_state(v1::RUN_STATE_CANCELLED);
+      run.set_message("cancelled by user");
+      run.mutable_cases()->DeleteSubrange(1, run.cases_size() - 1);
+    }
+    return run;
+  }
+
+  void Record(grpc::ServerContext* context, const v1::SweepSpec* spec = nullptr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = context->client_metadata().find("authorization");
+    authorization_ = it == context->client_metadata().end()
+                         ? std::string()
+                         : std::string(it->second.data(), it->second.size());
+    if (spec != nullptr) last_spec_ = *spec;
+  }
+
+  std::mutex mu_;
+  std::string authorization_;
+  v1::SweepSpec last_spec_;
+  uint32_t last_limit_ = 0;
+};
+
+class CommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port, 0);
+    address_ = "127.0.0.1:" + std::to_string(port);
+  }
+
+  void TearDown() override { server_->Shutdown(); }
+
+  int Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {"colltest", "--server", address_});
+    std::ostringstream out, err;
+    int code = RunCli(args, out, err);
+    out_ = out.str();
+    err_ = err.str();
+    return code;
+  }
+
+  FakeColltestd service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  std::string out_;
+  std::string err_;
+};
+
+TEST_F(CommandsTest, DevicesJson) {
+  ASSERT_EQ(Cli({"devices", "--format", "json"}), 0) << err_;
+  nlohmann::json json = nlohmann::json::parse(out_);
+  EXPECT_EQ(json["backend"], "cpu");
+  EXPECT_EQ(json["devices"][0]["name"], "cpu0");
+  EXPECT_EQ(json["variants"][0], "lamport");
+}
+
+TEST_F(CommandsTest, SendsBearerTokenFromFile) {
+  const std::string path = ::testing::TempDir() + "/colltest_token";
+  std::ofstream(path) << "  s3cret-token\n";
+  ASSERT_EQ(Cli({"--token-file", path, "devices"}), 0) << err_;
+  EXPECT_EQ(service_.authorization(), "Bearer s3cret-token");
+}
+
+TEST_F(CommandsTest, NoTokenNoAuthorizationHeader) {
+  ASSERT_EQ(Cli({"devices"}), 0) << err_;
+  EXPECT_EQ(service_.authorization(), "");
+}
+
+TEST_F(CommandsTest, RunSendsTheSpecAndMapsHangToTwo) {
+  EXPECT_EQ(Cli({"run", "--world", "2", "--m", "1,64", "--variants", "all", "--timeout", "2s",
+                 "--format", "json"}),
+            2)
+      << err_;
+  const v1::SweepSpec spec = service_.last_spec();
+  EXPECT_EQ(spec.world_size(), 2u);
+  EXPECT_EQ(spec.m_size(), 2);
+  EXPECT_EQ(spec.variants_size(), 6);
+  EXPECT_EQ(spec.timeout_ms(), 2000u);
+  nlohmann::json json = nlohmann::json::parse(out_);
+  EXPECT_EQ(json["run_id"], "r-42");
+  EXPECT_EQ(json["cases"].size(), 4u);
+}
+
+TEST_F(CommandsTest, AllOkIsZero) {
+  EXPECT_EQ(Cli({"run", "--label", "all-ok"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("2 cases: 1 OK, 1 UNSUPPORTED"));
+}
+
+TEST_F(CommandsTest, CancelledRunIsThreeAndStillReported) {
+  EXPECT_EQ(Cli({"run", "--label", "cancelled", "--format", "csv"}), 3);
+  EXPECT_THAT(out_, StartsWith("run_id,"));
+  EXPECT_THAT(err_, HasSubstr("colltest: run r-42 CANCELLED: cancelled by user"));
+}
+
+TEST_F(CommandsTest, ServerInvalidArgumentIsPrintedVerbatim) {
+  EXPECT_EQ(Cli({"run", "--world", "9"}), 3);
+  EXPECT_EQ(err_,
+            "colltest: INVALID_ARGUMENT: spec.world_size: 9 ranks requested, 4 devices "
+            "available\n");
+  EXPECT_EQ(out_, "");
+}
+
+TEST_F(CommandsTest, SweepStreamsProgressToStderrAndResultToStdout) {
+  EXPECT_EQ(Cli({"sweep", "--format", "junit"}), 2);
+  EXPECT_THAT(err_, HasSubstr("run r-42\n"));
+  EXPECT_THAT(err_, HasSubstr("[1/4] lamport eager m=64 n=7168: OK 12.3 us\n"));
+  EXPECT_THAT(err_, HasSubstr("[4/4] nccl eager m=1 n=7168: UNSUPPORTED"));
+  EXPECT_THAT(out_, HasSubstr("<testsuite name=\"colltest\" tests=\"4\""));
+}
+
+TEST_F(CommandsTest, SweepWithoutSummaryIsThree) {
+  EXPECT_EQ(Cli({"sweep", "--label", "no-summary"}), 3);
+  EXPECT_THAT(err_, HasSubstr("colltest: DATA_LOSS: the sweep stream ended without a summary"));
+  EXPECT_THAT(out_, HasSubstr("4 cases"));
+}
+
+TEST_F(CommandsTest, OutWritesTheFileInsteadOfStdout) {
+  const std::string path = ::testing::TempDir() + "/colltest_out.json";
+  EXPECT_EQ(Cli({"get", "r-42", "--format", "json", "--out", path}), 2);
+  EXPECT_EQ(out_, "");
+  std::ifstream in(path);
+  nlohmann::json json = nlohmann::json::parse(in);
+  EXPECT_EQ(json["cases"][2]["ranks"][1]["phase"], "start_sync");
+}
+
+TEST_F(CommandsTest, UnwritableOutIsThree) {
+  EXPECT_EQ(Cli({"get", "r-42", "--out", "/nonexistent/dir/out.txt"}), 3);
+  EXPECT_THAT(err_, HasSubstr("--out: cannot write '/nonexistent/dir/out.txt'"));
+}
+
+TEST_F(CommandsTest, GetUnknownRunIsThreeWithCodeName) {
+  EXPECT_EQ(Cli({"get", "r-404"}), 3);
+  EXPECT_EQ(err_, "colltest: NOT_FOUND: run r-404 not found\n");
+}
+
+TEST_F(CommandsTest, RunsPassesLimit) {
+  EXPECT_EQ(Cli({"runs", "--limit", "7"}), 0) << err_;
+  EXPECT_EQ(service_.last_limit(), 7u);
+  EXPECT_THAT(out_, HasSubstr("r-42"));
+}
+
+TEST_F(CommandsTest, CancelPrintsPreviousState) {
+  EXPECT_EQ(Cli({"cancel", "r-42"}), 0) << err_;
+  EXPECT_EQ(out_, "run r-42 cancelled (was QUEUED)\n");
+}
+
+TEST(UnreachableTest, RpcFailureIsThreeWithGrpcCodeName) {
+  // Port 1 on loopback has no listener: the connection is refused at once.
+  std::ostringstream out, err;
+  int code = RunCli({"colltest", "--server", "127.0.0.1:1", "devices"}, out, err);
+  EXPECT_EQ(code, 3);
+  EXPECT_THAT(err.str(), StartsWith("colltest: UNAVAILABLE: "));
+}
+
+}  // namespace
+}  // namespace colltest::client

@@ -1,0 +1,213 @@
+#include "client/flags.h"
+
+#include <ostream>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace colltest::client {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(BuildSweepSpecTest, UnsetFlagsLeaveServerDefaults) {
+  absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(SweepFlags{});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->world_size(), 0u);
+  EXPECT_EQ(spec->m_size(), 0);
+  EXPECT_EQ(spec->variants_size(), 0);
+  EXPECT_EQ(spec->timeout_ms(), 0u);
+  EXPECT_FALSE(spec->no_residual());
+  EXPECT_FALSE(spec->has_knobs());
+}
+
+TEST(BuildSweepSpecTest, TranslatesEveryFlag) {
+  SweepFlags flags;
+  flags.world = "4";
+  flags.devices = "0,1,2,3";
+  flags.m = "1, 8,64";
+  flags.n = "7168";
+  flags.dtype = "fp16";
+  flags.variants = "lamport,lamport_tb,nccl";
+  flags.modes = "eager,graph";
+  flags.pattern = "neg_zero";
+  flags.tolerance = "trtllm";
+  flags.warmup = "3";
+  flags.iters = "50";
+  flags.stress = "1000";
+  flags.seed = "18446744073709551615";
+  flags.timeout = "2s";
+  flags.no_residual = true;
+  flags.eps = "1e-5";
+  flags.fault = "skip_rearm:2";
+  flags.grid_blocks = "64";
+  flags.threads_per_block = "512";
+  flags.lamport_min_bytes = "65536";
+  flags.arm_repeat = "2";
+  flags.label = "nightly h200";
+
+  absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->world_size(), 4u);
+  EXPECT_THAT(spec->devices(), ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(spec->m(), ElementsAre(1, 8, 64));
+  EXPECT_THAT(spec->n(), ElementsAre(7168));
+  EXPECT_EQ(spec->dtype(), v1::DTYPE_FP16);
+  EXPECT_THAT(spec->variants(),
+              ElementsAre(v1::VARIANT_LAMPORT, v1::VARIANT_LAMPORT_TB, v1::VARIANT_NCCL));
+  EXPECT_THAT(spec->modes(), ElementsAre(v1::MODE_EAGER, v1::MODE_GRAPH));
+  EXPECT_EQ(spec->pattern(), v1::PATTERN_NEG_ZERO);
+  EXPECT_EQ(spec->tolerance(), v1::TOLERANCE_TRTLLM);
+  EXPECT_EQ(spec->warmup(), 3u);
+  EXPECT_EQ(spec->iters(), 50u);
+  EXPECT_EQ(spec->stress_calls(), 1000u);
+  EXPECT_EQ(spec->seed(), 18446744073709551615ull);
+  EXPECT_EQ(spec->timeout_ms(), 2000u);
+  EXPECT_TRUE(spec->no_residual());
+  EXPECT_FLOAT_EQ(spec->eps(), 1e-5f);
+  EXPECT_EQ(spec->fault(), "skip_rearm:2");
+  EXPECT_EQ(spec->knobs().grid_blocks(), 64u);
+  EXPECT_EQ(spec->knobs().threads_per_block(), 512u);
+  EXPECT_EQ(spec->knobs().lamport_min_bytes(), 65536u);
+  EXPECT_EQ(spec->knobs().arm_repeat(), 2u);
+  EXPECT_EQ(spec->label(), "nightly h200");
+}
+
+TEST(BuildSweepSpecTest, AllVariantsIsAllSixInEnumOrder) {
+  SweepFlags flags;
+  flags.variants = "all";
+  absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->variants(),
+              ElementsAre(v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
+                          v1::VARIANT_LAMPORT_TB, v1::VARIANT_NCCL, v1::VARIANT_AUTO));
+}
+
+TEST(BuildSweepSpecTest, AllModesIsEagerAndGraph) {
+  SweepFlags flags;
+  flags.modes = "all";
+  absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->modes(), ElementsAre(v1::MODE_EAGER, v1::MODE_GRAPH));
+}
+
+TEST(BuildSweepSpecTest, DoesNotValidateRanges) {
+  // The server owns the limits; values that parse must reach it unchanged.
+  SweepFlags flags;
+  flags.world = "0";
+  flags.m = "0,4294967295";
+  flags.grid_blocks = "100000";
+  flags.eps = "-1";
+  flags.fault = "no_such_fault";
+  absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->m(), ElementsAre(0u, 4294967295u));
+  EXPECT_EQ(spec->knobs().grid_blocks(), 100000u);
+  EXPECT_FLOAT_EQ(spec->eps(), -1.0f);
+  EXPECT_EQ(spec->fault(), "no_such_fault");
+}
+
+struct BadFlagCase {
+  std::string flag;
+  std::string value;
+  std::string expected_in_message;
+};
+
+// Readable test names in ctest: the flag and its value instead of a byte dump of the struct.
+void PrintTo(const BadFlagCase& c, std::ostream* os) { *os << c.flag << "=" << c.value; }
+
+std::string BadFlagName(const ::testing::TestParamInfo<BadFlagCase>& info) {
+  std::string name = absl::StrCat(info.index, "_", absl::StripPrefix(info.param.flag, "--"));
+  for (char& ch : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
+class BadFlagTest : public ::testing::TestWithParam<BadFlagCase> {};
+
+void SetFlag(SweepFlags& flags, const std::string& name, const std::string& value) {
+  if (name == "--world") flags.world = value;
+  if (name == "--devices") flags.devices = value;
+  if (name == "--m") flags.m = value;
+  if (name == "--n") flags.n = value;
+  if (name == "--dtype") flags.dtype = value;
+  if (name == "--variants") flags.variants = value;
+  if (name == "--modes") flags.modes = value;
+  if (name == "--pattern") flags.pattern = value;
+  if (name == "--tolerance") flags.tolerance = value;
+  if (name == "--seed") flags.seed = value;
+  if (name == "--timeout") flags.timeout = value;
+  if (name == "--eps") flags.eps = value;
+  if (name == "--fault") flags.fault = value;
+  if (name == "--grid-blocks") flags.grid_blocks = value;
+}
+
+TEST_P(BadFlagTest, IsRejectedNamingTheFlag) {
+  const BadFlagCase& param = GetParam();
+  SweepFlags flags;
+  SetFlag(flags, param.flag, param.value);
+  absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
+  ASSERT_FALSE(spec.ok()) << param.flag << " " << param.value;
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(), HasSubstr(param.flag + ":"));
+  EXPECT_THAT(spec.status().message(), HasSubstr(param.expected_in_message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Syntax, BadFlagTest,
+    ::testing::Values(
+        BadFlagCase{"--m", "abc", "'abc'"}, BadFlagCase{"--m", "1,,8", "'1,,8'"},
+        BadFlagCase{"--m", "8,", "'8,'"}, BadFlagCase{"--m", "-1", "'-1'"},
+        BadFlagCase{"--n", "7168x", "'7168x'"}, BadFlagCase{"--n", "4294967296", "'4294967296'"},
+        BadFlagCase{"--devices", "0;1", "'0;1'"}, BadFlagCase{"--world", "", "''"},
+        BadFlagCase{"--world", "two", "'two'"}, BadFlagCase{"--variants", "lamport,fast", "'fast'"},
+        BadFlagCase{"--variants", "", "''"}, BadFlagCase{"--modes", "eager,lazy", "'lazy'"},
+        BadFlagCase{"--dtype", "fp8", "'fp8'"}, BadFlagCase{"--pattern", "random", "'random'"},
+        BadFlagCase{"--tolerance", "loose", "'loose'"}, BadFlagCase{"--seed", "0x10", "'0x10'"},
+        BadFlagCase{"--timeout", "5 parsecs", "'5 parsecs'"},
+        BadFlagCase{"--timeout", "-1s", "'-1s'"}, BadFlagCase{"--timeout", "inf", "'inf'"},
+        BadFlagCase{"--timeout", "-5", "'-5'"}, BadFlagCase{"--seed", "-1", "'-1'"},
+        BadFlagCase{"--eps", "small", "'small'"}, BadFlagCase{"--eps", "nan", "'nan'"},
+        BadFlagCase{"--fault", ":1", "KIND"}, BadFlagCase{"--fault", "delay:x", "KIND:RANK"},
+        BadFlagCase{"--grid-blocks", "1.5", "'1.5'"}),
+    BadFlagName);
+
+TEST(ParseTimeoutMsFlagTest, AcceptsDurationsAndPlainMilliseconds) {
+  EXPECT_EQ(*ParseTimeoutMsFlag("--timeout", "5s"), 5000u);
+  EXPECT_EQ(*ParseTimeoutMsFlag("--timeout", "500ms"), 500u);
+  EXPECT_EQ(*ParseTimeoutMsFlag("--timeout", "1.5s"), 1500u);
+  EXPECT_EQ(*ParseTimeoutMsFlag("--timeout", "1m30s"), 90000u);
+  EXPECT_EQ(*ParseTimeoutMsFlag("--timeout", "750"), 750u);
+  EXPECT_EQ(*ParseTimeoutMsFlag("--timeout", "0"), 0u);
+}
+
+TEST(ParseTimeoutMsFlagTest, RoundsSubMillisecondUpSoItNeverBecomesTheDefault) {
+  EXPECT_EQ(*ParseTimeoutMsFlag("--timeout", "100us"), 1u);
+  EXPECT_EQ(*ParseTimeoutMsFlag("--timeout", "1.0001ms"), 2u);
+}
+
+TEST(ParseTimeoutMsFlagTest, RejectsWhatDoesNotFitTheField) {
+  EXPECT_FALSE(ParseTimeoutMsFlag("--timeout", "2000h").ok());
+  EXPECT_FALSE(ParseTimeoutMsFlag("--timeout", "5000000000").ok());
+}
+
+TEST(ParseVariantsFlagTest, IsCaseInsensitiveAndTrimsBlanks) {
+  absl::StatusOr<std::vector<v1::Variant>> variants =
+      ParseVariantsFlag("--variants", " One_Stage , TWO_KERNEL");
+  ASSERT_TRUE(variants.ok()) << variants.status();
+  EXPECT_THAT(*variants, ElementsAre(v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL));
+}
+
+TEST(ParseFaultFlagTest, KeepsKindAndRankAsTyped) {
+  EXPECT_EQ(*ParseFaultFlag("--fault", "never_arrive"), "never_arrive");
+  EXPECT_EQ(*ParseFaultFlag("--fault", "never_arrive:3"), "never_arrive:3");
+}
+
+}  // namespace
+}  // namespace colltest::client

@@ -1,0 +1,50 @@
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "client/format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/unit/client/sample_run.h"
+
+namespace colltest::client {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines = absl::StrSplit(text, '\n');
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
+  return lines;
+}
+
+TEST(FormatRunCsvTest, HeaderThenOneRowPerCase) {
+  std::vector<std::string> lines = Lines(FormatRunCsv(testing::SampleRun()));
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[0],
+            "run_id,index,variant,resolved_variant,mode,world,m,n,dtype,pattern,residual,status,"
+            "median_us,p10_us,p90_us,min_us,max_us,algbw_gbps,busbw_gbps,mismatches,checked,"
+            "max_abs_err,max_rel_err,max_ulp,nan_inf,first_bad_call,stress_calls,wall_ms,"
+            "first_bad,message");
+  EXPECT_EQ(lines[1],
+            "r-42,0,lamport,lamport,eager,2,64,7168,bf16,normal,true,OK,12.3,11.5,14.25,0,0,37.5,"
+            "37.5,0,458752,0.0078125,0,1,0,-1,0,250,,");
+}
+
+TEST(FormatRunCsvTest, QuotesFieldsWithCommasAndQuotes) {
+  std::vector<std::string> lines = Lines(FormatRunCsv(testing::SampleRun()));
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_THAT(lines[2],
+              StartsWith("r-42,1,auto,lamport_tb,graph,2,8,7168,fp16,normal,true,WRONG,"));
+  EXPECT_THAT(lines[2],
+              HasSubstr(",\"out[3,17] got 1.5 want 1.25\",\"3 mismatches, \"\"out\"\" <rank 1> "
+                        "& more\""));
+}
+
+TEST(FormatRunCsvTest, EmptyRunIsHeaderOnly) {
+  EXPECT_EQ(Lines(FormatRunCsv(v1::RunResult())).size(), 1u);
+}
+
+}  // namespace
+}  // namespace colltest::client

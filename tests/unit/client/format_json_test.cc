@@ -1,0 +1,127 @@
+#include <string>
+
+#include "client/format.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/unit/client/sample_run.h"
+
+namespace colltest::client {
+namespace {
+
+using Json = nlohmann::json;
+
+Json Parse(const v1::RunResult& run) { return Json::parse(FormatRunJson(run)); }
+
+TEST(FormatRunJsonTest, TopLevelObject) {
+  Json json = Parse(testing::SampleRun());
+  EXPECT_EQ(json["run_id"], "r-42");
+  EXPECT_EQ(json["backend"], "cpu");
+  EXPECT_EQ(json["state"], "DONE");
+  EXPECT_EQ(json["label"], "nightly");
+  ASSERT_TRUE(json["cases"].is_array());
+  EXPECT_EQ(json["cases"].size(), 4u);
+}
+
+TEST(FormatRunJsonTest, CaseCarriesEveryContractField) {
+  Json c = Parse(testing::SampleRun())["cases"][0];
+  // DESIGN section 10: the fields every case carries at least.
+  for (const char* field :
+       {"variant", "mode", "world", "m", "n", "dtype", "pattern", "status", "message", "median_us",
+        "p10_us", "p90_us", "busbw_gbps", "mismatches", "max_abs_err", "max_ulp", "ranks"}) {
+    EXPECT_TRUE(c.contains(field)) << field;
+  }
+  EXPECT_EQ(c["variant"], "lamport");
+  EXPECT_EQ(c["mode"], "eager");
+  EXPECT_EQ(c["world"], 2);
+  EXPECT_EQ(c["m"], 64);
+  EXPECT_EQ(c["n"], 7168);
+  EXPECT_EQ(c["dtype"], "bf16");
+  EXPECT_EQ(c["pattern"], "normal");
+  EXPECT_EQ(c["status"], "OK");
+  EXPECT_EQ(c["message"], "");
+  EXPECT_DOUBLE_EQ(c["median_us"].get<double>(), 12.3);
+  EXPECT_DOUBLE_EQ(c["p10_us"].get<double>(), 11.5);
+  EXPECT_DOUBLE_EQ(c["p90_us"].get<double>(), 14.25);
+  EXPECT_DOUBLE_EQ(c["busbw_gbps"].get<double>(), 37.5);
+  EXPECT_EQ(c["mismatches"], 0);
+  EXPECT_DOUBLE_EQ(c["max_abs_err"].get<double>(), 0.0078125);
+  EXPECT_EQ(c["max_ulp"], 1);
+  EXPECT_TRUE(c["median_us"].is_number());
+  EXPECT_TRUE(c["mismatches"].is_number_integer());
+}
+
+TEST(FormatRunJsonTest, RanksRepeatTheCaseFieldsPlusRankSuspectPeerAndPhase) {
+  Json ranks = Parse(testing::SampleRun())["cases"][0]["ranks"];
+  ASSERT_EQ(ranks.size(), 2u);
+  for (const char* field : {"rank", "suspect_peer", "phase", "variant", "mode", "world", "m", "n",
+                            "dtype", "pattern", "status", "message", "median_us", "p10_us",
+                            "p90_us", "busbw_gbps", "mismatches", "max_abs_err", "max_ulp"}) {
+    EXPECT_TRUE(ranks[0].contains(field)) << field;
+  }
+  EXPECT_EQ(ranks[1]["rank"], 1);
+  EXPECT_EQ(ranks[1]["variant"], "lamport");
+  EXPECT_EQ(ranks[1]["m"], 64);
+  EXPECT_EQ(ranks[1]["max_ulp"], 1);
+  EXPECT_EQ(ranks[0]["suspect_peer"], -1);
+  // Rank 0 took half the case's (slowest-rank) time, so it moved bytes twice as fast.
+  EXPECT_DOUBLE_EQ(ranks[0]["busbw_gbps"].get<double>(), 75.0);
+  EXPECT_DOUBLE_EQ(ranks[1]["busbw_gbps"].get<double>(), 37.5);
+}
+
+TEST(FormatRunJsonTest, HangRankNamesItsPeerAndPhase) {
+  Json hang = Parse(testing::SampleRun())["cases"][2];
+  EXPECT_EQ(hang["status"], "HANG");
+  EXPECT_EQ(hang["variant"], "one_stage");
+  EXPECT_EQ(hang["message"], "rank 1 waited for rank 0 in start_sync");
+  EXPECT_EQ(hang["ranks"][1]["status"], "HANG");
+  EXPECT_EQ(hang["ranks"][1]["suspect_peer"], 0);
+  EXPECT_EQ(hang["ranks"][1]["phase"], "start_sync");
+  EXPECT_EQ(hang["ranks"][0]["status"], "OK");
+}
+
+TEST(FormatRunJsonTest, AutoKeepsRequestedVariantAndReportsResolvedOne) {
+  Json wrong = Parse(testing::SampleRun())["cases"][1];
+  EXPECT_EQ(wrong["variant"], "auto");
+  EXPECT_EQ(wrong["resolved_variant"], "lamport_tb");
+  EXPECT_EQ(wrong["mode"], "graph");
+  EXPECT_EQ(wrong["dtype"], "fp16");
+  EXPECT_EQ(wrong["status"], "WRONG");
+  EXPECT_EQ(wrong["mismatches"], 3);
+  EXPECT_EQ(wrong["first_bad"], "out[3,17] got 1.5 want 1.25");
+  EXPECT_EQ(wrong["message"], "3 mismatches, \"out\" <rank 1> & more");
+}
+
+TEST(FormatRunJsonTest, StatusNames) {
+  Json cases = Parse(testing::SampleRun())["cases"];
+  EXPECT_EQ(cases[3]["status"], "UNSUPPORTED");
+  EXPECT_EQ(cases[3]["variant"], "nccl");
+  EXPECT_EQ(cases[3]["ranks"].size(), 0u);
+
+  v1::RunResult run;
+  *run.add_cases() = testing::MakeCase(v1::VARIANT_TWO_KERNEL, v1::CASE_STATUS_ERROR);
+  run.set_state(v1::RUN_STATE_FAILED);
+  Json json = Parse(run);
+  EXPECT_EQ(json["state"], "FAILED");
+  EXPECT_EQ(json["cases"][0]["status"], "ERROR");
+  EXPECT_EQ(json["cases"][0]["variant"], "two_kernel");
+}
+
+TEST(FormatRunJsonTest, UnspecifiedEnumsPrintAsTheServerDefault) {
+  v1::RunResult run;
+  v1::CaseResult* c = run.add_cases();
+  c->set_variant(v1::VARIANT_LAMPORT);
+  Json json = Parse(run)["cases"][0];
+  EXPECT_EQ(json["mode"], "eager");
+  EXPECT_EQ(json["dtype"], "bf16");
+  EXPECT_EQ(json["pattern"], "normal");
+}
+
+TEST(FormatRunJsonTest, EmptyRunStillHasCasesArray) {
+  Json json = Parse(v1::RunResult());
+  ASSERT_TRUE(json.contains("cases"));
+  EXPECT_TRUE(json["cases"].is_array());
+  EXPECT_TRUE(json["cases"].empty());
+}
+
+}  // namespace
+}  // namespace colltest::client

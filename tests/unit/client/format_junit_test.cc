@@ -1,0 +1,96 @@
+#include <string>
+
+#include "client/format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/unit/client/sample_run.h"
+
+namespace colltest::client {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+int Count(const std::string& text, const std::string& needle) {
+  int count = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos;
+       pos = text.find(needle, pos + needle.size())) {
+    ++count;
+  }
+  return count;
+}
+
+TEST(FormatRunJunitTest, OneTestcasePerCaseWithSuiteCounts) {
+  const std::string xml = FormatRunJunit(testing::SampleRun());
+  EXPECT_THAT(xml, StartsWith("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite "));
+  EXPECT_THAT(xml, HasSubstr("tests=\"4\" failures=\"2\" errors=\"0\" skipped=\"1\""));
+  EXPECT_EQ(Count(xml, "<testcase "), 4);
+  EXPECT_EQ(Count(xml, "<testsuite "), 1);
+  EXPECT_EQ(Count(xml, "</testsuite>"), 1);
+  EXPECT_THAT(xml, HasSubstr("<property name=\"run_id\" value=\"r-42\"/>"));
+}
+
+TEST(FormatRunJunitTest, OkCaseIsAnEmptyTestcase) {
+  const std::string xml = FormatRunJunit(testing::SampleRun());
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.lamport\" "
+                             "name=\"eager w=2 m=64 n=7168 bf16\" time=\"0.250\"/>"));
+}
+
+TEST(FormatRunJunitTest, WrongAndHangAreFailuresWithEscapedMessages) {
+  const std::string xml = FormatRunJunit(testing::SampleRun());
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.auto(lamport_tb)\" "
+                             "name=\"graph w=2 m=8 n=7168 fp16\""));
+  EXPECT_THAT(xml, HasSubstr("<failure type=\"WRONG\" message=\"3 mismatches, &quot;out&quot; "
+                             "&lt;rank 1&gt; &amp; more\">"));
+  EXPECT_THAT(xml, HasSubstr("first bad: out[3,17] got 1.5 want 1.25 (call 4)"));
+  EXPECT_THAT(xml, HasSubstr("<failure type=\"HANG\" message=\"rank 1 waited for rank 0 in "
+                             "start_sync\">"));
+  EXPECT_THAT(xml, HasSubstr("rank 1 (device 1): HANG waited for rank 0 in start_sync"));
+  EXPECT_EQ(Count(xml, "<failure "), 2);
+  EXPECT_EQ(Count(xml, "</failure>"), 2);
+  // The raw message must not leak unescaped into the document.
+  EXPECT_THAT(xml, Not(HasSubstr("<rank 1>")));
+}
+
+TEST(FormatRunJunitTest, UnsupportedIsSkipped) {
+  const std::string xml = FormatRunJunit(testing::SampleRun());
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.nccl\" name=\"eager w=2 m=1 n=7168 "
+                             "bf16\" time=\"0.000\">\n    <skipped message=\"nccl: not built into "
+                             "the cpu backend\"/>\n  </testcase>"));
+  EXPECT_EQ(Count(xml, "<skipped "), 1);
+}
+
+TEST(FormatRunJunitTest, ErrorCaseIsAFailure) {
+  v1::RunResult run;
+  v1::CaseResult c = testing::MakeCase(v1::VARIANT_TWO_KERNEL, v1::CASE_STATUS_ERROR);
+  c.set_message("worker 2 crashed");
+  *run.add_cases() = c;
+  const std::string xml = FormatRunJunit(run);
+  EXPECT_THAT(xml, HasSubstr("<failure type=\"ERROR\" message=\"worker 2 crashed\">"));
+  EXPECT_THAT(xml, HasSubstr("tests=\"1\" failures=\"1\""));
+}
+
+TEST(FormatRunJunitTest, FailedRunWithoutCasesIsNotAGreenEmptySuite) {
+  v1::RunResult run;
+  run.set_state(v1::RUN_STATE_FAILED);
+  run.set_message("workers failed to start");
+  const std::string xml = FormatRunJunit(run);
+  EXPECT_THAT(xml, HasSubstr("tests=\"1\" failures=\"1\""));
+  EXPECT_THAT(xml, HasSubstr("<failure type=\"FAILED\" message=\"workers failed to start\">"));
+}
+
+TEST(FormatRunJunitTest, DropsControlCharactersXmlCannotHold) {
+  v1::RunResult run;
+  v1::CaseResult c = testing::MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_WRONG);
+  c.set_message(
+      std::string("bad\x01"
+                  "byte"));
+  *run.add_cases() = c;
+  const std::string xml = FormatRunJunit(run);
+  EXPECT_THAT(xml, HasSubstr("message=\"badbyte\""));
+  EXPECT_EQ(xml.find('\x01'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace colltest::client

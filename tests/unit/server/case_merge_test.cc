@@ -1,0 +1,223 @@
+#include "server/case_merge.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace colltest::server {
+namespace {
+
+namespace v1 = ::colltest::v1;
+namespace wv1 = ::colltest::worker::v1;
+using ::testing::HasSubstr;
+
+const std::vector<uint32_t> kDevices = {0, 1, 2, 3};
+
+wv1::CaseRequest Request(uint32_t m = 64, uint32_t n = 7168) {
+  wv1::CaseRequest r;
+  r.set_variant(v1::VARIANT_LAMPORT);
+  r.set_mode(v1::MODE_GRAPH);
+  r.set_m(m);
+  r.set_n(n);
+  r.set_dtype(v1::DTYPE_BF16);
+  r.set_pattern(v1::PATTERN_NEG_ZERO);
+  r.set_residual(true);
+  return r;
+}
+
+std::vector<v1::RankResult> Ok(size_t world = 4) {
+  std::vector<v1::RankResult> ranks(world);
+  for (uint32_t r = 0; r < world; ++r) {
+    ranks[r].set_rank(r);
+    ranks[r].set_device(kDevices[r]);
+    ranks[r].set_status(v1::CASE_STATUS_OK);
+    ranks[r].set_suspect_peer(-1);
+    ranks[r].mutable_diff()->set_first_bad_call(-1);
+  }
+  return ranks;
+}
+
+v1::RankResult Hang(uint32_t rank, int32_t suspect, const std::string& phase) {
+  v1::RankResult r;
+  r.set_rank(rank);
+  r.set_status(v1::CASE_STATUS_HANG);
+  r.set_suspect_peer(suspect);
+  r.set_phase(phase);
+  return r;
+}
+
+TEST(CaseMergeTest, HeaderComesFromTheRequest) {
+  const v1::CaseResult c = MergeCase(7, kDevices, Request(), Ok());
+  EXPECT_EQ(c.index(), 7u);
+  EXPECT_EQ(c.variant(), v1::VARIANT_LAMPORT);
+  EXPECT_EQ(c.resolved_variant(), v1::VARIANT_LAMPORT);
+  EXPECT_EQ(c.mode(), v1::MODE_GRAPH);
+  EXPECT_EQ(c.world_size(), 4u);
+  EXPECT_EQ(c.m(), 64u);
+  EXPECT_EQ(c.n(), 7168u);
+  EXPECT_EQ(c.pattern(), v1::PATTERN_NEG_ZERO);
+  EXPECT_TRUE(c.residual());
+  EXPECT_EQ(c.status(), v1::CASE_STATUS_OK);
+  EXPECT_EQ(c.message(), "");
+  ASSERT_EQ(c.ranks_size(), 4);
+  EXPECT_EQ(c.diff().first_bad_call(), -1);
+}
+
+TEST(CaseMergeTest, SeverityOrder) {
+  EXPECT_LT(StatusSeverity(v1::CASE_STATUS_OK), StatusSeverity(v1::CASE_STATUS_UNSUPPORTED));
+  EXPECT_LT(StatusSeverity(v1::CASE_STATUS_UNSUPPORTED), StatusSeverity(v1::CASE_STATUS_WRONG));
+  EXPECT_LT(StatusSeverity(v1::CASE_STATUS_WRONG), StatusSeverity(v1::CASE_STATUS_HANG));
+  EXPECT_LT(StatusSeverity(v1::CASE_STATUS_HANG), StatusSeverity(v1::CASE_STATUS_ERROR));
+}
+
+TEST(CaseMergeTest, WorstRankDecidesAndIsNamed) {
+  auto ranks = Ok();
+  ranks[2].set_status(v1::CASE_STATUS_WRONG);
+  ranks[2].set_message("out[3,17] got 1.5 want 1.25");
+  ranks[3].set_status(v1::CASE_STATUS_WRONG);
+  ranks[3].set_message("out[0,0] got 2 want 1");
+  ranks[1].set_status(v1::CASE_STATUS_UNSUPPORTED);
+  const v1::CaseResult c = MergeCase(0, kDevices, Request(), ranks);
+  EXPECT_EQ(c.status(), v1::CASE_STATUS_WRONG);
+  EXPECT_EQ(c.message(), "rank 2: out[3,17] got 1.5 want 1.25 (also rank 3)");
+}
+
+TEST(CaseMergeTest, ErrorBeatsHangBecauseTheDeathCausedIt) {
+  auto ranks = Ok();
+  ranks[0] = Hang(0, 2, "start_sync");
+  ranks[1] = Hang(1, 2, "start_sync");
+  ranks[2].set_status(v1::CASE_STATUS_ERROR);
+  ranks[2].set_message("worker exited (signal 9)");
+  const v1::CaseResult c = MergeCase(0, kDevices, Request(), ranks);
+  EXPECT_EQ(c.status(), v1::CASE_STATUS_ERROR);
+  EXPECT_EQ(c.message(), "rank 2: worker exited (signal 9)");
+}
+
+TEST(CaseMergeTest, HangVerdictNamesTheCulprit) {
+  auto ranks = Ok();
+  ranks[0] = Hang(0, 1, "lamport phase B");
+  ranks[2] = Hang(2, 1, "lamport phase B");
+  ranks[3] = Hang(3, 1, "lamport phase B");
+  ranks[1].set_status(v1::CASE_STATUS_OK);
+  const v1::CaseResult c = MergeCase(0, kDevices, Request(), ranks);
+  EXPECT_EQ(c.status(), v1::CASE_STATUS_HANG);
+  EXPECT_EQ(c.message(), "rank 1 never arrived: ranks 0, 2, 3 waited for it in lamport phase B");
+}
+
+TEST(CaseMergeTest, HangVerdictWithOneWaiterAndSeveralPhases) {
+  EXPECT_EQ(HangVerdict({Hang(1, 3, "lamport phase B")}),
+            "rank 3 never arrived: rank 1 waited for it in lamport phase B");
+  EXPECT_EQ(HangVerdict({Hang(0, 3, "start_sync"), Hang(1, 3, "end_sync"), Hang(2, 3, "")}),
+            "rank 3 never arrived: rank 2 waited for it; rank 1 waited for it in end_sync; "
+            "rank 0 waited for it in start_sync");
+}
+
+TEST(CaseMergeTest, HangVerdictListsDisagreement) {
+  v1::RankResult silent = Hang(3, -1, "");
+  silent.set_message("missed the deadline (5000 ms + 2 s grace); killed");
+  EXPECT_EQ(HangVerdict({Hang(0, 1, "lamport phase B"), Hang(1, 2, "start_sync"),
+                         Hang(2, 1, "lamport phase B"), silent}),
+            "ranks disagree: ranks 0, 2 waited for rank 1 in lamport phase B; rank 1 waited for "
+            "rank 2 in start_sync; rank 3: missed the deadline (5000 ms + 2 s grace); killed");
+}
+
+TEST(CaseMergeTest, TimingIsTheMaxOverRanksAndBandwidthFollows) {
+  auto ranks = Ok();
+  for (uint32_t r = 0; r < 4; ++r) {
+    v1::TimingStats* t = ranks[r].mutable_timing();
+    t->set_median_us(10 + r);
+    t->set_p10_us(20 - r);
+    t->set_p90_us(30 + (r == 1 ? 5 : 0));
+    t->set_min_us(5 + (r == 2 ? 1 : 0));
+    t->set_max_us(40);
+    t->set_samples(20);
+  }
+  const v1::CaseResult c = MergeCase(0, kDevices, Request(64, 7168), ranks);
+  EXPECT_DOUBLE_EQ(c.timing().median_us(), 13);
+  EXPECT_DOUBLE_EQ(c.timing().p10_us(), 20);
+  EXPECT_DOUBLE_EQ(c.timing().p90_us(), 35);
+  EXPECT_DOUBLE_EQ(c.timing().min_us(), 6);
+  EXPECT_DOUBLE_EQ(c.timing().max_us(), 40);
+  EXPECT_EQ(c.timing().samples(), 20u);
+  const double bytes = 64.0 * 7168 * 2;
+  const double algbw = bytes / 13e-6 / 1e9;
+  EXPECT_DOUBLE_EQ(c.algbw_gbps(), algbw);
+  EXPECT_DOUBLE_EQ(c.busbw_gbps(), algbw * 2 * 3 / 4);
+}
+
+TEST(CaseMergeTest, BusBandwidthForTwoRanks) {
+  auto ranks = Ok(2);
+  ranks[0].mutable_timing()->set_median_us(1);
+  ranks[1].mutable_timing()->set_median_us(1);
+  wv1::CaseRequest r = Request(1, 8);
+  r.set_dtype(v1::DTYPE_FP32);
+  const v1::CaseResult c = MergeCase(0, {0, 1}, r, ranks);
+  EXPECT_DOUBLE_EQ(c.algbw_gbps(), 32 / 1e-6 / 1e9);
+  EXPECT_DOUBLE_EQ(c.busbw_gbps(), c.algbw_gbps());  // 2(W-1)/W = 1 for W = 2
+}
+
+TEST(CaseMergeTest, NoTimingNoBandwidth) {
+  const v1::CaseResult c = MergeCase(0, kDevices, Request(), Ok());
+  EXPECT_EQ(c.algbw_gbps(), 0);
+  EXPECT_EQ(c.busbw_gbps(), 0);
+}
+
+TEST(CaseMergeTest, DiffsAreMerged) {
+  auto ranks = Ok();
+  ranks[1].mutable_diff()->set_mismatches(3);
+  ranks[1].mutable_diff()->set_checked(100);
+  ranks[1].mutable_diff()->set_max_abs_err(0.5);
+  ranks[1].mutable_diff()->set_first_bad("out[1,2] got 1 want 2");
+  ranks[1].mutable_diff()->set_first_bad_call(7);
+  ranks[3].mutable_diff()->set_mismatches(2);
+  ranks[3].mutable_diff()->set_checked(100);
+  ranks[3].mutable_diff()->set_max_rel_err(0.25);
+  ranks[3].mutable_diff()->set_max_ulp(9);
+  ranks[3].mutable_diff()->set_nan_inf(1);
+  ranks[3].mutable_diff()->set_first_bad("out[0,0] got nan want 1");
+  ranks[3].mutable_diff()->set_first_bad_call(2);
+  ranks[2].mutable_diff()->set_max_ulp(4);
+  ranks[2].mutable_diff()->set_max_abs_err(0.75);
+  const v1::CaseResult c = MergeCase(0, kDevices, Request(), ranks);
+  EXPECT_EQ(c.diff().mismatches(), 5u);
+  EXPECT_EQ(c.diff().checked(), 200u);
+  EXPECT_EQ(c.diff().nan_inf(), 1u);
+  EXPECT_DOUBLE_EQ(c.diff().max_abs_err(), 0.75);
+  EXPECT_DOUBLE_EQ(c.diff().max_rel_err(), 0.25);
+  EXPECT_EQ(c.diff().max_ulp(), 9u);
+  EXPECT_EQ(c.diff().first_bad(), "out[1,2] got 1 want 2");
+  EXPECT_EQ(c.diff().first_bad_call(), 2);
+}
+
+TEST(CaseMergeTest, UnsupportedWhenEveryRankSaysSo) {
+  auto ranks = Ok();
+  for (auto& r : ranks) {
+    r.set_status(v1::CASE_STATUS_UNSUPPORTED);
+    r.set_message("nccl is not built into the cpu backend");
+  }
+  const v1::CaseResult c = MergeCase(0, kDevices, Request(), ranks);
+  EXPECT_EQ(c.status(), v1::CASE_STATUS_UNSUPPORTED);
+  EXPECT_EQ(c.message(), "rank 0: nccl is not built into the cpu backend");
+}
+
+TEST(CaseMergeTest, MissingAndShuffledRanks) {
+  auto ranks = Ok();
+  std::swap(ranks[0], ranks[3]);
+  ranks.erase(ranks.begin() + 1);  // drops rank 1
+  const v1::CaseResult c = MergeCase(0, kDevices, Request(), ranks);
+  ASSERT_EQ(c.ranks_size(), 4);
+  for (uint32_t r = 0; r < 4; ++r) EXPECT_EQ(c.ranks(r).rank(), r);
+  EXPECT_EQ(c.status(), v1::CASE_STATUS_ERROR);
+  EXPECT_THAT(c.message(), HasSubstr("rank 1: no result"));
+}
+
+TEST(CaseMergeTest, FailedCaseCarriesThePoolError) {
+  const v1::CaseResult c =
+      FailedCase(3, kDevices, Request(), absl::UnavailableError("worker 2 did not start"));
+  EXPECT_EQ(c.index(), 3u);
+  EXPECT_EQ(c.status(), v1::CASE_STATUS_ERROR);
+  EXPECT_THAT(c.message(), HasSubstr("worker 2 did not start"));
+  EXPECT_EQ(c.world_size(), 4u);
+}
+
+}  // namespace
+}  // namespace colltest::server

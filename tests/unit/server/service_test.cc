@@ -1,0 +1,516 @@
+// The service end to end in-process: a real grpc::Server on 127.0.0.1:0, a real stub, and a fake
+// worker pool.
+#include "server/service.h"
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "fake_worker_pool.h"
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+
+namespace colltest::server {
+namespace {
+
+namespace v1 = ::colltest::v1;
+using ::testing::HasSubstr;
+using testing::FakeWorkerPool;
+
+ServiceOptions CpuOptions(uint32_t ranks = 4) {
+  ServiceOptions o;
+  o.backend = "cpu";
+  for (uint32_t i = 0; i < ranks; ++i) {
+    v1::Device& d = o.devices.emplace_back();
+    d.set_index(i);
+    d.set_name(absl::StrCat("cpu rank ", i));
+  }
+  o.variants = VariantsFor("cpu");
+  o.version = "test";
+  o.queue_poll = absl::Milliseconds(10);
+  return o;
+}
+
+v1::RunRequest Request(uint32_t world, std::vector<uint32_t> ms,
+                       std::vector<v1::Variant> variants = {v1::VARIANT_LAMPORT}) {
+  v1::RunRequest r;
+  v1::SweepSpec* spec = r.mutable_spec();
+  spec->set_world_size(world);
+  for (uint32_t m : ms) spec->add_m(m);
+  spec->add_n(1024);
+  for (v1::Variant v : variants) spec->add_variants(v);
+  return r;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void Start(ServiceOptions options = CpuOptions()) {
+    service_ = std::make_unique<CollectiveTestService>(std::move(options), &pool_);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_NE(port, 0);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = v1::CollectiveTest::NewStub(channel_);
+  }
+
+  void TearDown() override {
+    if (server_ == nullptr) return;
+    service_->BeginShutdown();
+    pool_.OpenGate();
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+
+  static std::unique_ptr<grpc::ClientContext> Context() {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return context;
+  }
+
+  // Runs a Sweep to the end and returns every event and the final status.
+  std::pair<std::vector<v1::SweepEvent>, grpc::Status> SweepAll(const v1::RunRequest& request) {
+    auto context = Context();
+    auto reader = stub_->Sweep(context.get(), request);
+    std::vector<v1::SweepEvent> events;
+    v1::SweepEvent event;
+    while (reader->Read(&event)) events.push_back(event);
+    return {events, reader->Finish()};
+  }
+
+  v1::RunState StateOf(const std::string& run_id) {
+    v1::GetRunRequest request;
+    request.set_run_id(run_id);
+    v1::RunResult run;
+    auto context = Context();
+    EXPECT_TRUE(stub_->GetRun(context.get(), request, &run).ok());
+    return run.state();
+  }
+
+  FakeWorkerPool pool_;
+  std::unique_ptr<CollectiveTestService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::CollectiveTest::Stub> stub_;
+};
+
+TEST_F(ServiceTest, ListDevices) {
+  Start();
+  v1::ListDevicesResponse response;
+  auto context = Context();
+  ASSERT_TRUE(stub_->ListDevices(context.get(), {}, &response).ok());
+  EXPECT_EQ(response.backend(), "cpu");
+  ASSERT_EQ(response.devices_size(), 4);
+  EXPECT_EQ(response.devices(2).name(), "cpu rank 2");
+  EXPECT_EQ(response.devices(2).backend(), "cpu");
+  EXPECT_THAT(response.variants(),
+              ::testing::ElementsAre(v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL,
+                                     v1::VARIANT_LAMPORT, v1::VARIANT_LAMPORT_TB));
+  EXPECT_EQ(response.max_world_size(), 4u);
+  EXPECT_EQ(response.version(), "test");
+}
+
+TEST_F(ServiceTest, RunReturnsEveryCaseAndIsRecorded) {
+  Start();
+  v1::RunResult run;
+  auto context = Context();
+  grpc::Status status = stub_->Run(
+      context.get(), Request(2, {1, 8}, {v1::VARIANT_ONE_STAGE, v1::VARIANT_LAMPORT}), &run);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(run.state(), v1::RUN_STATE_DONE);
+  EXPECT_EQ(run.backend(), "cpu");
+  EXPECT_EQ(run.message(), "4 cases: 4 OK");
+  ASSERT_EQ(run.cases_size(), 4);
+  EXPECT_EQ(run.cases(1).m(), 1u);
+  EXPECT_EQ(run.cases(1).variant(), v1::VARIANT_LAMPORT);
+  EXPECT_EQ(run.cases(2).m(), 8u);
+  EXPECT_EQ(run.cases(3).index(), 3u);
+  EXPECT_EQ(run.cases(0).ranks_size(), 2);
+  EXPECT_GT(run.cases(0).busbw_gbps(), 0);
+  EXPECT_EQ(run.spec().iters(), 20u);  // the normalized spec is what is kept
+  EXPECT_THAT(run.spec().devices(), ::testing::ElementsAre(0, 1));
+  EXPECT_EQ(pool_.calls().size(), 4u);
+
+  v1::GetRunRequest get;
+  get.set_run_id(run.run_id());
+  v1::RunResult again;
+  context = Context();
+  ASSERT_TRUE(stub_->GetRun(context.get(), get, &again).ok());
+  EXPECT_EQ(again.SerializeAsString(), run.SerializeAsString());
+
+  v1::ListRunsResponse list;
+  context = Context();
+  ASSERT_TRUE(stub_->ListRuns(context.get(), {}, &list).ok());
+  ASSERT_EQ(list.runs_size(), 1);
+  EXPECT_EQ(list.runs(0).run_id(), run.run_id());
+  EXPECT_EQ(list.runs(0).ok(), 4u);
+}
+
+TEST_F(ServiceTest, InvalidRequestNamesTheFieldAndIsNotRecorded) {
+  Start();
+  v1::RunResult run;
+  auto context = Context();
+  v1::RunRequest request = Request(2, {1});
+  request.mutable_spec()->set_n(0, 7);
+  grpc::Status status = stub_->Run(context.get(), request, &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "n = 7: must be a multiple of the pack size 8 (16 bytes of bf16)");
+
+  request = Request(64, {1});
+  context = Context();
+  status = stub_->Run(context.get(), request, &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "world_size = 64: this cpu backend has 4 ranks (colltestd --cpu-ranks)");
+
+  request = Request(2, {1});
+  request.mutable_spec()->set_fault("never_arrive:1");
+  context = Context();
+  status = stub_->Run(context.get(), request, &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+
+  v1::ListRunsResponse list;
+  context = Context();
+  ASSERT_TRUE(stub_->ListRuns(context.get(), {}, &list).ok());
+  EXPECT_EQ(list.runs_size(), 0);
+  EXPECT_TRUE(pool_.calls().empty());
+}
+
+TEST_F(ServiceTest, FaultIsForwardedWhenAllowed) {
+  ServiceOptions options = CpuOptions();
+  options.allow_fault_injection = true;
+  Start(std::move(options));
+  v1::RunRequest request = Request(2, {1});
+  request.mutable_spec()->set_fault("never_arrive:1");
+  v1::RunResult run;
+  auto context = Context();
+  ASSERT_TRUE(stub_->Run(context.get(), request, &run).ok());
+  ASSERT_EQ(pool_.calls().size(), 1u);
+  EXPECT_EQ(pool_.calls()[0].request.fault(), "never_arrive:1");
+}
+
+TEST_F(ServiceTest, PoolErrorMarksTheCaseAndTheSweepGoesOn) {
+  Start();
+  pool_.SetHandler([](absl::Span<const uint32_t> devices, const auto& request)
+                       -> absl::StatusOr<std::vector<v1::RankResult>> {
+    if (request.m() == 8) return absl::UnavailableError("rank 1 did not start");
+    return FakeWorkerPool::AllOk(devices);
+  });
+  v1::RunResult run;
+  auto context = Context();
+  ASSERT_TRUE(stub_->Run(context.get(), Request(2, {1, 8, 64}), &run).ok());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_DONE);
+  ASSERT_EQ(run.cases_size(), 3);
+  EXPECT_EQ(run.cases(0).status(), v1::CASE_STATUS_OK);
+  EXPECT_EQ(run.cases(1).status(), v1::CASE_STATUS_ERROR);
+  EXPECT_THAT(run.cases(1).message(), HasSubstr("rank 1 did not start"));
+  EXPECT_EQ(run.cases(2).status(), v1::CASE_STATUS_OK);
+  EXPECT_EQ(run.message(), "3 cases: 2 OK, 1 ERROR");
+}
+
+TEST_F(ServiceTest, RunFailsWhenNoCaseCouldRun) {
+  Start();
+  pool_.SetHandler([](absl::Span<const uint32_t>, const auto&)
+                       -> absl::StatusOr<std::vector<v1::RankResult>> {
+    return absl::NotFoundError("colltest-worker: no such file");
+  });
+  v1::RunResult run;
+  auto context = Context();
+  ASSERT_TRUE(stub_->Run(context.get(), Request(2, {1, 8}), &run).ok());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_FAILED);
+  EXPECT_THAT(run.message(), HasSubstr("no such file"));
+}
+
+TEST_F(ServiceTest, HangVerdictReachesTheClient) {
+  Start();
+  pool_.SetHandler([](absl::Span<const uint32_t> devices, const auto&)
+                       -> absl::StatusOr<std::vector<v1::RankResult>> {
+    auto ranks = FakeWorkerPool::AllOk(devices);
+    for (uint32_t r : {0u, 2u, 3u}) {
+      ranks[r].set_status(v1::CASE_STATUS_HANG);
+      ranks[r].set_suspect_peer(1);
+      ranks[r].set_phase("lamport phase B");
+    }
+    return ranks;
+  });
+  v1::RunResult run;
+  auto context = Context();
+  ASSERT_TRUE(stub_->Run(context.get(), Request(4, {1}), &run).ok());
+  ASSERT_EQ(run.cases_size(), 1);
+  EXPECT_EQ(run.cases(0).status(), v1::CASE_STATUS_HANG);
+  EXPECT_EQ(run.cases(0).message(),
+            "rank 1 never arrived: ranks 0, 2, 3 waited for it in lamport phase B");
+}
+
+TEST_F(ServiceTest, SweepStreamsProgressResultsAndSummary) {
+  Start();
+  auto [events, status] = SweepAll(Request(2, {1, 8, 64}));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  // started, then (result, progress) per case, then the summary.
+  ASSERT_EQ(events.size(), 1u + 2 * 3 + 1);
+  const std::string id = events[0].run_id();
+  EXPECT_FALSE(id.empty());
+  ASSERT_TRUE(events[0].has_progress());
+  EXPECT_EQ(events[0].progress().state(), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(events[0].progress().total(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) {
+    const v1::SweepEvent& result = events[1 + 2 * i];
+    const v1::SweepEvent& progress = events[2 + 2 * i];
+    ASSERT_TRUE(result.has_result());
+    EXPECT_EQ(result.result().index(), i);
+    ASSERT_TRUE(progress.has_progress());
+    EXPECT_EQ(progress.progress().done(), i + 1);
+    EXPECT_EQ(progress.progress().total(), 3u);
+    EXPECT_EQ(result.run_id(), id);
+  }
+  ASSERT_TRUE(events.back().has_summary());
+  EXPECT_EQ(events.back().summary().state(), v1::RUN_STATE_DONE);
+  EXPECT_EQ(events.back().summary().cases_size(), 3);
+  EXPECT_EQ(events.back().summary().run_id(), id);
+}
+
+TEST_F(ServiceTest, QueuedSweepIsAnsweredAfterTheSlowOne) {
+  Start();
+  pool_.CloseGate();
+  auto slow = std::async(std::launch::async, [&] { return SweepAll(Request(2, {1, 8})); });
+  pool_.WaitForCalls(1);
+
+  auto context = Context();
+  auto reader = stub_->Sweep(context.get(), Request(2, {64}));
+  v1::SweepEvent first;
+  ASSERT_TRUE(reader->Read(&first));
+  ASSERT_TRUE(first.has_progress());
+  EXPECT_EQ(first.progress().state(), v1::RUN_STATE_QUEUED);
+  EXPECT_EQ(first.progress().queue_position(), 1u);
+  EXPECT_EQ(StateOf(first.run_id()), v1::RUN_STATE_QUEUED);
+
+  pool_.OpenGate();
+  auto [slow_events, slow_status] = slow.get();
+  ASSERT_TRUE(slow_status.ok());
+  const v1::RunResult& slow_run = slow_events.back().summary();
+  EXPECT_EQ(slow_run.state(), v1::RUN_STATE_DONE);
+
+  v1::SweepEvent event;
+  v1::RunResult queued_run;
+  while (reader->Read(&event)) {
+    if (event.has_summary()) queued_run = event.summary();
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(queued_run.state(), v1::RUN_STATE_DONE);
+  ASSERT_EQ(queued_run.cases_size(), 1);
+  EXPECT_GE(queued_run.finished_unix_ms(), slow_run.finished_unix_ms());
+
+  // Every case of the slow run reached the workers before the queued run's.
+  const auto calls = pool_.calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].request.m(), 1u);
+  EXPECT_EQ(calls[1].request.m(), 8u);
+  EXPECT_EQ(calls[2].request.m(), 64u);
+}
+
+TEST_F(ServiceTest, DisjointGroupsRunAtTheSameTime) {
+  Start();
+  pool_.CloseGate();
+  v1::RunRequest a = Request(2, {1});
+  a.mutable_spec()->add_devices(0);
+  a.mutable_spec()->add_devices(1);
+  v1::RunRequest b = Request(2, {1});
+  b.mutable_spec()->add_devices(2);
+  b.mutable_spec()->add_devices(3);
+  auto first = std::async(std::launch::async, [&] { return SweepAll(a); });
+  auto second = std::async(std::launch::async, [&] { return SweepAll(b); });
+  pool_.WaitForCalls(2);  // both are inside the pool at once
+  pool_.OpenGate();
+  EXPECT_TRUE(first.get().second.ok());
+  EXPECT_TRUE(second.get().second.ok());
+}
+
+TEST_F(ServiceTest, CancelQueuedRun) {
+  Start();
+  pool_.CloseGate();
+  auto slow = std::async(std::launch::async, [&] { return SweepAll(Request(2, {1})); });
+  pool_.WaitForCalls(1);
+
+  auto context = Context();
+  auto reader = stub_->Sweep(context.get(), Request(2, {64}));
+  v1::SweepEvent first;
+  ASSERT_TRUE(reader->Read(&first));
+  ASSERT_EQ(first.progress().state(), v1::RUN_STATE_QUEUED);
+
+  v1::CancelRequest cancel;
+  cancel.set_run_id(first.run_id());
+  v1::CancelResponse cancelled;
+  auto cancel_context = Context();
+  ASSERT_TRUE(stub_->Cancel(cancel_context.get(), cancel, &cancelled).ok());
+  EXPECT_EQ(cancelled.state(), v1::RUN_STATE_QUEUED);
+
+  v1::SweepEvent event;
+  while (reader->Read(&event)) EXPECT_FALSE(event.has_summary());
+  grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_THAT(status.error_message(), HasSubstr("cancelled while queued"));
+  EXPECT_EQ(StateOf(first.run_id()), v1::RUN_STATE_CANCELLED);
+
+  pool_.OpenGate();
+  EXPECT_TRUE(slow.get().second.ok());
+  EXPECT_EQ(pool_.calls().size(), 1u);  // the cancelled run never reached the workers
+}
+
+TEST_F(ServiceTest, CancelQueuedUnaryRun) {
+  Start();
+  pool_.CloseGate();
+  auto slow = std::async(std::launch::async, [&] { return SweepAll(Request(2, {1})); });
+  pool_.WaitForCalls(1);
+  auto queued = std::async(std::launch::async, [&] {
+    v1::RunResult run;
+    auto context = Context();
+    return stub_->Run(context.get(), Request(2, {8}), &run);
+  });
+  // The unary caller cannot see its id; find it in the history.
+  std::string id;
+  for (int i = 0; i < 500 && id.empty(); ++i) {
+    v1::ListRunsResponse list;
+    auto context = Context();
+    ASSERT_TRUE(stub_->ListRuns(context.get(), {}, &list).ok());
+    for (const auto& r : list.runs()) {
+      if (r.state() == v1::RUN_STATE_QUEUED) id = r.run_id();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(id.empty());
+  v1::CancelRequest cancel;
+  cancel.set_run_id(id);
+  v1::CancelResponse response;
+  auto context = Context();
+  ASSERT_TRUE(stub_->Cancel(context.get(), cancel, &response).ok());
+  EXPECT_EQ(queued.get().error_code(), grpc::StatusCode::CANCELLED);
+  pool_.OpenGate();
+  EXPECT_TRUE(slow.get().second.ok());
+}
+
+TEST_F(ServiceTest, CancelRunningRunStopsAfterTheCurrentCase) {
+  Start();
+  pool_.CloseGate();
+  auto context = Context();
+  auto reader = stub_->Sweep(context.get(), Request(2, {1, 8, 64}));
+  v1::SweepEvent first;
+  ASSERT_TRUE(reader->Read(&first));
+  ASSERT_EQ(first.progress().state(), v1::RUN_STATE_RUNNING);
+  pool_.WaitForCalls(1);
+
+  v1::CancelRequest cancel;
+  cancel.set_run_id(first.run_id());
+  v1::CancelResponse response;
+  auto cancel_context = Context();
+  ASSERT_TRUE(stub_->Cancel(cancel_context.get(), cancel, &response).ok());
+  EXPECT_EQ(response.state(), v1::RUN_STATE_RUNNING);
+  pool_.OpenGate();
+
+  v1::SweepEvent event;
+  v1::RunResult summary;
+  while (reader->Read(&event)) {
+    if (event.has_summary()) summary = event.summary();
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(summary.state(), v1::RUN_STATE_CANCELLED);
+  EXPECT_EQ(summary.cases_size(), 1);
+  EXPECT_THAT(summary.message(), HasSubstr("cancelled after 1 of 3 cases"));
+  EXPECT_EQ(pool_.calls().size(), 1u);
+}
+
+TEST_F(ServiceTest, ClientThatGoesAwayCancelsItsSweep) {
+  Start();
+  pool_.CloseGate();
+  std::string id;
+  {
+    grpc::ClientContext context;
+    auto reader = stub_->Sweep(&context, Request(2, {1, 8, 64}));
+    v1::SweepEvent first;
+    ASSERT_TRUE(reader->Read(&first));
+    id = first.run_id();
+    pool_.WaitForCalls(1);
+    context.TryCancel();
+    reader->Finish();
+  }
+  // The server learns of the cancellation from the transport, a moment later; real cases take
+  // far longer than that, the fake ones do not.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  pool_.OpenGate();
+  v1::RunState state = v1::RUN_STATE_RUNNING;
+  for (int i = 0; i < 500 && state == v1::RUN_STATE_RUNNING; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    state = StateOf(id);
+  }
+  EXPECT_EQ(state, v1::RUN_STATE_CANCELLED);
+  EXPECT_EQ(pool_.calls().size(), 1u);
+}
+
+TEST_F(ServiceTest, UnknownRunIds) {
+  Start();
+  v1::CancelRequest cancel;
+  cancel.set_run_id("r-0-0");
+  v1::CancelResponse response;
+  auto context = Context();
+  EXPECT_EQ(stub_->Cancel(context.get(), cancel, &response).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  v1::GetRunRequest get;
+  get.set_run_id("r-0-0");
+  v1::RunResult run;
+  context = Context();
+  EXPECT_EQ(stub_->GetRun(context.get(), get, &run).error_code(), grpc::StatusCode::NOT_FOUND);
+  get.clear_run_id();
+  context = Context();
+  EXPECT_EQ(stub_->GetRun(context.get(), get, &run).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ServiceTest, BearerToken) {
+  ServiceOptions options = CpuOptions();
+  options.token = "s3cret";
+  Start(std::move(options));
+  v1::ListDevicesResponse response;
+  auto context = Context();
+  EXPECT_EQ(stub_->ListDevices(context.get(), {}, &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  context = Context();
+  context->AddMetadata("authorization", "Bearer wrong");
+  EXPECT_EQ(stub_->ListDevices(context.get(), {}, &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  context = Context();
+  context->AddMetadata("authorization", "Bearer s3cret");
+  EXPECT_TRUE(stub_->ListDevices(context.get(), {}, &response).ok());
+
+  v1::RunResult run;
+  context = Context();
+  EXPECT_EQ(stub_->Run(context.get(), Request(2, {1}), &run).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(pool_.calls().empty());
+}
+
+TEST_F(ServiceTest, ShutdownCancelsQueuedRuns) {
+  Start();
+  pool_.CloseGate();
+  auto slow = std::async(std::launch::async, [&] { return SweepAll(Request(2, {1, 8})); });
+  pool_.WaitForCalls(1);
+  auto queued = std::async(std::launch::async, [&] { return SweepAll(Request(2, {64})); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  service_->BeginShutdown();
+  EXPECT_EQ(queued.get().second.error_code(), grpc::StatusCode::CANCELLED);
+  pool_.OpenGate();
+  auto [events, status] = slow.get();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(events.back().summary().state(), v1::RUN_STATE_CANCELLED);
+  EXPECT_EQ(events.back().summary().cases_size(), 1);
+}
+
+}  // namespace
+}  // namespace colltest::server

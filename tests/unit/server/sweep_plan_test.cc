@@ -1,0 +1,91 @@
+#include "server/sweep_plan.h"
+
+#include <tuple>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/validation.h"
+
+namespace colltest::server {
+namespace {
+
+namespace v1 = ::colltest::v1;
+
+v1::SweepSpec Normalized(v1::SweepSpec spec) {
+  ServerLimits limits;
+  limits.devices = {0, 1, 2, 3, 4, 5, 6, 7};
+  limits.allow_fault_injection = true;
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, limits);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return *out;
+}
+
+TEST(SweepPlanTest, OrderIsNThenMThenVariantThenMode) {
+  v1::SweepSpec spec;
+  spec.set_world_size(2);
+  spec.add_m(1);
+  spec.add_m(64);
+  spec.add_n(4096);
+  spec.add_n(7168);
+  spec.add_variants(v1::VARIANT_ONE_STAGE);
+  spec.add_variants(v1::VARIANT_LAMPORT);
+  spec.add_modes(v1::MODE_EAGER);
+  spec.add_modes(v1::MODE_GRAPH);
+  spec.set_seed(77);
+  spec.set_fault("x");
+  const SweepPlan plan = PlanSweep(Normalized(spec), 100);
+
+  ASSERT_EQ(plan.cases.size(), 16u);
+  std::vector<std::tuple<uint32_t, uint32_t, v1::Variant, v1::Mode>> want;
+  for (uint32_t n : {4096u, 7168u}) {
+    for (uint32_t m : {1u, 64u}) {
+      for (v1::Variant v : {v1::VARIANT_ONE_STAGE, v1::VARIANT_LAMPORT}) {
+        for (v1::Mode mode : {v1::MODE_EAGER, v1::MODE_GRAPH}) want.emplace_back(n, m, v, mode);
+      }
+    }
+  }
+  for (size_t i = 0; i < plan.cases.size(); ++i) {
+    const auto& c = plan.cases[i];
+    EXPECT_EQ(std::make_tuple(c.n(), c.m(), c.variant(), c.mode()), want[i]) << i;
+    EXPECT_EQ(c.case_id(), 100 + i);
+    EXPECT_EQ(c.seed(), 77u);
+    EXPECT_EQ(c.iters(), 20u);
+    EXPECT_EQ(c.warmup(), 5u);
+    EXPECT_EQ(c.timeout_ms(), 5000u);
+    EXPECT_EQ(c.dtype(), v1::DTYPE_BF16);
+    EXPECT_TRUE(c.residual());
+  }
+  EXPECT_THAT(plan.devices, ::testing::ElementsAre(0, 1));
+}
+
+TEST(SweepPlanTest, DevicesAndOptionsCarryOver) {
+  v1::SweepSpec spec;
+  spec.add_devices(5);
+  spec.add_devices(2);
+  spec.add_devices(7);
+  spec.add_m(3);
+  spec.add_n(1024);
+  spec.add_variants(v1::VARIANT_LAMPORT_TB);
+  spec.set_no_residual(true);
+  spec.set_stress_calls(50);
+  spec.mutable_knobs()->set_grid_blocks(16);
+  const SweepPlan plan = PlanSweep(Normalized(spec));
+  EXPECT_THAT(plan.devices, ::testing::ElementsAre(5, 2, 7));
+  ASSERT_EQ(plan.cases.size(), 1u);
+  EXPECT_FALSE(plan.cases[0].residual());
+  EXPECT_EQ(plan.cases[0].stress_calls(), 50u);
+  EXPECT_EQ(plan.cases[0].knobs().grid_blocks(), 16u);
+  EXPECT_EQ(plan.cases[0].mode(), v1::MODE_EAGER);
+}
+
+TEST(SweepPlanTest, DevicesDefaultToTheFirstRanks) {
+  v1::SweepSpec spec;
+  spec.set_world_size(3);
+  spec.add_m(1);
+  spec.add_n(8);
+  spec.add_variants(v1::VARIANT_ONE_STAGE);
+  EXPECT_THAT(PlanSweep(spec).devices, ::testing::ElementsAre(0, 1, 2));
+}
+
+}  // namespace
+}  // namespace colltest::server

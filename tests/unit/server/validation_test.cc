@@ -1,0 +1,293 @@
+#include "server/validation.h"
+
+#include <cmath>
+#include <limits>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace colltest::server {
+namespace {
+
+namespace v1 = ::colltest::v1;
+using ::testing::HasSubstr;
+
+ServerLimits CpuLimits(uint32_t ranks = 4) {
+  ServerLimits limits;
+  limits.backend = "cpu";
+  for (uint32_t i = 0; i < ranks; ++i) limits.devices.push_back(i);
+  return limits;
+}
+
+v1::SweepSpec ValidSpec() {
+  v1::SweepSpec spec;
+  spec.set_world_size(4);
+  spec.add_m(1);
+  spec.add_m(8);
+  spec.add_n(7168);
+  spec.add_variants(v1::VARIANT_LAMPORT);
+  return spec;
+}
+
+// Expects INVALID_ARGUMENT whose message contains every one of `parts`.
+void ExpectInvalid(const v1::SweepSpec& spec, std::initializer_list<std::string> parts,
+                   const ServerLimits& limits = CpuLimits()) {
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, limits);
+  ASSERT_FALSE(out.ok()) << "accepted: " << spec.ShortDebugString();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+  for (const std::string& part : parts) {
+    EXPECT_THAT(std::string(out.status().message()), HasSubstr(part));
+  }
+}
+
+TEST(ValidationTest, ValidSpecGetsDefaults) {
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(ValidSpec(), CpuLimits());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->world_size(), 4u);
+  EXPECT_THAT(out->devices(), ::testing::ElementsAre(0, 1, 2, 3));
+  EXPECT_EQ(out->dtype(), v1::DTYPE_BF16);
+  EXPECT_EQ(out->pattern(), v1::PATTERN_NORMAL);
+  EXPECT_EQ(out->tolerance(), v1::TOLERANCE_STRICT);
+  EXPECT_THAT(out->modes(), ::testing::ElementsAre(v1::MODE_EAGER));
+  EXPECT_EQ(out->warmup(), 5u);
+  EXPECT_EQ(out->iters(), 20u);
+  EXPECT_EQ(out->timeout_ms(), 5000u);
+  EXPECT_FLOAT_EQ(out->eps(), 1e-6f);
+}
+
+TEST(ValidationTest, ExplicitValuesAreKept) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_world_size(0);
+  spec.add_devices(3);
+  spec.add_devices(1);
+  spec.set_dtype(v1::DTYPE_FP32);
+  spec.set_warmup(2);
+  spec.set_iters(7);
+  spec.set_timeout_ms(100);
+  spec.set_eps(1e-5f);
+  spec.add_modes(v1::MODE_UNSPECIFIED);
+  spec.add_modes(v1::MODE_GRAPH);
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, CpuLimits());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->world_size(), 2u);
+  EXPECT_THAT(out->devices(), ::testing::ElementsAre(3, 1));
+  EXPECT_EQ(out->dtype(), v1::DTYPE_FP32);
+  EXPECT_EQ(out->warmup(), 2u);
+  EXPECT_EQ(out->iters(), 7u);
+  EXPECT_EQ(out->timeout_ms(), 100u);
+  EXPECT_FLOAT_EQ(out->eps(), 1e-5f);
+  EXPECT_THAT(out->modes(), ::testing::ElementsAre(v1::MODE_EAGER, v1::MODE_GRAPH));
+}
+
+TEST(ValidationTest, WorldSizeZeroMeansEveryDevice) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_world_size(0);
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, CpuLimits(3));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->world_size(), 3u);
+}
+
+TEST(ValidationTest, AnyWorldSizeFromTwoUpIsAccepted) {
+  for (uint32_t w : {2u, 3u, 5u, 7u}) {
+    v1::SweepSpec spec = ValidSpec();
+    spec.set_world_size(w);
+    EXPECT_TRUE(ValidateSpec(spec, CpuLimits(8)).ok()) << w;
+  }
+}
+
+TEST(ValidationTest, WorldSizeTooLargeNamesTheCpuFlag) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_world_size(64);
+  ExpectInvalid(spec, {"world_size = 64: this cpu backend has 4 ranks (colltestd --cpu-ranks)"});
+}
+
+TEST(ValidationTest, WorldSizeTooLargeOnGpus) {
+  ServerLimits limits;
+  limits.backend = "cuda";
+  limits.devices = {0, 1};
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_world_size(8);
+  ExpectInvalid(spec, {"world_size = 8: this cuda backend has 2 devices"}, limits);
+}
+
+TEST(ValidationTest, WorldSizeOne) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_world_size(1);
+  ExpectInvalid(spec, {"world_size = 1: must be >= 2"});
+}
+
+TEST(ValidationTest, DevicesMustMatchWorldSize) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.add_devices(0);
+  spec.add_devices(1);
+  ExpectInvalid(spec, {"devices: 2 listed but world_size = 4"});
+}
+
+TEST(ValidationTest, DevicesMustExist) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_world_size(2);
+  spec.add_devices(0);
+  spec.add_devices(9);
+  ExpectInvalid(spec, {"devices[1] = 9: no such device", "0, 1, 2, 3"});
+}
+
+TEST(ValidationTest, DevicesMustBeUnique) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_world_size(2);
+  spec.add_devices(1);
+  spec.add_devices(1);
+  ExpectInvalid(spec, {"devices[1] = 1: listed twice"});
+}
+
+TEST(ValidationTest, RowLimits) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_m(0, 0);
+  ExpectInvalid(spec, {"m = 0: must be >= 1"});
+  spec.set_m(0, 65537);
+  ExpectInvalid(spec, {"m = 65537: must be <= 65536"});
+  spec.clear_m();
+  ExpectInvalid(spec, {"m: empty"});
+  spec.add_m(4);
+  spec.add_m(4);
+  ExpectInvalid(spec, {"m", "listed twice"});
+}
+
+TEST(ValidationTest, HiddenSizeMustBeAWholeNumberOfPacks) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_n(0, 7);
+  ExpectInvalid(spec, {"n = 7: must be a multiple of the pack size 8 (16 bytes of bf16)"});
+  spec.set_n(0, 0);
+  ExpectInvalid(spec, {"n = 0: must be >= the pack size 8"});
+  spec.set_n(0, 12);
+  spec.set_dtype(v1::DTYPE_FP32);
+  EXPECT_TRUE(ValidateSpec(spec, CpuLimits()).ok());  // 3 packs of fp32
+  spec.set_n(0, 6);
+  ExpectInvalid(spec, {"n = 6: must be a multiple of the pack size 4 (16 bytes of fp32)"});
+  spec.set_n(0, 16392);
+  ExpectInvalid(spec, {"n = 16392: must be <= 16384"});
+  spec.clear_n();
+  ExpectInvalid(spec, {"n: empty"});
+}
+
+TEST(ValidationTest, CaseMemoryBudget) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.add_m(4096);
+  spec.set_n(0, 8192);  // 4096 * 8192 * 2 = 64 MiB > 32 MiB
+  ExpectInvalid(spec, {"m = 4096, n = 8192", "67108864 bytes", "33554432",
+                       "colltestd --max-case-bytes"});
+  ServerLimits big = CpuLimits();
+  big.max_case_bytes = 64ull << 20;
+  EXPECT_TRUE(ValidateSpec(spec, big).ok());
+}
+
+TEST(ValidationTest, Enums) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_dtype(static_cast<v1::DType>(9));
+  ExpectInvalid(spec, {"dtype = 9"});
+  spec = ValidSpec();
+  spec.set_pattern(static_cast<v1::Pattern>(42));
+  ExpectInvalid(spec, {"pattern = 42"});
+  spec = ValidSpec();
+  spec.set_tolerance(static_cast<v1::Tolerance>(7));
+  ExpectInvalid(spec, {"tolerance = 7"});
+  spec = ValidSpec();
+  spec.add_modes(static_cast<v1::Mode>(5));
+  ExpectInvalid(spec, {"modes[0] = 5"});
+  spec = ValidSpec();
+  spec.add_variants(static_cast<v1::Variant>(99));
+  ExpectInvalid(spec, {"variants[1] = 99"});
+  spec = ValidSpec();
+  spec.add_variants(v1::VARIANT_UNSPECIFIED);
+  ExpectInvalid(spec, {"variants[1] = 0"});
+  spec = ValidSpec();
+  spec.add_variants(v1::VARIANT_LAMPORT);
+  ExpectInvalid(spec, {"variants[1] = 3: listed twice"});
+  spec = ValidSpec();
+  spec.add_modes(v1::MODE_EAGER);
+  spec.add_modes(v1::MODE_UNSPECIFIED);
+  ExpectInvalid(spec, {"modes[1]", "listed twice"});
+}
+
+TEST(ValidationTest, EmptyVariants) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.clear_variants();
+  ExpectInvalid(spec, {"variants: empty"});
+}
+
+TEST(ValidationTest, CountLimits) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_iters(100001);
+  ExpectInvalid(spec, {"iters = 100001: must be <= 100000"});
+  spec = ValidSpec();
+  spec.set_warmup(10001);
+  ExpectInvalid(spec, {"warmup = 10001: must be <= 10000"});
+  spec = ValidSpec();
+  spec.set_stress_calls(100001);
+  ExpectInvalid(spec, {"stress_calls = 100001: must be <= 100000"});
+  spec = ValidSpec();
+  spec.set_timeout_ms(600001);
+  ExpectInvalid(spec, {"timeout_ms = 600001: must be <= 600000"});
+  spec = ValidSpec();
+  spec.set_iters(100000);
+  spec.set_warmup(10000);
+  spec.set_stress_calls(100000);
+  spec.set_timeout_ms(600000);
+  EXPECT_TRUE(ValidateSpec(spec, CpuLimits()).ok());
+}
+
+TEST(ValidationTest, ExpandedCaseCount) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.clear_m();
+  for (uint32_t m = 1; m <= 1024; ++m) spec.add_m(m);  // 1024 x 1 x 2 x 2 = 4096: the limit
+  spec.add_variants(v1::VARIANT_ONE_STAGE);
+  spec.add_modes(v1::MODE_EAGER);
+  spec.add_modes(v1::MODE_GRAPH);
+  EXPECT_TRUE(ValidateSpec(spec, CpuLimits()).ok());
+  spec.add_m(1025);
+  ExpectInvalid(spec, {"cases = 4100", "must be <= 4096"});
+}
+
+TEST(ValidationTest, Eps) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_eps(-1.0f);
+  ExpectInvalid(spec, {"eps = -1: must be > 0 and < 1"});
+  spec.set_eps(1.0f);
+  ExpectInvalid(spec, {"eps = 1: must be > 0 and < 1"});
+  spec.set_eps(std::numeric_limits<float>::quiet_NaN());
+  ExpectInvalid(spec, {"eps = nan"});
+}
+
+TEST(ValidationTest, Knobs) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.mutable_knobs()->set_threads_per_block(128);
+  ExpectInvalid(spec, {"knobs.threads_per_block = 128: must be 0 (the variant's default), 256 or 512"});
+  spec.mutable_knobs()->set_threads_per_block(512);
+  EXPECT_TRUE(ValidateSpec(spec, CpuLimits()).ok());
+  spec.mutable_knobs()->set_grid_blocks(1025);
+  ExpectInvalid(spec, {"knobs.grid_blocks = 1025: must be <= 1024"});
+}
+
+TEST(ValidationTest, Label) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_label(std::string(257, 'x'));
+  ExpectInvalid(spec, {"label: 257 bytes"});
+}
+
+TEST(ValidationTest, FaultInjectionNeedsTheServerFlag) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_fault("never_arrive:1");
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, CpuLimits());
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(out.status().message(),
+            "fault injection is disabled (start colltestd with --allow-fault-injection)");
+
+  ServerLimits allowed = CpuLimits();
+  allowed.allow_fault_injection = true;
+  out = ValidateSpec(spec, allowed);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->fault(), "never_arrive:1");
+}
+
+}  // namespace
+}  // namespace colltest::server

@@ -1,0 +1,426 @@
+#include "server/worker_pool.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/case_deadline.h"
+
+namespace colltest::server {
+namespace {
+
+using colltest::v1::CASE_STATUS_ERROR;
+using colltest::v1::CASE_STATUS_HANG;
+using colltest::v1::CASE_STATUS_OK;
+using colltest::v1::CASE_STATUS_WRONG;
+using colltest::v1::RankResult;
+using colltest::worker::v1::CaseRequest;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+using ::testing::UnorderedElementsAreArray;
+
+std::vector<std::string> ListDir(const std::string& path) {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+    names.push_back(entry.path().filename().string());
+  }
+  return names;
+}
+
+// Segments created for this process (the controller) by its workers.
+std::vector<std::string> OurShm() {
+  std::vector<std::string> ours;
+  for (const std::string& name : ListDir("/dev/shm")) {
+    if (absl::StartsWith(name, absl::StrCat("colltest.", getpid(), "."))) ours.push_back(name);
+  }
+  return ours;
+}
+
+bool Gone(int pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+
+// True when this process has no child at all, zombies included.
+bool NoChildren() { return waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD; }
+
+std::vector<int> Pids(const std::vector<RankResult>& results) {
+  // The fake worker reports its pid in its message: "pid=<pid> peers=... resets=...".
+  std::vector<int> pids;
+  for (const RankResult& r : results) {
+    int pid = 0;
+    sscanf(r.message().c_str(), "pid=%d", &pid);
+    pids.push_back(pid);
+  }
+  return pids;
+}
+
+CaseRequest Case(std::string fault = "", uint32_t timeout_ms = 2000) {
+  CaseRequest request;
+  request.set_case_id(1);
+  request.set_timeout_ms(timeout_ms);
+  request.set_fault(std::move(fault));
+  return request;
+}
+
+// Sets an environment variable for the workers spawned while it lives.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+class WorkerPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = ::testing::TempDir() + "worker_pool_test.XXXXXX";
+    ASSERT_NE(mkdtemp(templ.data()), nullptr);
+    parent_ = templ;
+    options_.worker_binary = FAKE_WORKER_PATH;
+    options_.backend = "cpu";
+    options_.runtime_dir = parent_;
+    options_.spawn_timeout = absl::Seconds(10);
+    options_.grace = absl::Milliseconds(300);
+  }
+
+  void TearDown() override {
+    pool_.reset();
+    EXPECT_TRUE(NoChildren());
+    EXPECT_THAT(OurShm(), IsEmpty());
+    EXPECT_THAT(ListDir(parent_), IsEmpty()) << "runtime directory left behind";
+    std::error_code ignored;
+    std::filesystem::remove_all(parent_, ignored);
+  }
+
+  WorkerPool& Pool() {
+    if (pool_ == nullptr) {
+      absl::StatusOr<std::unique_ptr<WorkerPool>> pool = CreateWorkerPool(options_);
+      EXPECT_TRUE(pool.ok()) << pool.status();
+      pool_ = *std::move(pool);
+    }
+    return *pool_;
+  }
+
+  std::vector<RankResult> Run(std::vector<uint32_t> devices, const CaseRequest& request) {
+    absl::StatusOr<std::vector<RankResult>> results = Pool().RunCase(devices, request);
+    EXPECT_TRUE(results.ok()) << results.status();
+    return results.ok() ? *results : std::vector<RankResult>();
+  }
+
+  void ExpectAllOk(const std::vector<RankResult>& results, std::vector<uint32_t> devices) {
+    ASSERT_THAT(results, SizeIs(devices.size()));
+    for (size_t rank = 0; rank < results.size(); ++rank) {
+      EXPECT_EQ(results[rank].status(), CASE_STATUS_OK) << results[rank].message();
+      EXPECT_EQ(results[rank].rank(), rank);
+      EXPECT_EQ(results[rank].device(), devices[rank]);
+    }
+  }
+
+  std::string parent_;
+  WorkerPoolOptions options_;
+  std::unique_ptr<WorkerPool> pool_;
+};
+
+TEST_F(WorkerPoolTest, GroupOfFourRunsACaseWithEveryRankInTheTable) {
+  const std::vector<RankResult> results = Run({0, 1, 2, 3}, Case());
+  ExpectAllOk(results, {0, 1, 2, 3});
+  for (const RankResult& r : results) {
+    // The fake refuses Connect unless the table has every rank with openable segments.
+    EXPECT_THAT(r.message(), HasSubstr("peers=0,1,2,3"));
+  }
+  EXPECT_THAT(Pool().LivePids(), UnorderedElementsAreArray(Pids(results)));
+  EXPECT_THAT(OurShm(), SizeIs(8));  // two segments per rank
+  EXPECT_EQ(Pool().Restarts(), 0u);
+}
+
+TEST_F(WorkerPoolTest, LaterCasesReuseTheGroup) {
+  const std::vector<int> first = Pids(Run({0, 1}, Case()));
+  const std::vector<int> second = Pids(Run({0, 1}, Case()));
+  EXPECT_EQ(first, second);
+  EXPECT_THAT(Pool().LivePids(), SizeIs(2));
+}
+
+TEST_F(WorkerPoolTest, RankFollowsThePositionInTheDeviceList) {
+  ExpectAllOk(Run({3, 1}, Case()), {3, 1});
+}
+
+TEST_F(WorkerPoolTest, CrashedRankIsNamedAndTheGroupRespawns) {
+  const std::vector<int> before = Pids(Run({0, 1, 2, 3}, Case()));
+
+  const std::vector<RankResult> crashed = Run({0, 1, 2, 3}, Case("crash:2"));
+  ASSERT_THAT(crashed, SizeIs(4));
+  EXPECT_EQ(crashed[2].status(), CASE_STATUS_ERROR);
+  EXPECT_EQ(crashed[2].message(),
+            absl::StrCat("rank 2 (pid ", before[2], ") died: killed by signal 9"));
+  EXPECT_EQ(crashed[2].rank(), 2u);
+  EXPECT_EQ(crashed[2].device(), 2u);
+  for (int pid : before) EXPECT_TRUE(Gone(pid)) << pid;
+  EXPECT_THAT(Pool().LivePids(), IsEmpty());
+  EXPECT_THAT(OurShm(), IsEmpty());
+  EXPECT_EQ(Pool().Restarts(), 1u);
+
+  const std::vector<RankResult> after = Run({0, 1, 2, 3}, Case());
+  ExpectAllOk(after, {0, 1, 2, 3});
+  for (int pid : Pids(after)) EXPECT_THAT(before, ::testing::Not(::testing::Contains(pid)));
+  EXPECT_EQ(Pool().Restarts(), 1u);
+}
+
+TEST_F(WorkerPoolTest, PeersWaitingForACrashedRankAreAbortedAtOnce) {
+  Run({0, 1, 2, 3}, Case());
+  const absl::Time start = absl::Now();
+  const std::vector<RankResult> results = Run({0, 1, 2, 3}, Case("crash_wait:2", 20000));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << "waited for the peers' deadlines";
+  ASSERT_THAT(results, SizeIs(4));
+  EXPECT_THAT(results[2].message(), HasSubstr("rank 2"));
+  EXPECT_THAT(results[2].message(), HasSubstr("died"));
+  for (int rank : {0, 1, 3}) {
+    EXPECT_EQ(results[rank].status(), CASE_STATUS_ERROR);
+    EXPECT_EQ(results[rank].message(), "aborted: group torn down after rank 2 failed");
+    EXPECT_EQ(results[rank].rank(), static_cast<uint32_t>(rank));
+  }
+  EXPECT_EQ(Pool().Restarts(), 1u);
+}
+
+TEST_F(WorkerPoolTest, ExitStatusOfADeadRankIsReported) {
+  const std::vector<RankResult> results = Run({0, 1}, Case("exit:1"));
+  ASSERT_THAT(results, SizeIs(2));
+  EXPECT_EQ(results[1].status(), CASE_STATUS_ERROR);
+  EXPECT_THAT(results[1].message(), HasSubstr("died: exited with status 3"));
+}
+
+TEST_F(WorkerPoolTest, HungRankIsNamedWithinTheDeadline) {
+  Run({0, 1, 2}, Case());
+  const CaseRequest request = Case("hang:1", 1000);
+  const absl::Time start = absl::Now();
+  const std::vector<RankResult> results = Run({0, 1, 2}, request);
+  const absl::Duration elapsed = absl::Now() - start;
+  EXPECT_LT(elapsed, absl::Milliseconds(1000) + options_.grace + absl::Seconds(1));
+  EXPECT_GE(elapsed, CaseDeadline(request, options_.grace));
+  ASSERT_THAT(results, SizeIs(3));
+  EXPECT_EQ(results[1].status(), CASE_STATUS_HANG);
+  EXPECT_EQ(results[1].message(), "rank 1 did not answer within 1.3s");
+  EXPECT_EQ(results[1].suspect_peer(), -1);
+  EXPECT_EQ(results[1].phase(), "host deadline");
+  EXPECT_EQ(results[0].status(), CASE_STATUS_OK);
+  EXPECT_EQ(results[2].status(), CASE_STATUS_OK);
+  EXPECT_THAT(Pool().LivePids(), IsEmpty());
+  EXPECT_EQ(Pool().Restarts(), 1u);
+  ExpectAllOk(Run({0, 1, 2}, Case()), {0, 1, 2});
+}
+
+TEST_F(WorkerPoolTest, EveryRankIsResetAfterACaseThatFailed) {
+  const std::vector<RankResult> wrong = Run({0, 1}, Case("wrong:1"));
+  ASSERT_THAT(wrong, SizeIs(2));
+  EXPECT_EQ(wrong[1].status(), CASE_STATUS_WRONG);
+  const std::vector<RankResult> next = Run({0, 1}, Case());
+  ExpectAllOk(next, {0, 1});
+  EXPECT_EQ(Pids(next), Pids(wrong));
+  for (const RankResult& r : next) EXPECT_THAT(r.message(), HasSubstr("resets=1"));
+  EXPECT_EQ(Pool().Restarts(), 0u);
+}
+
+TEST_F(WorkerPoolTest, GroupThatCannotBeResetIsRespawned) {
+  const std::vector<RankResult> wrong = Run({0, 1}, Case("wrong_stuck:1"));
+  ASSERT_THAT(wrong, SizeIs(2));
+  EXPECT_EQ(wrong[1].status(), CASE_STATUS_WRONG);
+  EXPECT_THAT(Pool().LivePids(), IsEmpty());
+  EXPECT_EQ(Pool().Restarts(), 1u);
+  const std::vector<RankResult> next = Run({0, 1}, Case());
+  ExpectAllOk(next, {0, 1});
+  for (const RankResult& r : next) EXPECT_THAT(r.message(), HasSubstr("resets=0"));
+}
+
+TEST_F(WorkerPoolTest, WorkerKilledWhileIdleIsReplacedBeforeTheNextCase) {
+  const std::vector<int> before = Pids(Run({0, 1}, Case()));
+  ASSERT_EQ(kill(before[0], SIGKILL), 0);
+  // LivePids reaps what has exited; no readiness to wait for but the kernel's.
+  while (Pool().LivePids().size() == 2) std::this_thread::yield();
+  const std::vector<RankResult> after = Run({0, 1}, Case());
+  ExpectAllOk(after, {0, 1});
+  ASSERT_THAT(after, SizeIs(2));
+  EXPECT_NE(Pids(after)[0], before[0]);
+  EXPECT_NE(Pids(after)[1], before[1]);
+  EXPECT_TRUE(Gone(before[1]));
+  EXPECT_EQ(Pool().Restarts(), 1u);
+}
+
+TEST_F(WorkerPoolTest, ShutdownLeavesNoProcessSocketSegmentOrDirectory) {
+  std::vector<int> pids = Pids(Run({0, 1, 2, 3}, Case("crash:3")));
+  const std::vector<int> second = Pids(Run({0, 1, 2, 3}, Case()));
+  const std::vector<int> other = Pids(Run({4, 5}, Case()));
+  pids.insert(pids.end(), second.begin(), second.end());
+  pids.insert(pids.end(), other.begin(), other.end());
+  ASSERT_THAT(ListDir(parent_), SizeIs(1));
+  const std::string runtime_dir = parent_ + "/" + ListDir(parent_)[0];
+  EXPECT_THAT(ListDir(runtime_dir), SizeIs(6));  // rank-<device>.sock
+  EXPECT_EQ(std::filesystem::status(runtime_dir).permissions(), std::filesystem::perms::owner_all);
+
+  Pool().Shutdown();
+  EXPECT_THAT(Pool().LivePids(), IsEmpty());
+  for (int pid : pids) {
+    if (pid != 0) {
+      EXPECT_TRUE(Gone(pid)) << pid;
+    }
+  }
+  EXPECT_TRUE(NoChildren());
+  EXPECT_THAT(OurShm(), IsEmpty());
+  EXPECT_THAT(ListDir(parent_), IsEmpty());
+
+  Pool().Shutdown();  // idempotent
+  const absl::StatusOr<std::vector<RankResult>> late = Pool().RunCase({0}, Case());
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(WorkerPoolTest, DestructorShutsDown) {
+  Run({0, 1}, Case());
+  pool_.reset();
+  EXPECT_TRUE(NoChildren());
+}
+
+TEST_F(WorkerPoolTest, OverlappingGroupReplacesTheFirst) {
+  const std::vector<int> first = Pids(Run({0, 1}, Case()));
+  const std::vector<int> second = Pids(Run({1, 2}, Case()));
+  for (int pid : first) EXPECT_TRUE(Gone(pid)) << pid;
+  EXPECT_THAT(Pool().LivePids(), UnorderedElementsAreArray(second));
+  EXPECT_EQ(Pool().Restarts(), 0u);
+}
+
+TEST_F(WorkerPoolTest, DisjointGroupsCoexistAndRunConcurrently) {
+  Pool();
+  std::vector<RankResult> a, b;
+  std::thread ta([&] { a = Run({0, 1}, Case()); });
+  std::thread tb([&] { b = Run({2, 3}, Case()); });
+  ta.join();
+  tb.join();
+  ExpectAllOk(a, {0, 1});
+  ExpectAllOk(b, {2, 3});
+  EXPECT_THAT(Pool().LivePids(), SizeIs(4));
+  // A hang in one group does not disturb the other.
+  std::vector<RankResult> hung, fine;
+  std::thread th([&] { hung = Run({0, 1}, Case("hang:0", 1000)); });
+  std::thread tf([&] { fine = Run({2, 3}, Case()); });
+  th.join();
+  tf.join();
+  ASSERT_THAT(hung, SizeIs(2));
+  EXPECT_EQ(hung[0].status(), CASE_STATUS_HANG);
+  ExpectAllOk(fine, {2, 3});
+  EXPECT_EQ(Pids(fine), Pids(b));
+}
+
+TEST_F(WorkerPoolTest, SameDeviceTwiceIsRefused) {
+  EXPECT_EQ(Pool().RunCase({1, 1}, Case()).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Pool().RunCase({}, Case()).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(WorkerPoolTest, InitFailureNamesTheRankAndLeavesNothing) {
+  ScopedEnv env("FAKE_WORKER_FAIL_INIT_DEVICE", "2");
+  const absl::StatusOr<std::vector<RankResult>> results = Pool().RunCase({0, 1, 2, 3}, Case());
+  ASSERT_FALSE(results.ok());
+  EXPECT_EQ(results.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(results.status().message(), HasSubstr("rank 2 (device 2) Init failed"));
+  EXPECT_THAT(Pool().LivePids(), IsEmpty());
+  EXPECT_TRUE(NoChildren());
+  EXPECT_THAT(OurShm(), IsEmpty());
+}
+
+TEST_F(WorkerPoolTest, WorkerThatExitsBeforeItIsReadyIsReported) {
+  ScopedEnv env("FAKE_WORKER_EXIT_BEFORE_READY", "1");
+  const absl::StatusOr<std::vector<RankResult>> results = Pool().RunCase({0, 1}, Case());
+  ASSERT_FALSE(results.ok());
+  EXPECT_THAT(results.status().message(), HasSubstr("cannot start rank 0 on device 0"));
+  EXPECT_THAT(results.status().message(),
+              HasSubstr("exited before it was ready: exited with status 7"));
+  EXPECT_TRUE(NoChildren());
+}
+
+TEST_F(WorkerPoolTest, WorkerThatNeverGetsReadyTimesOut) {
+  ScopedEnv env("FAKE_WORKER_NO_READY", "1");
+  options_.spawn_timeout = absl::Milliseconds(500);
+  const absl::Time start = absl::Now();
+  const absl::StatusOr<std::vector<RankResult>> results = Pool().RunCase({0, 1}, Case());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  ASSERT_FALSE(results.ok());
+  EXPECT_EQ(results.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(results.status().message(), HasSubstr("was not ready within"));
+  EXPECT_TRUE(NoChildren());
+}
+
+TEST_F(WorkerPoolTest, WorkerThatCannotBeExecutedIsReported) {
+  options_.worker_binary = parent_ + "/not-a-program";
+  std::ofstream(options_.worker_binary) << "not a program\n";
+  chmod(options_.worker_binary.c_str(), 0755);
+  const absl::StatusOr<std::vector<RankResult>> results = Pool().RunCase({0}, Case());
+  ASSERT_FALSE(results.ok());
+  EXPECT_THAT(results.status().message(), HasSubstr("cannot execute"));
+  EXPECT_TRUE(NoChildren());
+  std::filesystem::remove(options_.worker_binary);
+}
+
+TEST_F(WorkerPoolTest, MissingWorkerBinaryIsRefusedAtCreation) {
+  options_.worker_binary = parent_ + "/no-such-worker";
+  const absl::StatusOr<std::unique_ptr<WorkerPool>> pool = CreateWorkerPool(options_);
+  EXPECT_FALSE(pool.ok());
+  EXPECT_THAT(pool.status().message(), HasSubstr("no-such-worker"));
+  options_.worker_binary = FAKE_WORKER_PATH;
+  options_.backend = "auto";
+  EXPECT_EQ(CreateWorkerPool(options_).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(WorkerPoolTest, SegmentsOfDeadControllersAreRemovedAtCreation) {
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  const std::string stale = absl::StrCat("/colltest.", dead, ".1.0");
+  const std::string live = absl::StrCat("/colltest.", getppid(), ".1.0");  // our parent lives
+  for (const std::string& name : {stale, live}) {
+    const int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+    ASSERT_GE(fd, 0) << name;
+    close(fd);
+  }
+  Pool();
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + stale));
+  EXPECT_TRUE(std::filesystem::exists("/dev/shm" + live));
+  shm_unlink(live.c_str());
+  shm_unlink(stale.c_str());
+}
+
+TEST(CaseDeadlineTest, ScalesTheTimeoutWithTheNumberOfCalls) {
+  const absl::Duration grace = absl::Seconds(2);
+  CaseRequest request;
+  EXPECT_EQ(CaseDeadline(request, grace), absl::Seconds(7));  // 0 means 5 s
+  request.set_timeout_ms(200);
+  EXPECT_EQ(CaseDeadline(request, grace), absl::Seconds(3));  // 1 s floor
+  request.set_timeout_ms(2000);
+  request.set_stress_calls(1000);
+  EXPECT_EQ(CaseDeadline(request, grace), absl::Seconds(6));
+  request.set_stress_calls(0);
+  request.set_warmup(5);
+  request.set_iters(20);
+  EXPECT_EQ(CaseDeadline(request, grace), absl::Milliseconds(4050));
+}
+
+}  // namespace
+}  // namespace colltest::server

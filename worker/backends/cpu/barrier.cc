@@ -1,0 +1,52 @@
+#include "worker/backends/cpu/barrier.h"
+
+#include <atomic>
+
+namespace colltest::cpu {
+namespace {
+
+// Epochs only grow, and a peer is at most one barrier ahead, so "reached" is a wrap-safe >=.
+bool Reached(uint32_t seen, uint32_t epoch) { return static_cast<int32_t>(seen - epoch) >= 0; }
+
+bool ArriveAndWait(const GroupView& group, uint32_t* own_epoch,
+                   uint32_t* (*slot_of)(Signal*, uint32_t, uint32_t), uint32_t block,
+                   SpinGuard& guard, PostedStores& posted, bool release, const char* phase) {
+  const uint32_t epoch = ++*own_epoch;
+  const auto publish = release ? std::memory_order_release : std::memory_order_relaxed;
+  if (release) posted.Drain();
+  for (uint32_t p = 0; p < group.world; ++p) {
+    std::atomic_ref<uint32_t>(*slot_of(group.peers[p].signal(), block, group.rank))
+        .store(epoch, publish);
+  }
+  Signal* self = group.self().signal();
+  for (uint32_t p = 0; p < group.world; ++p) {
+    std::atomic_ref<uint32_t> seen(*slot_of(self, block, p));
+    const bool ok = SpinUntil(guard, posted, static_cast<int>(block), static_cast<int>(p), phase,
+                              [&] { return Reached(seen.load(std::memory_order_acquire), epoch); });
+    if (!ok) return false;
+  }
+  return true;
+}
+
+uint32_t* StartSlot(Signal* s, uint32_t block, uint32_t rank) { return &s->start[block][rank]; }
+uint32_t* EndSlot(Signal* s, uint32_t block, uint32_t rank) { return &s->end[block][rank]; }
+uint32_t* HostSlot(Signal* s, uint32_t, uint32_t rank) { return &s->host[rank]; }
+
+}  // namespace
+
+bool BlockBarrier(const BlockContext& ctx, BarrierSlot slot, const char* phase) {
+  Signal* self = ctx.group->self().signal();
+  const bool start = slot == BarrierSlot::kStart;
+  return ArriveAndWait(*ctx.group,
+                       start ? &self->start_epoch[ctx.block] : &self->end_epoch[ctx.block],
+                       start ? StartSlot : EndSlot, ctx.block, *ctx.guard, *ctx.posted,
+                       !ctx.breaks->relaxed_barriers, phase);
+}
+
+bool HostBarrier(const GroupView& group, SpinGuard& guard, PostedStores& posted) {
+  Signal* self = group.self().signal();
+  return ArriveAndWait(group, &self->host_epoch, HostSlot, 0, guard, posted, /*release=*/true,
+                       "host barrier");
+}
+
+}  // namespace colltest::cpu

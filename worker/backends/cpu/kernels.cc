@@ -1,0 +1,295 @@
+#include "worker/backends/cpu/kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "worker/backends/cpu/barrier.h"
+#include "worker/backends/cpu/elem.h"
+#include "worker/backends/cpu/lamport_protocol.h"
+
+namespace colltest::cpu {
+namespace {
+
+constexpr size_t kPackBytes = 16;
+
+// Packs [begin, end) of the flattened m x n tensor that `rank` reduces (reduce-scatter split).
+struct Part {
+  size_t begin, end;
+};
+Part PartOf(size_t packs, uint32_t world, uint32_t rank) {
+  return {packs * rank / world, packs * (rank + 1) / world};
+}
+uint32_t OwnerOf(size_t pack, size_t packs, uint32_t world) {
+  uint32_t r = static_cast<uint32_t>(std::min<size_t>(world - 1, pack * world / packs));
+  while (r + 1 < world && PartOf(packs, world, r + 1).begin <= pack) ++r;
+  while (r > 0 && PartOf(packs, world, r).begin > pack) --r;
+  return r;
+}
+
+// Per-thread row scratch, reused across calls.
+std::vector<float>& RowScratch(uint32_t n) {
+  thread_local std::vector<float> row;
+  if (row.size() < n) row.resize(n);
+  return row;
+}
+
+template <DType D>
+void UnpackTo(const Pack& p, float* dst) {
+  using S = typename Elem<D>::Storage;
+  S lanes[kPackElems<D>];
+  std::memcpy(lanes, p.w, sizeof lanes);
+  for (uint32_t i = 0; i < kPackElems<D>; ++i) dst[i] = Elem<D>::ToFloat(lanes[i]);
+}
+
+// Sum over ranks in rank order, in fp32, rounded to T: the same for every variant.
+template <DType D>
+Pack ReducePack(const GroupView& g, size_t input_offset, size_t pack) {
+  using S = typename Elem<D>::Storage;
+  // Starting from rank 0's value (not +0.0) keeps a sum of -0.0 at -0.0, as on the GPU: the
+  // case canonicalisation exists for.
+  float acc[kPackElems<D>];
+  UnpackTo<D>(LoadPack(g.peers[0].input() + input_offset + pack * kPackBytes), acc);
+  for (uint32_t r = 1; r < g.world; ++r) {
+    float v[kPackElems<D>];
+    UnpackTo<D>(LoadPack(g.peers[r].input() + input_offset + pack * kPackBytes), v);
+    for (uint32_t i = 0; i < kPackElems<D>; ++i) acc[i] += v[i];
+  }
+  S lanes[kPackElems<D>];
+  for (uint32_t i = 0; i < kPackElems<D>; ++i) lanes[i] = Elem<D>::FromFloat(acc[i]);
+  Pack p;
+  std::memcpy(p.w, lanes, sizeof lanes);
+  return p;
+}
+
+// residual_out = T(s + residual); out = T(residual_out * rsqrt(mean(residual_out^2) + eps) * w).
+template <DType D>
+void FusedRowEpilogue(const float* sums, uint32_t row, const CallArgs& a) {
+  using S = typename Elem<D>::Storage;
+  const size_t base = static_cast<size_t>(row) * a.n;
+  const S* res = static_cast<const S*>(a.residual_in) + base;
+  const S* w = static_cast<const S*>(a.weight);
+  S* rout = static_cast<S*>(a.residual_out) + base;
+  S* out = static_cast<S*>(a.out) + base;
+  float sumsq = 0.f;
+  for (uint32_t j = 0; j < a.n; ++j) {
+    const S r = a.residual ? Elem<D>::FromFloat(sums[j] + Elem<D>::ToFloat(res[j]))
+                           : Elem<D>::FromFloat(sums[j]);
+    rout[j] = r;
+    const float rf = Elem<D>::ToFloat(r);
+    sumsq += rf * rf;
+  }
+  const float inv = 1.0f / std::sqrt(sumsq / static_cast<float>(a.n) + a.eps);
+  for (uint32_t j = 0; j < a.n; ++j) {
+    out[j] = Elem<D>::FromFloat(Elem<D>::ToFloat(rout[j]) * inv * Elem<D>::ToFloat(w[j]));
+  }
+}
+
+template <DType D>
+void StoreToRank(const BlockContext& ctx, uint32_t dst_rank, uint8_t* dst, const Pack& p) {
+  if (dst_rank == ctx.group->rank) {
+    ctx.posted->StoreLocal(dst, p);
+  } else {
+    ctx.posted->StoreRemote(dst, p);
+  }
+}
+
+template <DType D>
+bool PackArrived(const BlockContext& ctx, const Pack& p) {
+  return ctx.breaks->float_compare ? ArrivedFloatCompare<D>(p) : Arrived<D>(p);
+}
+
+template <DType D>
+Pack ProducerValue(const BlockContext& ctx, const Pack& p) {
+  return ctx.breaks->skip_canonicalize ? p : Canonicalize<D>(p);
+}
+
+uint8_t* LamportStaging(const BlockContext& ctx, uint32_t rank) {
+  const RankMemory& mem = ctx.group->peers[rank];
+  return ctx.breaks->shared_staging ? mem.tmp() : mem.lamport();
+}
+
+}  // namespace
+
+template <DType D>
+void OneStageBlock(const BlockContext& ctx, const CallArgs& a) {
+  const GroupView& g = *ctx.group;
+  if (!BlockBarrier(ctx, BarrierSlot::kStart, "one_stage start_sync")) return;
+  std::vector<float>& row = RowScratch(a.n);
+  const uint32_t packs_per_row = a.n / kPackElems<D>;
+  for (uint32_t m = ctx.block; m < a.m; m += ctx.grid) {
+    for (uint32_t k = 0; k < packs_per_row; ++k) {
+      const Pack p = ReducePack<D>(g, a.input_offset, static_cast<size_t>(m) * packs_per_row + k);
+      UnpackTo<D>(p, row.data() + k * kPackElems<D>);
+    }
+    FusedRowEpilogue<D>(row.data(), m, a);
+  }
+  // Without it a fast rank would overwrite its registered input while a peer still reads it.
+  BlockBarrier(ctx, BarrierSlot::kEnd, "one_stage end_sync");
+}
+
+template <DType D>
+void ReduceScatterBlock(const BlockContext& ctx, const CallArgs& a) {
+  const GroupView& g = *ctx.group;
+  if (!BlockBarrier(ctx, BarrierSlot::kStart, "two_kernel start_sync")) return;
+  const size_t packs = static_cast<size_t>(a.m) * a.n / kPackElems<D>;
+  const Part part = PartOf(packs, g.world, g.rank);
+  for (size_t k = part.begin + ctx.block; k < part.end; k += ctx.grid) {
+    const Pack p = ReducePack<D>(g, a.input_offset, k);
+    for (uint32_t d = 0; d < g.world; ++d)
+      StoreToRank<D>(ctx, d, g.peers[d].tmp() + k * kPackBytes, p);
+  }
+  // Release/acquire: the cross-device stores above must be visible before a peer's second kernel
+  // reads them.
+  BlockBarrier(ctx, BarrierSlot::kEnd, "two_kernel end_sync");
+}
+
+template <DType D>
+void LoadNormBlock(const BlockContext& ctx, const CallArgs& a) {
+  const uint8_t* tmp = ctx.group->self().tmp();
+  std::vector<float>& row = RowScratch(a.n);
+  const uint32_t packs_per_row = a.n / kPackElems<D>;
+  for (uint32_t m = ctx.block; m < a.m; m += ctx.grid) {
+    for (uint32_t k = 0; k < packs_per_row; ++k) {
+      const size_t pack = static_cast<size_t>(m) * packs_per_row + k;
+      UnpackTo<D>(LoadPack(tmp + pack * kPackBytes), row.data() + k * kPackElems<D>);
+    }
+    FusedRowEpilogue<D>(row.data(), m, a);
+  }
+}
+
+template <DType D>
+void LamportBlock(const BlockContext& ctx, const CallArgs& a) {
+  const GroupView& g = *ctx.group;
+  // Acquire/release, not relaxed: this call's producer stores must land after every peer's
+  // re-arming stores of the previous call.
+  if (!BlockBarrier(ctx, BarrierSlot::kStart, "lamport start_sync")) return;
+  const size_t packs = static_cast<size_t>(a.m) * a.n / kPackElems<D>;
+  const Part part = PartOf(packs, g.world, g.rank);
+  // Phase A: reduce this rank's part and push it to every rank. No end barrier and no fence:
+  // consumers see arrival in the data itself.
+  for (size_t k = part.begin + ctx.block; k < part.end; k += ctx.grid) {
+    const Pack p = ProducerValue<D>(ctx, ReducePack<D>(g, a.input_offset, k));
+    for (uint32_t d = 0; d < g.world; ++d) {
+      StoreToRank<D>(ctx, d, LamportStaging(ctx, d) + k * kPackBytes, p);
+    }
+  }
+  // Phase B: one block per row; spin on each pack, consume it, re-arm it. Each pack is consumed
+  // by exactly one block, so re-arming needs no further synchronisation.
+  uint8_t* staging = LamportStaging(ctx, g.rank);
+  std::vector<float>& row = RowScratch(a.n);
+  const uint32_t packs_per_row = a.n / kPackElems<D>;
+  for (uint32_t m = ctx.block; m < a.m; m += ctx.grid) {
+    for (uint32_t k = 0; k < packs_per_row; ++k) {
+      const size_t pack = static_cast<size_t>(m) * packs_per_row + k;
+      uint8_t* slot = staging + pack * kPackBytes;
+      Pack p;
+      const bool ok = SpinUntil(*ctx.guard, *ctx.posted, static_cast<int>(ctx.block),
+                                static_cast<int>(OwnerOf(pack, packs, g.world)), "lamport phase B",
+                                [&] { return PackArrived<D>(ctx, p = LoadPack(slot)); });
+      if (!ok) return;
+      UnpackTo<D>(p, row.data() + k * kPackElems<D>);
+      if (!ctx.breaks->skip_rearm) {
+        for (uint32_t i = 0; i < a.arm_repeat; ++i) ctx.posted->StoreLocal(slot, SentinelPack<D>());
+      }
+    }
+    FusedRowEpilogue<D>(row.data(), m, a);
+  }
+}
+
+template <DType D>
+void LamportTbBlock(const BlockContext& ctx, const CallArgs& a) {
+  const GroupView& g = *ctx.group;
+  TripleBufferControl* control = g.self().tb_control();
+  const uint32_t buffers = ctx.breaks->two_buffer_rotation ? 2 : 3;
+  // The counter lives in the rank's memory and advances inside the kernel, so graph replays
+  // rotate too. Every block reads it before the last block of this call advances it.
+  const uint64_t call = std::atomic_ref<uint64_t>(control->call).load(std::memory_order_acquire);
+  const uint32_t buf = static_cast<uint32_t>(call % buffers);
+  const size_t bytes = static_cast<size_t>(a.m) * a.n * ElemBytes(D);
+  const size_t packs = bytes / kPackBytes;
+
+  // Push: this rank's canonicalised input into slot `rank` of every rank's current buffer. There
+  // is no barrier: a peer can be at most one call ahead, and it writes into a buffer this rank is
+  // not using.
+  const uint8_t* input = g.self().input() + a.input_offset;
+  for (size_t k = ctx.block; k < packs; k += ctx.grid) {
+    const Pack p = ProducerValue<D>(ctx, LoadPack(input + k * kPackBytes));
+    for (uint32_t d = 0; d < g.world; ++d) {
+      StoreToRank<D>(ctx, d, g.peers[d].tb_slot(buf, g.rank) + k * kPackBytes, p);
+    }
+  }
+  // Consume: per row, every rank's slot, summed in rank order.
+  std::vector<float>& row = RowScratch(a.n);
+  const uint32_t packs_per_row = a.n / kPackElems<D>;
+  for (uint32_t m = ctx.block; m < a.m; m += ctx.grid) {
+    for (uint32_t k = 0; k < packs_per_row; ++k) {
+      const size_t pack = static_cast<size_t>(m) * packs_per_row + k;
+      float acc[kPackElems<D>] = {};
+      for (uint32_t r = 0; r < g.world; ++r) {
+        const uint8_t* slot = g.self().tb_slot(buf, r) + pack * kPackBytes;
+        Pack p;
+        const bool ok = SpinUntil(*ctx.guard, *ctx.posted, static_cast<int>(ctx.block),
+                                  static_cast<int>(r), "lamport_tb consume",
+                                  [&] { return PackArrived<D>(ctx, p = LoadPack(slot)); });
+        if (!ok) return;
+        float v[kPackElems<D>];
+        UnpackTo<D>(p, v);
+        for (uint32_t i = 0; i < kPackElems<D>; ++i) acc[i] = r == 0 ? v[i] : acc[i] + v[i];
+      }
+      for (uint32_t i = 0; i < kPackElems<D>; ++i) {
+        row[k * kPackElems<D> + i] = Elem<D>::ToFloat(Elem<D>::FromFloat(acc[i]));
+      }
+    }
+    FusedRowEpilogue<D>(row.data(), m, a);
+  }
+  // Clear the previous call's buffer: every peer finished writing it (this rank consumed all of
+  // it), and the next writer is a peer at call + 2, which needs this rank's data of call + 1.
+  const uint32_t prev = static_cast<uint32_t>((call + buffers - 1) % buffers);
+  const size_t prev_packs = control->used_bytes[prev] / kPackBytes;
+  for (uint32_t r = 0; r < g.world; ++r) {
+    uint8_t* slot = g.self().tb_slot(prev, r);
+    for (size_t k = ctx.block; k < prev_packs; k += ctx.grid) {
+      ctx.posted->StoreLocal(slot + k * kPackBytes, SentinelPack<D>());
+    }
+  }
+  // The last block to finish records this call's size and advances the counter.
+  if (std::atomic_ref<uint32_t>(control->blocks_done).fetch_add(1, std::memory_order_acq_rel) + 1 ==
+      ctx.grid) {
+    control->used_bytes[buf] = bytes;
+    std::atomic_ref<uint32_t>(control->blocks_done).store(0, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(control->call).store(call + 1, std::memory_order_release);
+  }
+}
+
+void ArmStaging(DType dtype, uint8_t* staging, size_t bytes) {
+  Pack sentinel;
+  switch (dtype) {
+    case DType::kBf16:
+      sentinel = SentinelPack<DType::kBf16>();
+      break;
+    case DType::kFp16:
+      sentinel = SentinelPack<DType::kFp16>();
+      break;
+    case DType::kFp32:
+      sentinel = SentinelPack<DType::kFp32>();
+      break;
+  }
+  for (size_t off = 0; off + kPackBytes <= bytes; off += kPackBytes)
+    StorePack(staging + off, sentinel);
+}
+
+#define COLLTEST_INSTANTIATE(D)                                              \
+  template void OneStageBlock<D>(const BlockContext&, const CallArgs&);      \
+  template void ReduceScatterBlock<D>(const BlockContext&, const CallArgs&); \
+  template void LoadNormBlock<D>(const BlockContext&, const CallArgs&);      \
+  template void LamportBlock<D>(const BlockContext&, const CallArgs&);       \
+  template void LamportTbBlock<D>(const BlockContext&, const CallArgs&);
+COLLTEST_INSTANTIATE(DType::kBf16)
+COLLTEST_INSTANTIATE(DType::kFp16)
+COLLTEST_INSTANTIATE(DType::kFp32)
+#undef COLLTEST_INSTANTIATE
+
+}  // namespace colltest::cpu

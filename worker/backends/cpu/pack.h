@@ -1,0 +1,28 @@
+// The 16-byte pack: the unit every kernel loads, stores and polls, seen as four 32-bit words.
+// Shared staging memory is read while peers write it, so every word access is a relaxed atomic.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace colltest::cpu {
+
+struct alignas(16) Pack {
+  uint32_t w[4];
+};
+
+inline Pack LoadPack(const void* src) {
+  auto* words = static_cast<uint32_t*>(const_cast<void*>(src));
+  Pack p;
+  for (int i = 0; i < 4; ++i)
+    p.w[i] = std::atomic_ref<uint32_t>(words[i]).load(std::memory_order_relaxed);
+  return p;
+}
+
+inline void StorePack(void* dst, const Pack& p) {
+  auto* words = static_cast<uint32_t*>(dst);
+  for (int i = 0; i < 4; ++i)
+    std::atomic_ref<uint32_t>(words[i]).store(p.w[i], std::memory_order_relaxed);
+}
+
+}  // namespace colltest::cpu

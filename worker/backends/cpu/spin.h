@@ -1,0 +1,69 @@
+// Bounded spinning. Every wait of a kernel goes through SpinUntil: it backs off (pause, then
+// yield, then short sleeps) so that 8 ranks of several blocks each make progress on 2 cores, lets
+// the block's posted stores drain while it waits, and gives up at the call's deadline, leaving a
+// record of who waited for whom so that a hang becomes a typed result.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "worker/backends/cpu/posted_stores.h"
+
+namespace colltest::cpu {
+
+struct HangRecord {
+  int block = -1;
+  int awaited_peer = -1;
+  std::string phase;
+};
+
+// One per rank and call: the deadline, and the first hang any block of the rank hit.
+class SpinGuard {
+ public:
+  void Arm(std::chrono::steady_clock::time_point deadline) {
+    deadline_ = deadline;
+    aborted_.store(false, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(mu_);
+    record_ = HangRecord{};
+  }
+  bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
+  // The first block to time out names the culprit; the others of the rank just stop.
+  void RecordHang(int block, int awaited_peer, const char* phase);
+  HangRecord record() const;
+
+ private:
+  std::chrono::steady_clock::time_point deadline_{};
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex mu_;
+  HangRecord record_;
+};
+
+void Backoff(uint32_t polls);
+
+// Polls `ready` until it returns true (-> true) or the deadline passes or another block of the
+// rank gave up (-> false).
+template <class Ready>
+bool SpinUntil(SpinGuard& guard, PostedStores& posted, int block, int awaited_peer,
+               const char* phase, Ready&& ready) {
+  // Long enough that a release-free protocol really races, short enough to cost microseconds;
+  // repeated, because blocks of this rank that finish later leave stores behind too.
+  constexpr uint32_t kDrainEveryPolls = 48;
+  for (uint32_t polls = 0;; ++polls) {
+    if (ready()) return true;
+    if (polls % kDrainEveryPolls == kDrainEveryPolls - 1) posted.Drain();
+    if ((polls & 15) == 15) {
+      if (guard.aborted()) return false;
+      if (std::chrono::steady_clock::now() > guard.deadline()) {
+        guard.RecordHang(block, awaited_peer, phase);
+        return false;
+      }
+    }
+    Backoff(polls);
+  }
+}
+
+}  // namespace colltest::cpu

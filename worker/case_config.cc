@@ -1,0 +1,84 @@
+#include "worker/case_config.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace colltest::worker {
+
+absl::StatusOr<DType> ToDType(colltest::v1::DType t) {
+  switch (t) {
+    case colltest::v1::DTYPE_UNSPECIFIED:
+    case colltest::v1::DTYPE_BF16:
+      return DType::kBf16;
+    case colltest::v1::DTYPE_FP16:
+      return DType::kFp16;
+    case colltest::v1::DTYPE_FP32:
+      return DType::kFp32;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("dtype = ", t, ": unknown"));
+  }
+}
+
+Pattern ToPattern(colltest::v1::Pattern p) {
+  switch (p) {
+    case colltest::v1::PATTERN_INTEGERS:
+      return Pattern::kIntegers;
+    case colltest::v1::PATTERN_NEG_ZERO:
+      return Pattern::kNegZero;
+    case colltest::v1::PATTERN_LARGE:
+      return Pattern::kLarge;
+    case colltest::v1::PATTERN_DENORMAL:
+      return Pattern::kDenormal;
+    case colltest::v1::PATTERN_SAME:
+      return Pattern::kSame;
+    default:
+      return Pattern::kNormal;
+  }
+}
+
+ToleranceKind ToTolerance(colltest::v1::Tolerance t) {
+  switch (t) {
+    case colltest::v1::TOLERANCE_AITER:
+      return ToleranceKind::kAiter;
+    case colltest::v1::TOLERANCE_TRTLLM:
+      return ToleranceKind::kTrtllm;
+    default:
+      return ToleranceKind::kStrict;
+  }
+}
+
+const char* VariantName(colltest::v1::Variant v) {
+  switch (v) {
+    case colltest::v1::VARIANT_ONE_STAGE:
+      return "one_stage";
+    case colltest::v1::VARIANT_TWO_KERNEL:
+      return "two_kernel";
+    case colltest::v1::VARIANT_LAMPORT:
+      return "lamport";
+    case colltest::v1::VARIANT_LAMPORT_TB:
+      return "lamport_tb";
+    case colltest::v1::VARIANT_NCCL:
+      return "nccl";
+    case colltest::v1::VARIANT_AUTO:
+      return "auto";
+    default:
+      return "unspecified";
+  }
+}
+
+absl::StatusOr<CaseShape> ShapeOf(const colltest::worker::v1::CaseRequest& request, uint32_t world,
+                                  uint32_t m) {
+  absl::StatusOr<DType> dtype = ToDType(request.dtype());
+  if (!dtype.ok()) return dtype.status();
+  CaseShape s;
+  s.dtype = *dtype;
+  s.pattern = ToPattern(request.pattern());
+  s.world = world;
+  s.m = m;
+  s.n = request.n();
+  s.residual = request.residual();
+  s.eps = request.eps() > 0 ? request.eps() : 1e-6f;
+  s.seed = request.seed();
+  return s;
+}
+
+}  // namespace colltest::worker

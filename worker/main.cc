@@ -1,0 +1,99 @@
+// colltest-worker: one process per rank (one per GPU). Started by colltestd, which talks to it
+// over a unix socket and learns it is ready from a line on an inherited pipe.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "worker/backends/cpu/cpu_backend.h"
+#include "worker/worker_service.h"
+
+namespace {
+
+// Backends this binary can run, as the controller's `--backend auto` probe reads them.
+int Probe(const std::string& backend) {
+  // GPU backends are probed by their own builds; this build runs the cpu backend.
+  if (backend != "auto" && backend != "cpu") {
+    std::cout << R"({"backend":"none","error":"backend )" << backend << R"( is not built in"})"
+              << std::endl;
+    return 1;
+  }
+  std::cout << R"({"backend":"cpu","devices":[]})" << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"colltest worker: runs collective cases for one rank"};
+  std::string socket_path, backend = "cpu";
+  uint32_t device = 0, cpu_blocks = 2;
+  int ready_fd = -1;
+  bool probe = false;
+  app.add_option("--socket", socket_path, "unix socket to serve the Worker protocol on");
+  app.add_option("--backend", backend, "cpu|cuda|hip|auto");
+  app.add_option("--device", device, "device index (a virtual rank slot on the cpu backend)");
+  app.add_option("--ready-fd", ready_fd, "inherited pipe; 'ready <pid>' is written once serving");
+  app.add_option("--cpu-blocks", cpu_blocks,
+                 "threads (co-resident blocks) per rank on the cpu backend")
+      ->check(CLI::Range(1, 64));
+  app.add_flag("--probe", probe, "print the backend and devices as JSON and exit");
+  CLI11_PARSE(app, argc, argv);
+  if (probe) return Probe(backend);
+  if (socket_path.empty()) {
+    std::cerr << "colltest-worker: --socket is required\n";
+    return 2;
+  }
+  if (backend != "cpu") {
+    std::cerr << "colltest-worker: backend " << backend << " is not built into this binary\n";
+    return 2;
+  }
+
+  // SIGTERM/SIGINT end the worker through the same path as the Shutdown RPC.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::Notification shutdown;
+  colltest::worker::WorkerService service(
+      colltest::cpu::CreateCpuBackend({.device = device, .resident_blocks = cpu_blocks}),
+      &shutdown);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket_path, grpc::InsecureServerCredentials());
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.SetMaxSendMessageSize(64 << 20);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    std::cerr << "colltest-worker: cannot listen on unix:" << socket_path << "\n";
+    return 1;
+  }
+  if (ready_fd >= 0) {
+    const std::string line = absl::StrCat("ready ", getpid(), "\n");
+    if (write(ready_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return 1;
+    close(ready_fd);
+  }
+  std::thread signal_waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (!shutdown.HasBeenNotified()) shutdown.Notify();
+  });
+  signal_waiter.detach();
+
+  shutdown.WaitForNotification();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  service.backend().Release();
+  unlink(socket_path.c_str());
+  return 0;
+}

@@ -1,0 +1,12 @@
+// Per-rank latency statistics over the timed calls (DESIGN section 6).
+#pragma once
+
+#include <vector>
+
+#include "colltest/v1/colltest.pb.h"
+
+namespace colltest::worker {
+
+colltest::v1::TimingStats Summarize(std::vector<double> samples_us);
+
+}  // namespace colltest::worker
