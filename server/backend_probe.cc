@@ -71,7 +71,8 @@ absl::StatusOr<BackendInfo> ParseProbeOutput(absl::string_view output) {
         }
         v1::Device& d = info.devices.emplace_back();
         d.set_index(jd["index"].get<uint32_t>());
-        if (jd.contains("name") && jd["name"].is_string()) d.set_name(jd["name"].get<std::string>());
+        if (jd.contains("name") && jd["name"].is_string())
+          d.set_name(jd["name"].get<std::string>());
         if (jd.contains("memory_bytes") && jd["memory_bytes"].is_number_unsigned()) {
           d.set_memory_bytes(jd["memory_bytes"].get<uint64_t>());
         }
@@ -148,11 +149,11 @@ absl::StatusOr<std::string> RunProbe(const std::string& worker, const std::strin
         absl::StrCat(worker, " --probe did not answer within ", absl::FormatDuration(timeout)));
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        worker, " --probe --backend ", backend, " failed (",
-        WIFEXITED(status) ? absl::StrCat("exit status ", WEXITSTATUS(status))
-                          : absl::StrCat("signal ", WTERMSIG(status)),
-        ")"));
+    return absl::UnavailableError(
+        absl::StrCat(worker, " --probe --backend ", backend, " failed (",
+                     WIFEXITED(status) ? absl::StrCat("exit status ", WEXITSTATUS(status))
+                                       : absl::StrCat("signal ", WTERMSIG(status)),
+                     ")"));
   }
   return output;
 }
@@ -173,7 +174,8 @@ absl::StatusOr<BackendInfo> ResolveBackend(const std::string& requested, uint32_
     if (requested == "auto") {
       if (usable) {
         info = *std::move(found);
-        info.note = absl::StrCat("auto: found ", info.devices.size(), " ", info.backend, " devices");
+        info.note =
+            absl::StrCat("auto: found ", info.devices.size(), " ", info.backend, " devices");
       } else {
         info = CpuBackend(cpu_ranks);
         info.note = found.ok() ? "auto: no GPU found, using the cpu backend"
@@ -203,9 +205,9 @@ absl::StatusOr<BackendInfo> ResolveBackend(const std::string& requested, uint32_
       if (it == info.devices.end()) {
         std::vector<uint32_t> have;
         for (const v1::Device& d : info.devices) have.push_back(d.index());
-        return absl::InvalidArgumentError(
-            absl::StrCat("--devices ", index, ": no such ", info.backend, " device (have ",
-                         absl::StrJoin(have, ", "), ")"));
+        return absl::InvalidArgumentError(absl::StrCat("--devices ", index, ": no such ",
+                                                       info.backend, " device (have ",
+                                                       absl::StrJoin(have, ", "), ")"));
       }
       if (seen.insert(index).second) kept.push_back(*it);
     }

@@ -6,7 +6,7 @@
 
 namespace colltest::server {
 
-// deadline = max(timeout, 1 s) * (1 + stress_calls / 1000 + (warmup + iters) / 1000) + grace,
+// deadline = max(timeout, 1 s) * (1 + (stress_calls + warmup + iters) / 5) + grace,
 // where timeout is the case's timeout_ms (0 means 5000 ms).
 //
 // The case timeout bounds each wait on the device, where the worker's own watchdog turns a hang

@@ -5,6 +5,8 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/names.h"
@@ -18,6 +20,17 @@ namespace wv1 = ::colltest::worker::v1;
 // "rank 2" or "ranks 0, 2, 3".
 std::string RankList(const std::vector<uint32_t>& ranks) {
   return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", absl::StrJoin(ranks, ", "));
+}
+
+// "rank 2: <text>", unless the text already starts by naming that rank (the worker pool writes
+// "rank 2 did not answer within 3s"): "rank 2: rank 2 did not ..." reads like a stutter.
+std::string Attributed(uint32_t rank, const std::string& text) {
+  const std::string name = absl::StrCat("rank ", rank);
+  if (absl::StartsWith(text, name) &&
+      (text.size() == name.size() || !absl::ascii_isdigit(text[name.size()]))) {
+    return text;
+  }
+  return absl::StrCat(name, ": ", text);
 }
 
 std::string InPhase(const std::string& phase) {
@@ -119,7 +132,7 @@ std::string WorstRankMessage(absl::Span<const v1::RankResult> ranks, v1::CaseSta
   std::string text = first->message();
   if (text.empty() && worst == v1::CASE_STATUS_WRONG) text = first->diff().first_bad();
   if (text.empty()) text = CaseStatusName(worst);
-  std::string message = absl::StrCat("rank ", first->rank(), ": ", text);
+  std::string message = Attributed(first->rank(), text);
   // Whether a failure is on one rank or all of them points at a link or at the kernel.
   if (!others.empty() && worst != v1::CASE_STATUS_UNSUPPORTED) {
     absl::StrAppend(&message, " (also ", RankList(others), ")");
@@ -179,7 +192,7 @@ std::string HangVerdict(absl::Span<const v1::RankResult> ranks) {
   for (const v1::RankResult* r : silent) {
     std::string what = r->message();
     if (what.empty()) what = absl::StrCat("hung", InPhase(r->phase()));
-    absl::StrAppend(&verdict, verdict.empty() ? "" : "; ", "rank ", r->rank(), ": ", what);
+    absl::StrAppend(&verdict, verdict.empty() ? "" : "; ", Attributed(r->rank(), what));
   }
   return verdict;
 }
@@ -205,7 +218,8 @@ v1::CaseResult MergeCase(uint32_t index, absl::Span<const uint32_t> devices,
 
   const double median_s = c.timing().median_us() * 1e-6;
   if (median_s > 0) {
-    const double bytes = static_cast<double>(request.m()) * request.n() * ElemBytes(request.dtype());
+    const double bytes =
+        static_cast<double>(request.m()) * request.n() * ElemBytes(request.dtype());
     const double world = static_cast<double>(devices.size());
     c.set_algbw_gbps(bytes / median_s / 1e9);
     c.set_busbw_gbps(c.algbw_gbps() * 2.0 * (world - 1.0) / world);

@@ -52,11 +52,11 @@ int Main(int argc, char** argv) {
   if (!parsed.options) return parsed.exit_code;
   const ServerOptions& options = *parsed.options;
 
-  absl::StatusOr<BackendInfo> backend = ResolveBackend(
-      options.backend, options.cpu_ranks, options.devices, options.worker,
-      [](const std::string& worker, const std::string& b) {
-        return RunProbe(worker, b, kProbeTimeout);
-      });
+  absl::StatusOr<BackendInfo> backend =
+      ResolveBackend(options.backend, options.cpu_ranks, options.devices, options.worker,
+                     [](const std::string& worker, const std::string& b) {
+                       return RunProbe(worker, b, kProbeTimeout);
+                     });
   if (!backend.ok()) return Fail(std::string(backend.status().message()));
   if (!backend->note.empty()) spdlog::info("{}", backend->note);
 
@@ -69,7 +69,8 @@ int Main(int argc, char** argv) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(options);
   if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
-  if (!options.http.empty()) spdlog::warn("--http {}: the HTTP endpoint is not served yet", options.http);
+  if (!options.http.empty())
+    spdlog::warn("--http {}: the HTTP endpoint is not served yet", options.http);
   if (!options.state_dir.empty()) {
     spdlog::warn("--state-dir {}: the history is kept in memory only for now", options.state_dir);
   }

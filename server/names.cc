@@ -21,15 +21,11 @@ std::string Short(const std::string& full, absl::string_view prefix, int value) 
 
 }  // namespace
 
-std::string VariantName(v1::Variant v) {
-  return Short(v1::Variant_Name(v), "VARIANT_", v);
-}
+std::string VariantName(v1::Variant v) { return Short(v1::Variant_Name(v), "VARIANT_", v); }
 std::string ModeName(v1::Mode m) { return Short(v1::Mode_Name(m), "MODE_", m); }
 std::string DTypeName(v1::DType t) { return Short(v1::DType_Name(t), "DTYPE_", t); }
 std::string PatternName(v1::Pattern p) { return Short(v1::Pattern_Name(p), "PATTERN_", p); }
-std::string ToleranceName(v1::Tolerance t) {
-  return Short(v1::Tolerance_Name(t), "TOLERANCE_", t);
-}
+std::string ToleranceName(v1::Tolerance t) { return Short(v1::Tolerance_Name(t), "TOLERANCE_", t); }
 
 std::string CaseStatusName(v1::CaseStatus s) {
   // Statuses are shown upper case, as in the JSON contract ("OK", "HANG").

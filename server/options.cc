@@ -50,8 +50,7 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
   app.add_option("--cpu-ranks", o.cpu_ranks, "virtual devices of the cpu backend")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
-  app.add_option("--devices", o.devices, "use only these device indices, e.g. 0,1")
-      ->delimiter(',');
+  app.add_option("--devices", o.devices, "use only these device indices, e.g. 0,1")->delimiter(',');
   app.add_option("--http", o.http, "metrics and dashboard address (not served yet)");
   app.add_option("--state-dir", o.state_dir, "directory for persistent state (not used yet)");
   auto* cert = app.add_option("--tls-cert", o.tls_cert, "server certificate (PEM)")

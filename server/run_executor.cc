@@ -66,7 +66,8 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
       [&](uint32_t ahead) { observer.OnQueued(id, ahead, total); });
   if (!lease.ok()) {
     const std::string why = StopReason(id, observer);
-    (void)history_->Finish(id, v1::RUN_STATE_CANCELLED, absl::StrCat("cancelled while queued: ", why));
+    (void)history_->Finish(id, v1::RUN_STATE_CANCELLED,
+                           absl::StrCat("cancelled while queued: ", why));
     spdlog::info("run {}: cancelled while queued: {}", id, why);
     return absl::CancelledError(absl::StrCat("run ", id, " cancelled while queued: ", why));
   }
@@ -95,9 +96,9 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
     }
     result.set_wall_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
     if (result.status() != v1::CASE_STATUS_OK) {
-      spdlog::warn("run {} case {} ({} {} m={} n={}): {} {}", id, i,
-                   VariantName(result.variant()), ModeName(result.mode()), result.m(), result.n(),
-                   CaseStatusName(result.status()), result.message());
+      spdlog::warn("run {} case {} ({} {} m={} n={}): {} {}", id, i, VariantName(result.variant()),
+                   ModeName(result.mode()), result.m(), result.n(), CaseStatusName(result.status()),
+                   result.message());
     }
     (void)history_->AddCase(id, result);
     ++done;

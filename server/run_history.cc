@@ -16,9 +16,8 @@ namespace {
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 absl::Status NotFound(const std::string& run_id, size_t capacity) {
-  return absl::NotFoundError(absl::StrCat("run_id = \"", run_id,
-                                          "\": no such run (the history keeps the last ",
-                                          capacity, " runs)"));
+  return absl::NotFoundError(absl::StrCat(
+      "run_id = \"", run_id, "\": no such run (the history keeps the last ", capacity, " runs)"));
 }
 
 v1::RunSummary Summarize(const v1::RunResult& run) {

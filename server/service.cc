@@ -118,8 +118,8 @@ grpc::Status CollectiveTestService::ListDevices(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status CollectiveTestService::Run(grpc::ServerContext* context,
-                                        const v1::RunRequest* request, v1::RunResult* response) {
+grpc::Status CollectiveTestService::Run(grpc::ServerContext* context, const v1::RunRequest* request,
+                                        v1::RunResult* response) {
   if (absl::Status s = auth_.Check(*context); !s.ok()) return ToGrpcStatus(s);
   UnaryObserver observer(context);
   absl::StatusOr<v1::RunResult> run = executor_.Execute(request->spec(), observer);

@@ -17,7 +17,7 @@
 namespace colltest::server {
 
 struct ServiceOptions {
-  std::string backend = "cpu";               // resolved: "cpu", "cuda" or "hip"
+  std::string backend = "cpu";                // resolved: "cpu", "cuda" or "hip"
   std::vector<colltest::v1::Device> devices;  // what this server may use
   std::vector<colltest::v1::Variant> variants;
   uint64_t max_case_bytes = 32ull << 20;
@@ -46,8 +46,7 @@ class CollectiveTestService final : public colltest::v1::CollectiveTest::Service
                      grpc::ServerWriter<colltest::v1::SweepEvent>* writer) override;
   grpc::Status GetRun(grpc::ServerContext* context, const colltest::v1::GetRunRequest* request,
                       colltest::v1::RunResult* response) override;
-  grpc::Status ListRuns(grpc::ServerContext* context,
-                        const colltest::v1::ListRunsRequest* request,
+  grpc::Status ListRuns(grpc::ServerContext* context, const colltest::v1::ListRunsRequest* request,
                         colltest::v1::ListRunsResponse* response) override;
   grpc::Status Cancel(grpc::ServerContext* context, const colltest::v1::CancelRequest* request,
                       colltest::v1::CancelResponse* response) override;

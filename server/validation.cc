@@ -6,8 +6,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "server/names.h"
 
 namespace colltest::server {
@@ -58,8 +58,8 @@ absl::Status ResolveGroup(const v1::SweepSpec& spec, const ServerLimits& limits,
     const uint32_t d = spec.devices(i);
     if (!known.contains(d)) {
       return Invalid(absl::StrCat("devices[", i, "] = ", d, ": no such device (",
-                                  IsCpu(limits) ? "ranks" : "devices", " available: ",
-                                  absl::StrJoin(limits.devices, ", "), ")"));
+                                  IsCpu(limits) ? "ranks" : "devices",
+                                  " available: ", absl::StrJoin(limits.devices, ", "), ")"));
     }
     if (!seen.insert(d).second) {
       return Invalid(absl::StrCat("devices[", i, "] = ", d,
@@ -114,9 +114,9 @@ absl::Status CheckShapes(const v1::SweepSpec& spec, const ServerLimits& limits) 
   const uint64_t n = *std::max_element(spec.n().begin(), spec.n().end());
   const uint64_t bytes = m * n * ElemBytes(dtype);
   if (bytes > limits.max_case_bytes) {
-    return Invalid(absl::StrCat("m = ", m, ", n = ", n, ": ", bytes, " bytes of ",
-                                DTypeName(dtype), " per rank exceed the per-case limit of ",
-                                limits.max_case_bytes, " bytes (colltestd --max-case-bytes)"));
+    return Invalid(absl::StrCat("m = ", m, ", n = ", n, ": ", bytes, " bytes of ", DTypeName(dtype),
+                                " per rank exceed the per-case limit of ", limits.max_case_bytes,
+                                " bytes (colltestd --max-case-bytes)"));
   }
   return absl::OkStatus();
 }
@@ -128,7 +128,9 @@ absl::Status CheckVariantsAndModes(const v1::SweepSpec& spec, v1::SweepSpec& out
   for (int i = 0; i < spec.variants_size(); ++i) {
     const int v = spec.variants(i);
     if (v == v1::VARIANT_UNSPECIFIED || !v1::Variant_IsValid(v)) {
-      return Invalid(absl::StrCat("variants[", i, "] = ", v, ": unknown variant (one_stage, two_kernel, lamport, lamport_tb, nccl, auto)"));
+      return Invalid(absl::StrCat(
+          "variants[", i, "] = ", v,
+          ": unknown variant (one_stage, two_kernel, lamport, lamport_tb, nccl, auto)"));
     }
   }
   if (auto s = CheckUnique("variants", spec.variants()); !s.ok()) return s;
@@ -151,7 +153,9 @@ absl::Status CheckEnums(const v1::SweepSpec& spec, v1::SweepSpec& out) {
   }
   if (spec.dtype() == v1::DTYPE_UNSPECIFIED) out.set_dtype(v1::DTYPE_BF16);
   if (!v1::Pattern_IsValid(spec.pattern())) {
-    return Invalid(absl::StrCat("pattern = ", spec.pattern(), ": unknown pattern (normal, integers, neg_zero, large, denormal, same)"));
+    return Invalid(
+        absl::StrCat("pattern = ", spec.pattern(),
+                     ": unknown pattern (normal, integers, neg_zero, large, denormal, same)"));
   }
   if (spec.pattern() == v1::PATTERN_UNSPECIFIED) out.set_pattern(v1::PATTERN_NORMAL);
   if (!v1::Tolerance_IsValid(spec.tolerance())) {
@@ -196,8 +200,8 @@ absl::Status CheckCounts(const v1::SweepSpec& spec, v1::SweepSpec& out) {
 }
 
 absl::Status CheckCaseCount(const v1::SweepSpec& out) {
-  const uint64_t cases = static_cast<uint64_t>(out.m_size()) * out.n_size() *
-                         out.variants_size() * out.modes_size();
+  const uint64_t cases =
+      static_cast<uint64_t>(out.m_size()) * out.n_size() * out.variants_size() * out.modes_size();
   if (cases > kMaxCases) {
     return Invalid(absl::StrCat("cases = ", cases, " (", out.m_size(), " m x ", out.n_size(),
                                 " n x ", out.variants_size(), " variants x ", out.modes_size(),
@@ -208,8 +212,7 @@ absl::Status CheckCaseCount(const v1::SweepSpec& out) {
 
 }  // namespace
 
-absl::StatusOr<v1::SweepSpec> ValidateSpec(const v1::SweepSpec& spec,
-                                           const ServerLimits& limits) {
+absl::StatusOr<v1::SweepSpec> ValidateSpec(const v1::SweepSpec& spec, const ServerLimits& limits) {
   v1::SweepSpec out = spec;
   if (auto s = ResolveGroup(spec, limits, out); !s.ok()) return s;
   if (auto s = CheckEnums(spec, out); !s.ok()) return s;
@@ -219,8 +222,8 @@ absl::StatusOr<v1::SweepSpec> ValidateSpec(const v1::SweepSpec& spec,
   if (auto s = CheckCounts(spec, out); !s.ok()) return s;
   if (auto s = CheckCaseCount(out); !s.ok()) return s;
   if (spec.label().size() > kMaxLabelBytes) {
-    return Invalid(absl::StrCat("label: ", spec.label().size(), " bytes, must be <= ",
-                                kMaxLabelBytes));
+    return Invalid(
+        absl::StrCat("label: ", spec.label().size(), " bytes, must be <= ", kMaxLabelBytes));
   }
   if (!spec.fault().empty() && !limits.allow_fault_injection) {
     return absl::FailedPreconditionError(

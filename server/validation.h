@@ -1,7 +1,7 @@
 // The server's limits on a SweepSpec, and the one place that checks a request against them. Every
-// rejection is INVALID_ARGUMENT (fault injection while disabled: FAILED_PRECONDITION) with a message
-// that names the field, the value given and the limit, so a user can fix the request without
-// reading the server's source.
+// rejection is INVALID_ARGUMENT (fault injection while disabled: FAILED_PRECONDITION) with a
+// message that names the field, the value given and the limit, so a user can fix the request
+// without reading the server's source.
 #pragma once
 
 #include <cstdint>
@@ -13,13 +13,13 @@
 
 namespace colltest::server {
 
-inline constexpr uint32_t kMaxRows = 65536;           // m
-inline constexpr uint32_t kMaxHidden = 16384;         // n
+inline constexpr uint32_t kMaxRows = 65536;    // m
+inline constexpr uint32_t kMaxHidden = 16384;  // n
 inline constexpr uint32_t kMaxIters = 100000;
 inline constexpr uint32_t kMaxWarmup = 10000;
 inline constexpr uint32_t kMaxStressCalls = 100000;
 inline constexpr uint32_t kMaxTimeoutMs = 600000;
-inline constexpr uint32_t kMaxCases = 4096;           // expanded m x n x variants x modes
+inline constexpr uint32_t kMaxCases = 4096;  // expanded m x n x variants x modes
 inline constexpr uint32_t kMaxGridBlocks = 1024;
 inline constexpr size_t kMaxLabelBytes = 256;
 inline constexpr uint64_t kDefaultMaxCaseBytes = 32ull << 20;
@@ -30,8 +30,8 @@ inline constexpr uint32_t kDefaultTimeoutMs = 5000;
 inline constexpr float kDefaultEps = 1e-6f;
 
 struct ServerLimits {
-  std::string backend = "cpu";     // "cpu", "cuda" or "hip"; only used in messages
-  std::vector<uint32_t> devices;   // device indices this server may use, ascending
+  std::string backend = "cpu";    // "cpu", "cuda" or "hip"; only used in messages
+  std::vector<uint32_t> devices;  // device indices this server may use, ascending
   uint64_t max_case_bytes = kDefaultMaxCaseBytes;
   bool allow_fault_injection = false;
 };

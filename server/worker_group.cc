@@ -53,7 +53,7 @@ absl::StatusOr<std::unique_ptr<WorkerGroup>> WorkerGroup::Start(const WorkerPool
   });
   for (size_t rank = 0; rank < world; ++rank) {
     if (!spawned[rank].ok()) {
-      // Returning destroys `spawned`, which kills and reaps the ranks that did start.
+      // Returning destroys `spawned` and `group`, which kill and reap the ranks that did start.
       const absl::Status& s = spawned[rank].status();
       return absl::Status(s.code(), absl::StrCat("cannot start rank ", rank, " on device ",
                                                  devices[rank], ": ", s.message()));

@@ -131,12 +131,12 @@ absl::StatusOr<std::shared_ptr<WorkerGroup>> WorkerPoolImpl::StartGroup(const De
       return group;
     }
   }
-  // Shutdown() never saw this group and waits for starting_ to drop: the group must die first.
-  const absl::Status status =
-      started.ok()
-          ? absl::FailedPreconditionError("the worker pool was shut down while workers started")
-          : started.status();
-  started = absl::CancelledError();  // destroys the group: kill, reap, clean up
+  absl::Status status = started.status();
+  if (started.ok()) {
+    // Shutdown() never saw this group and waits for starting_ to drop: the group must die first.
+    started->reset();
+    status = absl::FailedPreconditionError("the worker pool was shut down while workers started");
+  }
   absl::MutexLock lock(&mu_);
   --starting_;
   return status;

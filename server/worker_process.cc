@@ -182,7 +182,8 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(const Worker
     return absl::ErrnoToStatus(exec_errno, absl::StrCat("cannot execute ", spec.worker_binary));
   }
 
-  if (absl::Status s = process->WaitForReadyLine(ready_read.get(), deadline); !s.ok()) return s;
+  const absl::Status ready = process->WaitForReadyLine(ready_read.get(), deadline, spec.timeout);
+  if (!ready.ok()) return ready;
 
   // A private subchannel: gRPC otherwise shares one connection among channels to the same target,
   // and a respawned worker on the same socket path would inherit its dead predecessor's connection.
@@ -199,7 +200,8 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(const Worker
   return process;
 }
 
-absl::Status WorkerProcess::WaitForReadyLine(int ready_fd, absl::Time deadline) {
+absl::Status WorkerProcess::WaitForReadyLine(int ready_fd, absl::Time deadline,
+                                             absl::Duration timeout) {
   const std::string who = absl::StrCat("worker for device ", device_, " (pid ", pid_, ")");
   std::string line;
   while (line.find('\n') == std::string::npos) {
@@ -208,7 +210,7 @@ absl::Status WorkerProcess::WaitForReadyLine(int ready_fd, absl::Time deadline) 
     }
     if (!PollReadable(ready_fd, deadline)) {
       return absl::DeadlineExceededError(
-          absl::StrCat(who, " was not ready within the spawn timeout"));
+          absl::StrCat(who, " was not ready within ", absl::FormatDuration(timeout)));
     }
     char buf[64];
     const ssize_t n = read(ready_fd, buf, sizeof(buf));
@@ -239,7 +241,7 @@ absl::Status WorkerProcess::WaitForReadyLine(int ready_fd, absl::Time deadline) 
   return absl::OkStatus();
 }
 
-void WorkerProcess::RecordExit(int wait_status) {
+void WorkerProcess::RecordExit(std::optional<int> wait_status) {
   wait_status_ = wait_status;
   reaped_ = true;
   unlink(socket_path_.c_str());
@@ -251,11 +253,8 @@ bool WorkerProcess::IsAlive() {
   int status = 0;
   const pid_t r = waitpid(pid_, &status, WNOHANG);
   if (r == 0) return true;
-  if (r == pid_) {
-    RecordExit(status);
-  } else {
-    reaped_ = true;  // ECHILD: nothing left to wait for
-  }
+  // ECHILD (r < 0) would mean it was reaped elsewhere: nothing left to wait for either way.
+  RecordExit(r == pid_ ? std::optional<int>(status) : std::nullopt);
   return false;
 }
 
@@ -296,11 +295,7 @@ void WorkerProcess::Reap() {
   do {
     r = waitpid(pid_, &status, 0);
   } while (r < 0 && errno == EINTR);
-  if (r == pid_) {
-    RecordExit(status);
-  } else {
-    reaped_ = true;
-  }
+  RecordExit(r == pid_ ? std::optional<int>(status) : std::nullopt);
 }
 
 std::string WorkerProcess::ExitDescription() const {

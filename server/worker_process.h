@@ -74,8 +74,8 @@ class WorkerProcess {
  private:
   WorkerProcess(pid_t pid, uint32_t device, std::string socket_path);
 
-  void RecordExit(int wait_status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status WaitForReadyLine(int ready_fd, absl::Time deadline);
+  void RecordExit(std::optional<int> wait_status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WaitForReadyLine(int ready_fd, absl::Time deadline, absl::Duration timeout);
 
   const pid_t pid_;
   const uint32_t device_;

@@ -111,6 +111,17 @@ TEST(CaseMergeTest, HangVerdictWithOneWaiterAndSeveralPhases) {
             "rank 0 waited for it in start_sync");
 }
 
+TEST(CaseMergeTest, MessagesThatNameTheirRankAreNotPrefixedTwice) {
+  auto ranks = Ok();
+  ranks[2].set_status(v1::CASE_STATUS_HANG);
+  ranks[2].set_message("rank 2 did not answer within 3.025s");
+  EXPECT_EQ(MergeCase(0, kDevices, Request(), ranks).message(),
+            "rank 2 did not answer within 3.025s");
+  ranks[2].set_status(v1::CASE_STATUS_ERROR);
+  ranks[2].set_message("rank 21 is someone else");
+  EXPECT_EQ(MergeCase(0, kDevices, Request(), ranks).message(), "rank 2: rank 21 is someone else");
+}
+
 TEST(CaseMergeTest, HangVerdictListsDisagreement) {
   v1::RankResult silent = Hang(3, -1, "");
   silent.set_message("missed the deadline (5000 ms + 2 s grace); killed");

@@ -25,10 +25,10 @@ TEST(OptionsTest, Defaults) {
 }
 
 TEST(OptionsTest, EveryFlag) {
-  ParsedOptions p = Parse({"--listen", "0.0.0.0:0", "--backend", "cpu", "--cpu-ranks", "8",
-                           "--devices", "0,2", "--http", "127.0.0.1:9464", "--state-dir", "/tmp",
-                           "--allow-fault-injection", "--worker", "/opt/w", "--max-case-bytes",
-                           "64MiB", "--runtime-dir", "/run/x"});
+  ParsedOptions p =
+      Parse({"--listen", "0.0.0.0:0", "--backend", "cpu", "--cpu-ranks", "8", "--devices", "0,2",
+             "--http", "127.0.0.1:9464", "--state-dir", "/tmp", "--allow-fault-injection",
+             "--worker", "/opt/w", "--max-case-bytes", "64MiB", "--runtime-dir", "/run/x"});
   ASSERT_TRUE(p.options.has_value());
   EXPECT_EQ(p.options->listen, "0.0.0.0:0");
   EXPECT_EQ(p.options->backend, "cpu");

@@ -50,8 +50,7 @@ TEST(RunHistoryTest, LifeOfARun) {
   ASSERT_TRUE(history.AddCase(id, Case(v1::CASE_STATUS_OK)).ok());
   ASSERT_TRUE(history.AddCase(id, Case(v1::CASE_STATUS_HANG)).ok());
   ASSERT_TRUE(history.AddCase(id, Case(v1::CASE_STATUS_UNSUPPORTED)).ok());
-  EXPECT_EQ(history.Finish(id, v1::RUN_STATE_RUNNING).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(history.Finish(id, v1::RUN_STATE_RUNNING).code(), absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(history.Finish(id, v1::RUN_STATE_DONE, "3 cases").ok());
   EXPECT_EQ(history.Finish(id, v1::RUN_STATE_CANCELLED).code(),
             absl::StatusCode::kFailedPrecondition);

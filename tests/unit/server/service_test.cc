@@ -20,8 +20,8 @@ namespace colltest::server {
 namespace {
 
 namespace v1 = ::colltest::v1;
-using ::testing::HasSubstr;
 using testing::FakeWorkerPool;
+using ::testing::HasSubstr;
 
 ServiceOptions CpuOptions(uint32_t ranks = 4) {
   ServiceOptions o;
@@ -59,8 +59,8 @@ class ServiceTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     ASSERT_NE(port, 0);
-    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                   grpc::InsecureChannelCredentials());
+    channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
     stub_ = v1::CollectiveTest::NewStub(channel_);
   }
 
@@ -163,7 +163,8 @@ TEST_F(ServiceTest, InvalidRequestNamesTheFieldAndIsNotRecorded) {
   request.mutable_spec()->set_n(0, 7);
   grpc::Status status = stub_->Run(context.get(), request, &run);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(status.error_message(), "n = 7: must be a multiple of the pack size 8 (16 bytes of bf16)");
+  EXPECT_EQ(status.error_message(),
+            "n = 7: must be a multiple of the pack size 8 (16 bytes of bf16)");
 
   request = Request(64, {1});
   context = Context();
@@ -200,8 +201,8 @@ TEST_F(ServiceTest, FaultIsForwardedWhenAllowed) {
 
 TEST_F(ServiceTest, PoolErrorMarksTheCaseAndTheSweepGoesOn) {
   Start();
-  pool_.SetHandler([](absl::Span<const uint32_t> devices, const auto& request)
-                       -> absl::StatusOr<std::vector<v1::RankResult>> {
+  pool_.SetHandler([](absl::Span<const uint32_t> devices,
+                      const auto& request) -> absl::StatusOr<std::vector<v1::RankResult>> {
     if (request.m() == 8) return absl::UnavailableError("rank 1 did not start");
     return FakeWorkerPool::AllOk(devices);
   });
@@ -219,10 +220,10 @@ TEST_F(ServiceTest, PoolErrorMarksTheCaseAndTheSweepGoesOn) {
 
 TEST_F(ServiceTest, RunFailsWhenNoCaseCouldRun) {
   Start();
-  pool_.SetHandler([](absl::Span<const uint32_t>, const auto&)
-                       -> absl::StatusOr<std::vector<v1::RankResult>> {
-    return absl::NotFoundError("colltest-worker: no such file");
-  });
+  pool_.SetHandler(
+      [](absl::Span<const uint32_t>, const auto&) -> absl::StatusOr<std::vector<v1::RankResult>> {
+        return absl::NotFoundError("colltest-worker: no such file");
+      });
   v1::RunResult run;
   auto context = Context();
   ASSERT_TRUE(stub_->Run(context.get(), Request(2, {1, 8}), &run).ok());
@@ -232,8 +233,8 @@ TEST_F(ServiceTest, RunFailsWhenNoCaseCouldRun) {
 
 TEST_F(ServiceTest, HangVerdictReachesTheClient) {
   Start();
-  pool_.SetHandler([](absl::Span<const uint32_t> devices, const auto&)
-                       -> absl::StatusOr<std::vector<v1::RankResult>> {
+  pool_.SetHandler([](absl::Span<const uint32_t> devices,
+                      const auto&) -> absl::StatusOr<std::vector<v1::RankResult>> {
     auto ranks = FakeWorkerPool::AllOk(devices);
     for (uint32_t r : {0u, 2u, 3u}) {
       ranks[r].set_status(v1::CASE_STATUS_HANG);

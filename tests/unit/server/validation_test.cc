@@ -173,8 +173,8 @@ TEST(ValidationTest, CaseMemoryBudget) {
   v1::SweepSpec spec = ValidSpec();
   spec.add_m(4096);
   spec.set_n(0, 8192);  // 4096 * 8192 * 2 = 64 MiB > 32 MiB
-  ExpectInvalid(spec, {"m = 4096, n = 8192", "67108864 bytes", "33554432",
-                       "colltestd --max-case-bytes"});
+  ExpectInvalid(spec,
+                {"m = 4096, n = 8192", "67108864 bytes", "33554432", "colltestd --max-case-bytes"});
   ServerLimits big = CpuLimits();
   big.max_case_bytes = 64ull << 20;
   EXPECT_TRUE(ValidateSpec(spec, big).ok());
@@ -260,7 +260,8 @@ TEST(ValidationTest, Eps) {
 TEST(ValidationTest, Knobs) {
   v1::SweepSpec spec = ValidSpec();
   spec.mutable_knobs()->set_threads_per_block(128);
-  ExpectInvalid(spec, {"knobs.threads_per_block = 128: must be 0 (the variant's default), 256 or 512"});
+  ExpectInvalid(spec,
+                {"knobs.threads_per_block = 128: must be 0 (the variant's default), 256 or 512"});
   spec.mutable_knobs()->set_threads_per_block(512);
   EXPECT_TRUE(ValidateSpec(spec, CpuLimits()).ok());
   spec.mutable_knobs()->set_grid_blocks(1025);

@@ -88,15 +88,6 @@ void FusedRowEpilogue(const float* sums, uint32_t row, const CallArgs& a) {
 }
 
 template <DType D>
-void StoreToRank(const BlockContext& ctx, uint32_t dst_rank, uint8_t* dst, const Pack& p) {
-  if (dst_rank == ctx.group->rank) {
-    ctx.posted->StoreLocal(dst, p);
-  } else {
-    ctx.posted->StoreRemote(dst, p);
-  }
-}
-
-template <DType D>
 bool PackArrived(const BlockContext& ctx, const Pack& p) {
   return ctx.breaks->float_compare ? ArrivedFloatCompare<D>(p) : Arrived<D>(p);
 }
@@ -138,8 +129,7 @@ void ReduceScatterBlock(const BlockContext& ctx, const CallArgs& a) {
   const Part part = PartOf(packs, g.world, g.rank);
   for (size_t k = part.begin + ctx.block; k < part.end; k += ctx.grid) {
     const Pack p = ReducePack<D>(g, a.input_offset, k);
-    for (uint32_t d = 0; d < g.world; ++d)
-      StoreToRank<D>(ctx, d, g.peers[d].tmp() + k * kPackBytes, p);
+    for (uint32_t d = 0; d < g.world; ++d) ctx.posted->Store(g.peers[d].tmp() + k * kPackBytes, p);
   }
   // Release/acquire: the cross-device stores above must be visible before a peer's second kernel
   // reads them.
@@ -173,9 +163,12 @@ void LamportBlock(const BlockContext& ctx, const CallArgs& a) {
   for (size_t k = part.begin + ctx.block; k < part.end; k += ctx.grid) {
     const Pack p = ProducerValue<D>(ctx, ReducePack<D>(g, a.input_offset, k));
     for (uint32_t d = 0; d < g.world; ++d) {
-      StoreToRank<D>(ctx, d, LamportStaging(ctx, d) + k * kPackBytes, p);
+      ctx.posted->Store(LamportStaging(ctx, d) + k * kPackBytes, p);
     }
   }
+  // Let the produced data go now rather than when this block first spins; not a fence: nothing
+  // below depends on the order in which it lands.
+  ctx.posted->Drain();
   // Phase B: one block per row; spin on each pack, consume it, re-arm it. Each pack is consumed
   // by exactly one block, so re-arming needs no further synchronisation.
   uint8_t* staging = LamportStaging(ctx, g.rank);
@@ -192,7 +185,7 @@ void LamportBlock(const BlockContext& ctx, const CallArgs& a) {
       if (!ok) return;
       UnpackTo<D>(p, row.data() + k * kPackElems<D>);
       if (!ctx.breaks->skip_rearm) {
-        for (uint32_t i = 0; i < a.arm_repeat; ++i) ctx.posted->StoreLocal(slot, SentinelPack<D>());
+        for (uint32_t i = 0; i < a.arm_repeat; ++i) ctx.posted->Store(slot, SentinelPack<D>());
       }
     }
     FusedRowEpilogue<D>(row.data(), m, a);
@@ -218,9 +211,10 @@ void LamportTbBlock(const BlockContext& ctx, const CallArgs& a) {
   for (size_t k = ctx.block; k < packs; k += ctx.grid) {
     const Pack p = ProducerValue<D>(ctx, LoadPack(input + k * kPackBytes));
     for (uint32_t d = 0; d < g.world; ++d) {
-      StoreToRank<D>(ctx, d, g.peers[d].tb_slot(buf, g.rank) + k * kPackBytes, p);
+      ctx.posted->Store(g.peers[d].tb_slot(buf, g.rank) + k * kPackBytes, p);
     }
   }
+  ctx.posted->Drain();
   // Consume: per row, every rank's slot, summed in rank order.
   std::vector<float>& row = RowScratch(a.n);
   const uint32_t packs_per_row = a.n / kPackElems<D>;
@@ -252,7 +246,7 @@ void LamportTbBlock(const BlockContext& ctx, const CallArgs& a) {
   for (uint32_t r = 0; r < g.world; ++r) {
     uint8_t* slot = g.self().tb_slot(prev, r);
     for (size_t k = ctx.block; k < prev_packs; k += ctx.grid) {
-      ctx.posted->StoreLocal(slot + k * kPackBytes, SentinelPack<D>());
+      ctx.posted->Store(slot + k * kPackBytes, SentinelPack<D>());
     }
   }
   // The last block to finish records this call's size and advances the counter.

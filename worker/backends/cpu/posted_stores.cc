@@ -11,15 +11,7 @@ void RankPendingStores::Append(std::vector<PostedStore>& stores) {
   if (pending_.size() > (size_t{1} << 20)) DrainLocked();
 }
 
-void RankPendingStores::StoreLocal(void* dst, const Pack& value) {
-  std::lock_guard<std::mutex> lock(mu_);
-  StorePack(dst, value);
-  dirty_[dst] = value;
-}
-
 void RankPendingStores::DrainLocked() {
-  for (const auto& [dst, value] : dirty_) StorePack(dst, value);
-  dirty_.clear();
   for (const PostedStore& s : pending_) StorePack(s.dst, s.value);
   pending_.clear();
 }
@@ -31,7 +23,6 @@ void RankPendingStores::Drain() {
 
 void RankPendingStores::Discard() {
   std::lock_guard<std::mutex> lock(mu_);
-  dirty_.clear();
   pending_.clear();
 }
 

@@ -19,15 +19,16 @@ HangRecord SpinGuard::record() const {
 }
 
 void Backoff(uint32_t polls) {
-  if (polls < 16) {
+  if (polls < 8) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-  } else if (polls < 64) {
+  } else if (polls < 512) {
+    // More ranks than cores: yielding hands the core to the rank we are waiting for.
     sched_yield();
   } else {
-    // More ranks than cores: sleeping hands the core to the rank we are waiting for.
-    timespec ts{0, polls < 256 ? 20'000 : 100'000};
+    // Long waits (a peer not scheduled, or a real hang) should not burn a core.
+    timespec ts{0, 50'000};
     nanosleep(&ts, nullptr);
   }
 }

@@ -1,0 +1,159 @@
+#include "tests/integration/daemon.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace colltest::testing {
+
+std::string BinDir() { return COLLTEST_BIN_DIR; }
+
+namespace {
+
+extern "C" char** environ;
+
+std::vector<char*> CStrings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Reads one line from `fd` within `timeout_ms`, or returns "".
+std::string ReadLine(int fd, int timeout_ms) {
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return "";
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return "";
+    char c;
+    if (read(fd, &c, 1) != 1) return "";
+    if (c == '\n') return line;
+    line.push_back(c);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Daemon> Daemon::Start(int cpu_ranks, std::vector<std::string> extra_args,
+                                      std::vector<std::string> env) {
+  std::vector<std::string> argv = {
+      BinDir() + "/colltestd",  "--listen", "127.0.0.1:0", "--backend", "cpu", "--cpu-ranks",
+      std::to_string(cpu_ranks)};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  std::vector<std::string> envv;
+  for (char** e = environ; *e != nullptr; ++e) envv.emplace_back(*e);
+  envv.insert(envv.end(), env.begin(), env.end());
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return nullptr;
+  auto args = CStrings(argv);
+  auto envs = CStrings(envv);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    execve(args[0], args.data(), envs.data());
+    _exit(127);
+  }
+  close(out[1]);
+  auto d = std::unique_ptr<Daemon>(new Daemon());
+  d->pid_ = pid;
+  const std::string line = ReadLine(out[0], 60000);
+  close(out[0]);
+  const std::string prefix = "colltestd listening on ";
+  if (line.rfind(prefix, 0) != 0) {
+    d->Stop();
+    return nullptr;
+  }
+  const std::string rest = line.substr(prefix.size());
+  d->address_ = rest.substr(0, rest.find(' '));
+  return d;
+}
+
+Daemon::~Daemon() { Stop(); }
+
+std::unique_ptr<colltest::v1::CollectiveTest::Stub> Daemon::Stub() const {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  return colltest::v1::CollectiveTest::NewStub(
+      grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args));
+}
+
+std::vector<pid_t> Daemon::WorkerPids() const {
+  std::vector<pid_t> pids;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (dirent* e = readdir(proc)) {
+    const pid_t p = static_cast<pid_t>(std::atoi(e->d_name));
+    if (p <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t open = all.find('('), close = all.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    const std::string comm = all.substr(open + 1, close - open - 1);
+    std::istringstream rest(all.substr(close + 2));
+    char state;
+    pid_t ppid;
+    rest >> state >> ppid;
+    if (ppid == pid_ && comm == "colltest-worker" && state != 'Z') pids.push_back(p);
+  }
+  closedir(proc);
+  return pids;
+}
+
+std::vector<std::string> Daemon::ShmSegments() const {
+  std::vector<std::string> names;
+  const std::string prefix = "colltest." + std::to_string(pid_) + ".";
+  DIR* shm = opendir("/dev/shm");
+  if (shm == nullptr) return names;
+  while (dirent* e = readdir(shm)) {
+    if (std::string(e->d_name).rfind(prefix, 0) == 0) names.emplace_back(e->d_name);
+  }
+  closedir(shm);
+  return names;
+}
+
+int Daemon::Stop() {
+  if (stopped_ || pid_ <= 0) return 0;
+  stopped_ = true;
+  kill(pid_, SIGTERM);
+  int status = 0;
+  // A pidfd becomes readable when the process exits: wait on it with a bound.
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
+  pollfd p{pidfd, POLLIN, 0};
+  if (pidfd < 0 || poll(&p, 1, 10000) != 1) kill(pid_, SIGKILL);
+  if (pidfd >= 0) close(pidfd);
+  waitpid(pid_, &status, 0);
+  return status;
+}
+
+std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += "'" + a + "' ";
+  cmd += "2>&1";
+  std::string out;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return {-1, ""};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const int status = pclose(f);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace colltest::testing

@@ -1,0 +1,45 @@
+// A real colltestd for integration tests: started on an ephemeral loopback port, ready when it
+// prints its "listening" line (read from a pipe, never slept for), stopped with SIGTERM.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "colltest/v1/colltest.grpc.pb.h"
+
+namespace colltest::testing {
+
+std::string BinDir();
+
+class Daemon {
+ public:
+  // Starts colltestd with the cpu backend and `cpu_ranks` ranks plus `extra_args`; `env` entries
+  // ("NAME=value") are added to its environment (and its workers').
+  static std::unique_ptr<Daemon> Start(int cpu_ranks, std::vector<std::string> extra_args = {},
+                                       std::vector<std::string> env = {});
+  ~Daemon();
+
+  const std::string& address() const { return address_; }
+  pid_t pid() const { return pid_; }
+  std::unique_ptr<colltest::v1::CollectiveTest::Stub> Stub() const;
+  // colltest-worker processes whose parent is this daemon.
+  std::vector<pid_t> WorkerPids() const;
+  // Shared-memory segments created for this daemon's workers.
+  std::vector<std::string> ShmSegments() const;
+  // SIGTERM and wait (SIGKILL after 10 s); returns the exit status as waitpid reports it.
+  int Stop();
+
+ private:
+  pid_t pid_ = -1;
+  std::string address_;
+  bool stopped_ = false;
+};
+
+// Runs a command, returns (exit code, stdout + stderr).
+std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv);
+
+}  // namespace colltest::testing
