@@ -116,17 +116,22 @@ void MergeDiff(absl::Span<const v1::RankResult> ranks, v1::DiffStats& d) {
   }
 }
 
-// The message of the lowest rank with the worst status, and which other ranks share it.
+// A rank the pool aborted because another one failed: a consequence, not the culprit.
+bool IsAbortedByAnother(const v1::RankResult& r) {
+  return absl::StartsWith(r.message(), "aborted:");
+}
+
+// The message of the lowest rank with the worst status (preferring the rank that failed over
+// those aborted because of it), and which other ranks share the status.
 std::string WorstRankMessage(absl::Span<const v1::RankResult> ranks, v1::CaseStatus worst) {
   const v1::RankResult* first = nullptr;
-  std::vector<uint32_t> others;
   for (const v1::RankResult& r : ranks) {
     if (r.status() != worst) continue;
-    if (first == nullptr) {
-      first = &r;
-    } else {
-      others.push_back(r.rank());
-    }
+    if (first == nullptr || (IsAbortedByAnother(*first) && !IsAbortedByAnother(r))) first = &r;
+  }
+  std::vector<uint32_t> others;
+  for (const v1::RankResult& r : ranks) {
+    if (r.status() == worst && &r != first) others.push_back(r.rank());
   }
   if (first == nullptr) return "";
   std::string text = first->message();

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -206,6 +208,30 @@ TEST_F(Integration, HistoryKeepsRuns) {
   EXPECT_EQ(again.state(), colltest::v1::RUN_STATE_DONE);
 }
 
+// CPU time (clock ticks) a process has used.
+long CpuTicks(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream rest(all.substr(all.rfind(')') + 2));
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return utime + stime;
+}
+
+// An idle worker uses no CPU; one that has burnt 50 ms more than at the start is running a case.
+bool WaitUntilBusy(pid_t pid) {
+  const long start = CpuTicks(pid);
+  for (int i = 0; i < 3000; ++i) {
+    if (CpuTicks(pid) >= start + 5) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 // A worker killed in the middle of a sweep: that case is ERROR naming the rank, later cases and
 // requests run on a respawned group, and shutdown leaves nothing behind.
 TEST(IntegrationCrash, KilledWorkerIsReportedAndReplaced) {
@@ -231,7 +257,8 @@ TEST(IntegrationCrash, KilledWorkerIsReportedAndReplaced) {
   std::vector<CaseResult> results;
   while (stream->Read(&ev)) {
     if (ev.has_progress() && ev.progress().state() == colltest::v1::RUN_STATE_RUNNING && !killed) {
-      // The first case runs now: kill one worker in its middle.
+      // The run started; once the worker is computing, the first case is in flight: kill it then.
+      ASSERT_TRUE(WaitUntilBusy(before[2]));
       killed = true;
       ASSERT_EQ(kill(before[2], SIGKILL), 0);
     }
@@ -241,7 +268,9 @@ TEST(IntegrationCrash, KilledWorkerIsReportedAndReplaced) {
   ASSERT_TRUE(killed);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].status(), colltest::v1::CASE_STATUS_ERROR) << results[0].ShortDebugString();
-  EXPECT_NE(results[0].message().find("rank"), std::string::npos) << results[0].message();
+  EXPECT_NE(results[0].message().find("rank 2 (pid " + std::to_string(before[2]) + ") died"),
+            std::string::npos)
+      << results[0].message();
   EXPECT_EQ(results[1].status(), colltest::v1::CASE_STATUS_OK) << results[1].message();
 
   auto next = RunSweep(

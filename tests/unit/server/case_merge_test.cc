@@ -45,6 +45,19 @@ v1::RankResult Hang(uint32_t rank, int32_t suspect, const std::string& phase) {
   return r;
 }
 
+TEST(CaseMergeTest, TheRankThatDiedIsNamedNotTheRanksAbortedBecauseOfIt) {
+  std::vector<v1::RankResult> ranks = Ok();
+  for (auto& r : ranks) {
+    r.set_status(v1::CASE_STATUS_ERROR);
+    r.set_message("aborted: group torn down after rank 2 failed");
+  }
+  ranks[2].set_message("rank 2 (pid 77) died: killed by signal 9");
+  const v1::CaseResult c = MergeCase(0, kDevices, Request(), ranks);
+  EXPECT_EQ(c.status(), v1::CASE_STATUS_ERROR);
+  EXPECT_THAT(c.message(), HasSubstr("rank 2 (pid 77) died: killed by signal 9"));
+  EXPECT_THAT(c.message(), HasSubstr("also ranks 0, 1, 3"));
+}
+
 TEST(CaseMergeTest, HeaderComesFromTheRequest) {
   const v1::CaseResult c = MergeCase(7, kDevices, Request(), Ok());
   EXPECT_EQ(c.index(), 7u);

@@ -87,6 +87,20 @@ class ServiceTest : public ::testing::Test {
     return {events, reader->Finish()};
   }
 
+  // Polls the history (bounded) until a run is queued and returns its id, "" if none shows up.
+  std::string QueuedRunId() {
+    for (int i = 0; i < 500; ++i) {
+      v1::ListRunsResponse list;
+      auto context = Context();
+      if (!stub_->ListRuns(context.get(), {}, &list).ok()) return "";
+      for (const auto& r : list.runs()) {
+        if (r.state() == v1::RUN_STATE_QUEUED) return r.run_id();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return "";
+  }
+
   v1::RunState StateOf(const std::string& run_id) {
     v1::GetRunRequest request;
     request.set_run_id(run_id);
@@ -377,16 +391,7 @@ TEST_F(ServiceTest, CancelQueuedUnaryRun) {
     return stub_->Run(context.get(), Request(2, {8}), &run);
   });
   // The unary caller cannot see its id; find it in the history.
-  std::string id;
-  for (int i = 0; i < 500 && id.empty(); ++i) {
-    v1::ListRunsResponse list;
-    auto context = Context();
-    ASSERT_TRUE(stub_->ListRuns(context.get(), {}, &list).ok());
-    for (const auto& r : list.runs()) {
-      if (r.state() == v1::RUN_STATE_QUEUED) id = r.run_id();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const std::string id = QueuedRunId();
   ASSERT_FALSE(id.empty());
   v1::CancelRequest cancel;
   cancel.set_run_id(id);
@@ -503,7 +508,7 @@ TEST_F(ServiceTest, ShutdownCancelsQueuedRuns) {
   auto slow = std::async(std::launch::async, [&] { return SweepAll(Request(2, {1, 8})); });
   pool_.WaitForCalls(1);
   auto queued = std::async(std::launch::async, [&] { return SweepAll(Request(2, {64})); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_FALSE(QueuedRunId().empty());
   service_->BeginShutdown();
   EXPECT_EQ(queued.get().second.error_code(), grpc::StatusCode::CANCELLED);
   pool_.OpenGate();

@@ -1,0 +1,243 @@
+#include "worker/backends/gpu/gpu_backend.h"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace colltest::gpu {
+namespace {
+
+constexpr size_t kWeightBytes = 256 << 10;
+constexpr size_t kScratchAlign = 4096;
+size_t AlignUp(size_t v) { return (v + kScratchAlign - 1) / kScratchAlign * kScratchAlign; }
+
+}  // namespace
+
+absl::Status GpuOk(Error e, const char* what) {
+  if (e == kSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", ErrorString(e)));
+}
+
+std::unique_ptr<worker::Backend> CreateGpuBackend(const GpuBackendOptions& options) {
+  return std::make_unique<GpuBackend>(options);
+}
+
+std::string ProbeDevicesJson() {
+  int count = 0;
+  if (GetDeviceCount(&count) != kSuccess || count <= 0) return "";
+  std::string json = absl::StrCat(R"({"backend":")", kBackendName, R"(","devices":[)");
+  for (int d = 0; d < count; ++d) {
+    DeviceInfo info;
+    if (GetDeviceInfo(d, &info) != kSuccess) return "";
+    std::string name;
+    for (const char* c = info.name; *c != 0; ++c) {
+      if (*c == '"' || *c == '\\') name.push_back('\\');
+      name.push_back(*c);
+    }
+    absl::StrAppend(&json, d > 0 ? "," : "", R"({"index":)", d, R"(,"name":")", name,
+                    R"(","memory_bytes":)", info.memory_bytes, "}");
+  }
+  absl::StrAppend(&json, "]}");
+  return json;
+}
+
+void GpuBackend::Release() {
+  if (stream_ != nullptr) {
+    StreamSynchronize(stream_);
+    StreamDestroy(stream_);
+    stream_ = nullptr;
+  }
+  for (uint8_t* p : peers_) {
+    if (p != nullptr) IpcCloseMemHandle(p);
+  }
+  peers_.clear();
+  if (own_ != nullptr) Free(own_);
+  own_ = nullptr;
+  if (scratch_ != nullptr) Free(scratch_);
+  scratch_ = nullptr;
+  if (hang_host_ != nullptr) FreeHost(hang_host_);
+  hang_host_ = nullptr;
+  connected_ = false;
+}
+
+absl::StatusOr<colltest::worker::v1::InitReply> GpuBackend::Init(
+    const colltest::worker::v1::InitRequest& request) {
+  if (own_ != nullptr) return absl::FailedPreconditionError("worker already initialised");
+  if (request.world_size() < 1 || request.world_size() > kMaxRanks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("world_size = ", request.world_size(), ": must be in 1..", kMaxRanks));
+  }
+  if (request.rank() >= request.world_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank = ", request.rank(), ": must be < world_size"));
+  }
+  rank_ = request.rank();
+  world_ = request.world_size();
+  const int device = static_cast<int>(options_.device);
+  if (auto s = GpuOk(SetDevice(device), "set device"); !s.ok()) return s;
+  DeviceInfo info;
+  if (auto s = GpuOk(GetDeviceInfo(device, &info), "device properties"); !s.ok()) return s;
+  multiprocessors_ = info.multiprocessors;
+  layout_ = MakeGpuLayout(request.max_case_bytes() > 0 ? request.max_case_bytes() : 32u << 20,
+                          world_);
+  void* p = nullptr;
+  if (auto s = GpuOk(Malloc(&p, layout_.total), "allocate registered buffers"); !s.ok()) return s;
+  own_ = static_cast<uint8_t*>(p);
+  if (auto s = GpuOk(Memset(own_, 0, layout_.total), "zero registered buffers"); !s.ok()) return s;
+  // Private buffers: residual slots, outputs, reference outputs (fp32), weight, diff statistics.
+  scratch_bytes_ = 3 * layout_.capacity + 2 * 2 * layout_.capacity + kWeightBytes +
+                   AlignUp(sizeof(DiffAccum));
+  if (auto s = GpuOk(Malloc(&p, scratch_bytes_), "allocate private buffers"); !s.ok()) return s;
+  scratch_ = static_cast<uint8_t*>(p);
+  if (auto s = GpuOk(HostAllocMapped(&p, sizeof(HangRecord)), "allocate hang record"); !s.ok()) {
+    return s;
+  }
+  hang_host_ = static_cast<HangRecord*>(p);
+  std::memset(hang_host_, 0, sizeof(HangRecord));
+  if (auto s = GpuOk(HostGetDevicePointer(&p, hang_host_), "map hang record"); !s.ok()) return s;
+  hang_device_ = static_cast<HangRecord*>(p);
+  if (auto s = GpuOk(StreamCreate(&stream_), "create stream"); !s.ok()) return s;
+  if (SupportedWorld(world_)) {
+    if (auto s = GpuOk(SpinKernelBlocksPerSm(world_, 256, &blocks_per_sm_256_), "occupancy");
+        !s.ok()) {
+      return s;
+    }
+    if (auto s = GpuOk(SpinKernelBlocksPerSm(world_, 512, &blocks_per_sm_512_), "occupancy");
+        !s.ok()) {
+      return s;
+    }
+  }
+
+  IpcMemHandle handle;
+  if (auto s = GpuOk(IpcGetMemHandle(&handle, own_), "export IPC handle"); !s.ok()) return s;
+  colltest::worker::v1::InitReply reply;
+  auto* h = reply.add_handles();
+  h->set_name("rank_buffers");
+  h->set_handle(std::string(reinterpret_cast<const char*>(&handle), sizeof handle));
+  h->set_bytes(layout_.total);
+  reply.set_device_name(info.name);
+  reply.set_resident_blocks(SpinLimit(512));
+  reply.set_pid(static_cast<uint32_t>(getpid()));
+  return reply;
+}
+
+absl::Status GpuBackend::Connect(const colltest::worker::v1::ConnectRequest& request) {
+  if (own_ == nullptr) return absl::FailedPreconditionError("Connect before Init");
+  if (request.peers_size() != static_cast<int>(world_)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("peers: ", request.peers_size(), " entries for a world of ", world_));
+  }
+  for (uint8_t* p : peers_) {
+    if (p != nullptr) IpcCloseMemHandle(p);
+  }
+  peers_.assign(world_, nullptr);
+  group_ = DeviceGroup{};
+  group_.layout = layout_;
+  group_.rank = rank_;
+  group_.world = world_;
+  group_.hang = hang_device_;
+  std::vector<bool> seen(world_, false);
+  for (const auto& peer : request.peers()) {
+    if (peer.rank() >= world_ || seen[peer.rank()] || peer.handles_size() != 1 ||
+        peer.handles(0).handle().size() != sizeof(IpcMemHandle) ||
+        peer.handles(0).bytes() != layout_.total) {
+      return absl::InvalidArgumentError(absl::StrCat("peers: bad entry for rank ", peer.rank()));
+    }
+    seen[peer.rank()] = true;
+    if (peer.rank() == rank_) {
+      group_.base[rank_] = own_;
+      continue;
+    }
+    // Each peer is opened once and kept for the life of the group.
+    IpcMemHandle handle;
+    std::memcpy(&handle, peer.handles(0).handle().data(), sizeof handle);
+    void* p = nullptr;
+    if (auto s = GpuOk(IpcOpenMemHandle(&p, handle),
+                       absl::StrCat("open IPC handle of rank ", peer.rank()).c_str());
+        !s.ok()) {
+      return s;
+    }
+    peers_[peer.rank()] = static_cast<uint8_t*>(p);
+    group_.base[peer.rank()] = static_cast<uint8_t*>(p);
+  }
+  connected_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> GpuBackend::EnsureArmed(colltest::v1::Variant variant, DType dtype,
+                                             size_t bytes, uint64_t timeout_ns) {
+  // Nothing of earlier calls may land over the arming below.
+  if (auto s = GpuOk(StreamSynchronize(stream_), "synchronize before arming"); !s.ok()) return s;
+  auto arm = [&](Armed& a, auto&& regions) -> absl::Status {
+    if (a.dtype == dtype && a.bytes >= bytes) return absl::OkStatus();
+    // A new dtype has a different sentinel: re-arm everything armed so far.
+    const size_t from = a.dtype == dtype ? a.bytes : 0;
+    const size_t to = std::max(a.bytes, bytes);
+    for (uint8_t* r : regions) {
+      if (auto s = GpuOk(LaunchArm(dtype, r + from, to - from, stream_), "arm staging"); !s.ok()) {
+        return s;
+      }
+    }
+    a = {dtype, to};
+    return absl::OkStatus();
+  };
+  if (variant == colltest::v1::VARIANT_LAMPORT) {
+    std::vector<uint8_t*> regions = {own_ + layout_.lamport_offset};
+    if (auto s = arm(lamport_armed_, regions); !s.ok()) return s;
+  } else if (variant == colltest::v1::VARIANT_LAMPORT_TB) {
+    std::vector<uint8_t*> regions;
+    for (uint32_t b = 0; b < 3; ++b) {
+      for (uint32_t r = 0; r < world_; ++r) {
+        regions.push_back(own_ + layout_.tb_offset + (size_t{b} * world_ + r) * layout_.tb_capacity);
+      }
+    }
+    if (auto s = arm(tb_armed_, regions); !s.ok()) return s;
+  }
+  // Always meet the peers here: it orders this rank's arming before any peer's first store.
+  if (auto s = GpuOk(LaunchHostBarrier(group_, timeout_ns, stream_), "host barrier"); !s.ok()) {
+    return s;
+  }
+  if (auto s = GpuOk(StreamSynchronize(stream_), "host barrier"); !s.ok()) return s;
+  return !HangRecorded();
+}
+
+bool GpuBackend::HangRecorded() const {
+  return static_cast<volatile HangRecord*>(hang_host_)->valid != 0;
+}
+
+absl::Status GpuBackend::ClearHang() {
+  std::memset(hang_host_, 0, sizeof(HangRecord));
+  RankControl* control = reinterpret_cast<RankControl*>(own_ + layout_.control_offset);
+  // hang_claimed and aborted are adjacent at the end of RankControl.
+  return GpuOk(MemsetAsync(&control->hang_claimed, 0, 2 * sizeof(uint32_t), stream_),
+               "clear abort flag");
+}
+
+absl::Status GpuBackend::Reset() {
+  if (!connected_) return absl::OkStatus();
+  if (auto s = GpuOk(DeviceSynchronize(), "synchronize for reset"); !s.ok()) return s;
+  // Signal slots, epochs, the lamport_tb counter and the abort flag all restart from zero.
+  if (auto s = GpuOk(Memset(own_, 0, layout_.input_offset), "zero signal and control"); !s.ok()) {
+    return s;
+  }
+  std::memset(hang_host_, 0, sizeof(HangRecord));
+  LaunchArm(lamport_armed_.dtype, own_ + layout_.lamport_offset, lamport_armed_.bytes, stream_);
+  for (uint32_t b = 0; b < 3; ++b) {
+    for (uint32_t r = 0; r < world_; ++r) {
+      LaunchArm(tb_armed_.dtype,
+                own_ + layout_.tb_offset + (size_t{b} * world_ + r) * layout_.tb_capacity,
+                tb_armed_.bytes, stream_);
+    }
+  }
+  return GpuOk(StreamSynchronize(stream_), "re-arm staging");
+}
+
+uint32_t GpuBackend::SpinLimit(uint32_t threads) const {
+  const int per_sm = threads > 256 ? blocks_per_sm_512_ : blocks_per_sm_256_;
+  const uint32_t resident = static_cast<uint32_t>(std::max(per_sm, 0) * multiprocessors_);
+  return std::max(1u, std::min(resident, kMaxBlocks));
+}
+
+}  // namespace colltest::gpu

@@ -1,0 +1,84 @@
+// The GPU backend (CUDA, or HIP through the same source): one registered device allocation per
+// rank exported through IPC, the four protocol variants as kernels, inputs, reference and diffs
+// computed on the device, and bounded spins that turn hangs into typed results.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "worker/backend.h"
+#include "worker/backends/gpu/device_layout.h"
+#include "worker/backends/gpu/gpu_runtime.h"
+#include "worker/backends/gpu/kernels.h"
+
+namespace colltest::gpu {
+
+struct GpuBackendOptions {
+  uint32_t device = 0;
+};
+
+std::unique_ptr<worker::Backend> CreateGpuBackend(const GpuBackendOptions& options);
+
+// `{"backend":"cuda","devices":[...]}` when devices exist, empty otherwise.
+std::string ProbeDevicesJson();
+
+class GpuBackend final : public worker::Backend {
+ public:
+  explicit GpuBackend(const GpuBackendOptions& options) : options_(options) {}
+  ~GpuBackend() override { Release(); }
+
+  absl::StatusOr<colltest::worker::v1::InitReply> Init(
+      const colltest::worker::v1::InitRequest& request) override;
+  absl::Status Connect(const colltest::worker::v1::ConnectRequest& request) override;
+  absl::StatusOr<colltest::v1::RankResult> RunCase(
+      const colltest::worker::v1::CaseRequest& request) override;
+  absl::Status Reset() override;
+  void Release() override;
+
+ private:
+  struct CaseState;
+
+  // Arms Lamport staging for `bytes` per rank (never inside a capture), then meets the peers.
+  // False when the host barrier hung.
+  absl::StatusOr<bool> EnsureArmed(colltest::v1::Variant variant, DType dtype, size_t bytes,
+                                   uint64_t timeout_ns);
+  absl::Status Generate(CaseState& cs, uint32_t slot, uint64_t call, uint32_t m);
+  absl::Status Launch(CaseState& cs, colltest::v1::Variant variant, uint32_t m, uint32_t slot);
+  absl::Status Check(CaseState& cs, uint64_t call, uint32_t m);
+  uint32_t GridFor(const CaseState& cs, colltest::v1::Variant variant, uint32_t m) const;
+  uint32_t SpinLimit(uint32_t threads) const;
+  bool HangRecorded() const;
+  absl::Status ClearHang();
+
+  GpuBackendOptions options_;
+  uint32_t rank_ = 0;
+  uint32_t world_ = 0;
+  GpuLayout layout_;
+  uint8_t* own_ = nullptr;                // the registered allocation
+  std::vector<uint8_t*> peers_;           // opened IPC mappings (nullptr for self)
+  DeviceGroup group_{};
+  HangRecord* hang_host_ = nullptr;       // host-mapped
+  HangRecord* hang_device_ = nullptr;
+  Stream stream_ = nullptr;
+  int multiprocessors_ = 0;
+  int blocks_per_sm_256_ = 0;
+  int blocks_per_sm_512_ = 0;
+  // Private per-case buffers, sized once for the largest case.
+  uint8_t* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  bool connected_ = false;
+
+  struct Armed {
+    DType dtype = DType::kBf16;
+    size_t bytes = 0;
+  };
+  Armed lamport_armed_;
+  Armed tb_armed_;
+};
+
+// absl::Status from a runtime call; `what` names the call.
+absl::Status GpuOk(Error e, const char* what);
+
+}  // namespace colltest::gpu

@@ -1,0 +1,246 @@
+// The one place where CUDA and HIP differ. Everything else in the GPU backend (host code and
+// kernels) is written against the names below, so the same source builds with nvcc or hipcc.
+// Host code (.cc, compiled by the C++ compiler) sees the runtime API wrappers; kernel code (.cu,
+// compiled by nvcc or hipcc) also sees the device intrinsics.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__HIPCC__) || defined(COLLTEST_GPU_HIP)
+#include <hip/hip_fp16.h>
+#include <hip/hip_runtime.h>
+#define COLLTEST_GPU_API(x) hip##x
+#define COLLTEST_GPU_VENDOR_HIP 1
+using ColltestGpuDeviceProp = hipDeviceProp_t;
+#else
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#if defined(__CUDACC__)
+#include <cuda/atomic>
+#endif
+#define COLLTEST_GPU_API(x) cuda##x
+#define COLLTEST_GPU_VENDOR_HIP 0
+using ColltestGpuDeviceProp = cudaDeviceProp;
+#endif
+
+namespace colltest::gpu {
+
+// ---- Host runtime API ---------------------------------------------------------------------------
+using Error = COLLTEST_GPU_API(Error_t);
+using Stream = COLLTEST_GPU_API(Stream_t);
+using Event = COLLTEST_GPU_API(Event_t);
+using Graph = COLLTEST_GPU_API(Graph_t);
+using GraphExec = COLLTEST_GPU_API(GraphExec_t);
+using IpcMemHandle = COLLTEST_GPU_API(IpcMemHandle_t);
+inline constexpr Error kSuccess = COLLTEST_GPU_API(Success);
+inline constexpr const char* kBackendName = COLLTEST_GPU_VENDOR_HIP ? "hip" : "cuda";
+
+inline const char* ErrorString(Error e) { return COLLTEST_GPU_API(GetErrorString)(e); }
+inline Error GetLastError() { return COLLTEST_GPU_API(GetLastError)(); }
+inline Error SetDevice(int d) { return COLLTEST_GPU_API(SetDevice)(d); }
+inline Error GetDeviceCount(int* n) { return COLLTEST_GPU_API(GetDeviceCount)(n); }
+
+struct DeviceInfo {
+  char name[256];
+  uint64_t memory_bytes;
+  int multiprocessors;
+};
+inline Error GetDeviceInfo(int d, DeviceInfo* info) {
+  ColltestGpuDeviceProp p;
+  const Error e = COLLTEST_GPU_API(GetDeviceProperties)(&p, d);
+  if (e != kSuccess) return e;
+  for (size_t i = 0; i < sizeof info->name; ++i) {
+    info->name[i] = p.name[i];
+    if (p.name[i] == 0) break;
+  }
+  info->name[sizeof info->name - 1] = 0;
+  info->memory_bytes = p.totalGlobalMem;
+  info->multiprocessors = p.multiProcessorCount;
+  return kSuccess;
+}
+
+inline Error Malloc(void** p, size_t n) { return COLLTEST_GPU_API(Malloc)(p, n); }
+inline Error Free(void* p) { return COLLTEST_GPU_API(Free)(p); }
+inline Error Memset(void* p, int v, size_t n) { return COLLTEST_GPU_API(Memset)(p, v, n); }
+inline Error MemsetAsync(void* p, int v, size_t n, Stream s) {
+  return COLLTEST_GPU_API(MemsetAsync)(p, v, n, s);
+}
+inline Error MemcpyToHost(void* dst, const void* src, size_t n) {
+  return COLLTEST_GPU_API(Memcpy)(dst, src, n, COLLTEST_GPU_API(MemcpyDeviceToHost));
+}
+inline Error DeviceSynchronize() { return COLLTEST_GPU_API(DeviceSynchronize)(); }
+
+inline Error IpcGetMemHandle(IpcMemHandle* h, void* p) {
+  return COLLTEST_GPU_API(IpcGetMemHandle)(h, p);
+}
+inline Error IpcOpenMemHandle(void** p, const IpcMemHandle& h) {
+  return COLLTEST_GPU_API(IpcOpenMemHandle)(p, h, COLLTEST_GPU_API(IpcMemLazyEnablePeerAccess));
+}
+inline Error IpcCloseMemHandle(void* p) { return COLLTEST_GPU_API(IpcCloseMemHandle)(p); }
+
+// Pinned host memory the device writes through (hang records readable while a kernel spins).
+inline Error HostAllocMapped(void** p, size_t n) {
+#if COLLTEST_GPU_VENDOR_HIP
+  return hipHostMalloc(p, n, hipHostMallocMapped | hipHostMallocCoherent);
+#else
+  return cudaHostAlloc(p, n, cudaHostAllocMapped);
+#endif
+}
+inline Error HostGetDevicePointer(void** dev, void* host) {
+  return COLLTEST_GPU_API(HostGetDevicePointer)(dev, host, 0);
+}
+inline Error FreeHost(void* p) {
+#if COLLTEST_GPU_VENDOR_HIP
+  return hipHostFree(p);
+#else
+  return cudaFreeHost(p);
+#endif
+}
+
+inline Error StreamCreate(Stream* s) {
+  return COLLTEST_GPU_API(StreamCreateWithFlags)(s, COLLTEST_GPU_API(StreamNonBlocking));
+}
+inline Error StreamDestroy(Stream s) { return COLLTEST_GPU_API(StreamDestroy)(s); }
+inline Error StreamSynchronize(Stream s) { return COLLTEST_GPU_API(StreamSynchronize)(s); }
+inline Error EventCreate(Event* e) { return COLLTEST_GPU_API(EventCreate)(e); }
+inline Error EventDestroy(Event e) { return COLLTEST_GPU_API(EventDestroy)(e); }
+inline Error EventRecord(Event e, Stream s) { return COLLTEST_GPU_API(EventRecord)(e, s); }
+inline Error EventElapsedMs(float* ms, Event a, Event b) {
+  return COLLTEST_GPU_API(EventElapsedTime)(ms, a, b);
+}
+
+// Thread-local capture: gRPC threads of this process must not be affected by the capture.
+inline Error BeginCapture(Stream s) {
+  return COLLTEST_GPU_API(StreamBeginCapture)(s, COLLTEST_GPU_API(StreamCaptureModeThreadLocal));
+}
+inline Error EndCapture(Stream s, Graph* g) { return COLLTEST_GPU_API(StreamEndCapture)(s, g); }
+inline Error GraphInstantiate(GraphExec* exec, Graph g) {
+  return COLLTEST_GPU_API(GraphInstantiate)(exec, g, 0);
+}
+inline Error GraphLaunch(GraphExec exec, Stream s) { return COLLTEST_GPU_API(GraphLaunch)(exec, s); }
+inline Error GraphDestroy(Graph g) { return COLLTEST_GPU_API(GraphDestroy)(g); }
+inline Error GraphExecDestroy(GraphExec g) { return COLLTEST_GPU_API(GraphExecDestroy)(g); }
+
+}  // namespace colltest::gpu
+
+// ---- Device intrinsics (GPU compiler only) -------------------------------------------------------
+#if defined(__CUDACC__) || defined(__HIPCC__)
+namespace colltest::gpu {
+
+template <class Kernel>
+inline Error OccupancyBlocksPerSm(int* n, Kernel k, int threads) {
+  return COLLTEST_GPU_API(OccupancyMaxActiveBlocksPerMultiprocessor)(n, k, threads, 0);
+}
+
+inline constexpr int kWarpSize = COLLTEST_GPU_VENDOR_HIP ? 64 : 32;
+
+// Nanoseconds (CUDA %globaltimer) or ticks of a fixed-rate counter converted to ns (HIP).
+__device__ __forceinline__ uint64_t GlobalTimerNs() {
+#if COLLTEST_GPU_VENDOR_HIP
+  return __builtin_amdgcn_s_memrealtime() * 10;  // 100 MHz
+#else
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+
+// A 16-byte load that always goes to memory: what a Lamport consumer polls.
+__device__ __forceinline__ uint4 LoadVolatile16(const void* p) {
+#if COLLTEST_GPU_VENDOR_HIP
+  return __builtin_nontemporal_load(static_cast<const uint4*>(p));
+#else
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+#endif
+}
+
+// A load that skips the (non-coherent) L1: peers' data written before a barrier.
+__device__ __forceinline__ uint4 LoadShared16(const void* p) {
+#if COLLTEST_GPU_VENDOR_HIP
+  return *static_cast<const volatile uint4*>(p);
+#else
+  return __ldcg(static_cast<const uint4*>(p));
+#endif
+}
+
+__device__ __forceinline__ void Store16(void* p, uint4 v) { *static_cast<uint4*>(p) = v; }
+
+// Streaming store for data only a peer reads back.
+__device__ __forceinline__ void StoreNonTemporal16(void* p, uint4 v) {
+#if COLLTEST_GPU_VENDOR_HIP
+  __builtin_nontemporal_store(v, static_cast<uint4*>(p));
+#else
+  __stcs(static_cast<uint4*>(p), v);
+#endif
+}
+
+__device__ __forceinline__ uint32_t LoadVolatile32(const uint32_t* p) {
+  return *static_cast<const volatile uint32_t*>(p);
+}
+__device__ __forceinline__ void StoreVolatile32(uint32_t* p, uint32_t v) {
+  *static_cast<volatile uint32_t*>(p) = v;
+}
+
+__device__ __forceinline__ uint32_t LoadAcquireSys(const uint32_t* p) {
+#if COLLTEST_GPU_VENDOR_HIP
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  return cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*const_cast<uint32_t*>(p))
+      .load(cuda::memory_order_acquire);
+#endif
+}
+__device__ __forceinline__ void StoreReleaseSys(uint32_t* p, uint32_t v) {
+#if COLLTEST_GPU_VENDOR_HIP
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_release);
+#endif
+}
+__device__ __forceinline__ void StoreRelaxedSys(uint32_t* p, uint32_t v) {
+#if COLLTEST_GPU_VENDOR_HIP
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_relaxed);
+#endif
+}
+
+__device__ __forceinline__ void FenceSystem() { __threadfence_system(); }
+__device__ __forceinline__ void FenceDevice() { __threadfence(); }
+
+__device__ __forceinline__ float WarpSum(float v) {
+  for (int o = kWarpSize / 2; o > 0; o /= 2) {
+#if COLLTEST_GPU_VENDOR_HIP
+    v += __shfl_xor(v, o);
+#else
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+#endif
+  }
+  return v;
+}
+__device__ __forceinline__ double WarpSum(double v) {
+  for (int o = kWarpSize / 2; o > 0; o /= 2) {
+#if COLLTEST_GPU_VENDOR_HIP
+    v += __shfl_xor(v, o);
+#else
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+#endif
+  }
+  return v;
+}
+
+// fp16 bit patterns <-> float, round to nearest even.
+__device__ __forceinline__ float HalfBitsToFloat(uint16_t h) {
+  return __half2float(__ushort_as_half(h));
+}
+__device__ __forceinline__ uint16_t FloatToHalfBits(float f) {
+  return __half_as_ushort(__float2half_rn(f));
+}
+
+}  // namespace colltest::gpu
+#endif

@@ -1,0 +1,95 @@
+// Host-callable launchers of every kernel of the GPU backend. Kernels know nothing of gRPC; the
+// backend knows nothing of kernel templates: this header is the seam between them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "worker/backends/gpu/device_layout.h"
+#include "worker/backends/gpu/gpu_runtime.h"
+#include "worker/numerics/dtype.h"
+#include "worker/numerics/input_hash.h"
+#include "worker/numerics/tolerance.h"
+
+namespace colltest::gpu {
+
+enum class Kind : uint8_t { kOneStage, kReduceScatter, kLoadNorm, kLamport, kLamportTb };
+
+// A row is held in registers: at most this many 16-byte packs per thread.
+inline constexpr uint32_t kMaxRowPacks = 8;
+
+struct CallArgs {
+  uint32_t m = 0;
+  uint32_t n = 0;
+  bool residual = true;
+  float eps = 1e-6f;
+  size_t input_offset = 0;            // this call's input slot in every rank's input region
+  const void* residual_in = nullptr;  // private, m * n
+  const void* weight = nullptr;       // private, n
+  void* residual_out = nullptr;       // private, m * n
+  void* out = nullptr;                // private, m * n
+  uint32_t arm_repeat = 1;
+  uint64_t timeout_ns = 5'000'000'000ull;
+};
+
+// Whether W is a world size the kernels are instantiated for.
+bool SupportedWorld(uint32_t world);
+
+// Co-resident blocks per multiprocessor of the smallest-occupancy spinning kernel at `threads`.
+Error SpinKernelBlocksPerSm(uint32_t world, uint32_t threads, int* blocks);
+
+Error LaunchCollective(Kind kind, DType dtype, const DeviceGroup& group, const CallArgs& args,
+                       uint32_t grid, uint32_t threads, Stream stream);
+
+// Fills `bytes` at `dst` with the dtype's sentinel (-0.0 in every lane).
+Error LaunchArm(DType dtype, void* dst, size_t bytes, Stream stream);
+// All ranks' block 0 meet through Signal::host (ordering arming before any peer's stores).
+Error LaunchHostBarrier(const DeviceGroup& group, uint64_t timeout_ns, Stream stream);
+
+struct GenerateArgs {
+  DType dtype;
+  Pattern pattern;
+  uint64_t seed;
+  uint64_t call;
+  uint32_t rank;
+  uint32_t m;
+  uint32_t n;
+  void* input;     // m * n of T
+  void* residual;  // m * n of T
+};
+Error LaunchGenerate(const GenerateArgs& args, Stream stream);
+Error LaunchWeight(DType dtype, Pattern pattern, uint64_t seed, uint32_t n, void* weight,
+                   Stream stream);
+
+// Device-side diff statistics of one check (DESIGN section 5), accumulated with atomics.
+struct DiffAccum {
+  unsigned long long mismatches;
+  unsigned long long checked;
+  unsigned long long max_abs_bits;  // bits of a non-negative double: ordered like the value
+  unsigned long long max_rel_bits;
+  unsigned long long max_ulp;
+  unsigned long long nan_inf;
+  unsigned long long first_bad_key;  // tensor << 62 | element index; ~0 when none
+};
+
+struct CheckArgs {
+  DType dtype;
+  Pattern pattern;
+  uint64_t seed;
+  uint64_t call;
+  uint32_t world;
+  uint32_t m;
+  uint32_t n;
+  bool residual;
+  float eps;
+  ToleranceProfile profile;
+  const void* got_residual_out;
+  const void* got_out;
+  float* want_residual_out;  // m * n, written
+  float* want_out;           // m * n, written
+  DiffAccum* accum;
+};
+// Regenerates every rank's inputs (no communication), computes the reference and compares.
+Error LaunchCheck(const CheckArgs& args, Stream stream);
+
+}  // namespace colltest::gpu

@@ -1,0 +1,195 @@
+// Kernels around the collectives: arming Lamport staging, the host barrier after arming, input
+// generation and the communication-free reference with its diff statistics.
+#include <cfloat>
+
+#include "worker/backends/gpu/device_inputs.cuh"
+#include "worker/backends/gpu/device_row.cuh"
+#include "worker/backends/gpu/device_sync.cuh"
+#include "worker/backends/gpu/kernels.h"
+
+namespace colltest::gpu {
+namespace {
+
+constexpr uint32_t kThreads = 256;
+
+uint32_t GridFor(size_t items) {
+  const size_t g = (items + kThreads - 1) / kThreads;
+  return static_cast<uint32_t>(g < 4096 ? (g == 0 ? 1 : g) : 4096);
+}
+
+__global__ void ArmKernel(uint4* dst, size_t packs, uint32_t word) {
+  const uint4 s = make_uint4(word, word, word, word);
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < packs;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    dst[i] = s;
+  }
+}
+
+__global__ void HostBarrierKernel(DeviceGroup g, uint64_t timeout_ns) {
+  SpinClock clk = StartClock(timeout_ns);
+  BlockBarrier(g, BarrierSlot::kHost, clk, Phase::kHostBarrier);
+}
+
+__device__ __forceinline__ void StoreElem(void* base, DType t, size_t i, float v) {
+  const uint32_t b = DevStoredBits(t, v);
+  if (t == DType::kFp32) {
+    static_cast<uint32_t*>(base)[i] = b;
+  } else {
+    static_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(b);
+  }
+}
+__device__ __forceinline__ float LoadElem(const void* base, DType t, size_t i) {
+  const uint32_t b = t == DType::kFp32 ? static_cast<const uint32_t*>(base)[i]
+                                       : static_cast<const uint16_t*>(base)[i];
+  return DevFromBits(t, b);
+}
+
+__global__ void GenerateKernel(GenerateArgs a) {
+  const StreamKeys in = KeysFor(a.pattern, a.seed, a.call, InputStream(a.pattern, a.rank));
+  const StreamKeys res = KeysFor(a.pattern, a.seed, a.call, kResidualStream);
+  const size_t count = static_cast<size_t>(a.m) * a.n;
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const uint32_t row = static_cast<uint32_t>(i / a.n), col = static_cast<uint32_t>(i % a.n);
+    StoreElem(a.input, a.dtype, i, ValueAt(a.pattern, a.dtype, in, row, col));
+    StoreElem(a.residual, a.dtype, i, ValueAt(a.pattern, a.dtype, res, row, col));
+  }
+}
+
+__global__ void WeightKernel(DType t, Pattern p, uint64_t seed, uint32_t n, void* weight) {
+  const uint64_t key = StreamKey(seed, 0, kWeightStream);
+  for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < n; c += gridDim.x * blockDim.x) {
+    StoreElem(weight, t, c, WeightAt(p, t, key, c));
+  }
+}
+
+// Per-thread statistics, merged with atomics once at the end.
+struct LocalDiff {
+  unsigned long long mismatches = 0, checked = 0, max_ulp = 0, nan_inf = 0;
+  double max_abs = 0, max_rel = 0;
+  unsigned long long first_bad = ~0ull;
+};
+
+__device__ __forceinline__ unsigned long long DevUlpDistance(DType t, float a, float b) {
+  const uint32_t width = t == DType::kFp32 ? 32 : 16;
+  const uint32_t sign = 1u << (width - 1);
+  const uint32_t ba = DevStoredBits(t, a), bb = DevStoredBits(t, b);
+  const long long ia = (ba & sign) ? -static_cast<long long>(ba & (sign - 1))
+                                   : static_cast<long long>(ba & (sign - 1));
+  const long long ib = (bb & sign) ? -static_cast<long long>(bb & (sign - 1))
+                                   : static_cast<long long>(bb & (sign - 1));
+  return static_cast<unsigned long long>(ia > ib ? ia - ib : ib - ia);
+}
+
+// The element rule of DiffChecker::Compare (worker/numerics/diff.cc).
+__device__ __forceinline__ void Compare(const CheckArgs& a, LocalDiff& d, bool residual_out,
+                                        size_t index, float got, float want) {
+  ++d.checked;
+  bool bad;
+  if (!isfinite(want)) {
+    bad = !(isnan(want) ? isnan(got) : got == want);
+  } else if (!isfinite(got)) {
+    ++d.nan_inf;
+    bad = true;
+  } else {
+    const double g = got, w = want;
+    const double abs_err = fabs(g - w);
+    const double tiny = a.dtype == DType::kFp16 ? 0x1p-14 : static_cast<double>(FLT_MIN);
+    const double rel_err = abs_err / fmax(fabs(w), tiny);
+    const unsigned long long ulp = DevUlpDistance(a.dtype, got, want);
+    d.max_abs = fmax(d.max_abs, abs_err);
+    d.max_rel = fmax(d.max_rel, rel_err);
+    if (ulp > d.max_ulp) d.max_ulp = ulp;
+    if (a.profile.kind == ToleranceKind::kStrict) {
+      const bool exact = residual_out && a.profile.exact_residual;
+      bad = exact ? ulp != 0 : ulp > a.profile.out_max_ulp;
+    } else {
+      bad = abs_err > a.profile.atol + a.profile.rtol * fabs(w);
+    }
+  }
+  if (!bad) return;
+  ++d.mismatches;
+  const unsigned long long key = (residual_out ? 0ull : 1ull << 62) | index;
+  if (key < d.first_bad) d.first_bad = key;
+}
+
+// One block per row (grid-stride): the all-reduce in fp32 in rank order rounded to T, the residual
+// add rounded to T, the norm in fp64 rounded to T, as worker/numerics/reference.cc.
+__global__ void CheckKernel(CheckArgs a) {
+  StreamKeys keys[kMaxRanks];
+  for (uint32_t r = 0; r < a.world; ++r) {
+    keys[r] = KeysFor(a.pattern, a.seed, a.call, InputStream(a.pattern, r));
+  }
+  const StreamKeys res = KeysFor(a.pattern, a.seed, a.call, kResidualStream);
+  const uint64_t wkey = StreamKey(a.seed, 0, kWeightStream);
+  LocalDiff d;
+  for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
+    const size_t base = static_cast<size_t>(row) * a.n;
+    double sumsq = 0;
+    for (uint32_t col = threadIdx.x; col < a.n; col += blockDim.x) {
+      float acc = ValueAt(a.pattern, a.dtype, keys[0], row, col);
+      for (uint32_t r = 1; r < a.world; ++r) {
+        acc = __fadd_rn(acc, ValueAt(a.pattern, a.dtype, keys[r], row, col));
+      }
+      acc = DevRoundTo(a.dtype, acc);
+      if (a.residual) {
+        acc = DevRoundTo(a.dtype, __fadd_rn(acc, ValueAt(a.pattern, a.dtype, res, row, col)));
+      }
+      a.want_residual_out[base + col] = acc;
+      sumsq += static_cast<double>(acc) * acc;
+    }
+    const double total = BlockSum(sumsq);
+    const double inv_rms = 1.0 / sqrt(total / a.n + static_cast<double>(a.eps));
+    for (uint32_t col = threadIdx.x; col < a.n; col += blockDim.x) {
+      const float acc = a.want_residual_out[base + col];
+      const double v =
+          static_cast<double>(acc) * inv_rms * static_cast<double>(WeightAt(a.pattern, a.dtype, wkey, col));
+      const float want = DevRoundTo(a.dtype, static_cast<float>(v));
+      a.want_out[base + col] = want;
+      Compare(a, d, true, base + col, LoadElem(a.got_residual_out, a.dtype, base + col), acc);
+      Compare(a, d, false, base + col, LoadElem(a.got_out, a.dtype, base + col), want);
+    }
+  }
+  if (d.checked == 0) return;
+  atomicAdd(&a.accum->mismatches, d.mismatches);
+  atomicAdd(&a.accum->checked, d.checked);
+  atomicAdd(&a.accum->nan_inf, d.nan_inf);
+  atomicMax(&a.accum->max_ulp, d.max_ulp);
+  atomicMax(&a.accum->max_abs_bits, static_cast<unsigned long long>(__double_as_longlong(d.max_abs)));
+  atomicMax(&a.accum->max_rel_bits, static_cast<unsigned long long>(__double_as_longlong(d.max_rel)));
+  atomicMin(&a.accum->first_bad_key, d.first_bad);
+}
+
+}  // namespace
+
+Error LaunchArm(DType dtype, void* dst, size_t bytes, Stream stream) {
+  if (bytes < 16) return kSuccess;
+  const uint32_t word = dtype == DType::kFp32 ? 0x80000000u : 0x80008000u;
+  ArmKernel<<<GridFor(bytes / 16), kThreads, 0, stream>>>(static_cast<uint4*>(dst), bytes / 16,
+                                                          word);
+  return GetLastError();
+}
+
+Error LaunchHostBarrier(const DeviceGroup& group, uint64_t timeout_ns, Stream stream) {
+  HostBarrierKernel<<<1, 32, 0, stream>>>(group, timeout_ns);
+  return GetLastError();
+}
+
+Error LaunchGenerate(const GenerateArgs& args, Stream stream) {
+  GenerateKernel<<<GridFor(static_cast<size_t>(args.m) * args.n), kThreads, 0, stream>>>(args);
+  return GetLastError();
+}
+
+Error LaunchWeight(DType dtype, Pattern pattern, uint64_t seed, uint32_t n, void* weight,
+                   Stream stream) {
+  WeightKernel<<<GridFor(n), kThreads, 0, stream>>>(dtype, pattern, seed, n, weight);
+  return GetLastError();
+}
+
+Error LaunchCheck(const CheckArgs& args, Stream stream) {
+  const uint32_t grid = args.m < 1024 ? args.m : 1024;
+  CheckKernel<<<grid == 0 ? 1 : grid, kThreads, 0, stream>>>(args);
+  return GetLastError();
+}
+
+}  // namespace colltest::gpu
