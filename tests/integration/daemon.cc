@@ -85,6 +85,43 @@ std::unique_ptr<Daemon> Daemon::Start(int cpu_ranks, std::vector<std::string> ex
   return d;
 }
 
+std::unique_ptr<Daemon> Daemon::StartWithBackend(const std::string& backend,
+                                                 std::vector<std::string> extra_args,
+                                                 std::vector<std::string> env) {
+  // COLLTEST_BIN_DIR overrides the build tree's bin/ (a bundle copied to a GPU box).
+  const char* dir = std::getenv("COLLTEST_BIN_DIR");
+  std::vector<std::string> argv = {(dir != nullptr ? std::string(dir) : BinDir()) + "/colltestd",
+                                   "--listen", "127.0.0.1:0", "--backend", backend};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  std::vector<std::string> envv;
+  for (char** e = environ; *e != nullptr; ++e) envv.emplace_back(*e);
+  envv.insert(envv.end(), env.begin(), env.end());
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return nullptr;
+  auto args = CStrings(argv);
+  auto envs = CStrings(envv);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    execve(args[0], args.data(), envs.data());
+    _exit(127);
+  }
+  close(out[1]);
+  auto d = std::unique_ptr<Daemon>(new Daemon());
+  d->pid_ = pid;
+  // GPU workers take longer to start (context creation, allocation).
+  const std::string line = ReadLine(out[0], 120000);
+  close(out[0]);
+  const std::string prefix = "colltestd listening on ";
+  if (line.rfind(prefix, 0) != 0) {
+    d->Stop();
+    return nullptr;
+  }
+  const std::string rest = line.substr(prefix.size());
+  d->address_ = rest.substr(0, rest.find(' '));
+  return d;
+}
+
 Daemon::~Daemon() { Stop(); }
 
 std::unique_ptr<colltest::v1::CollectiveTest::Stub> Daemon::Stub() const {
@@ -114,6 +151,18 @@ std::vector<pid_t> Daemon::WorkerPids() const {
   }
   closedir(proc);
   return pids;
+}
+
+pid_t Daemon::WorkerPidForDevice(uint32_t device) const {
+  for (pid_t p : WorkerPids()) {
+    std::ifstream cmdline("/proc/" + std::to_string(p) + "/cmdline");
+    std::vector<std::string> args;
+    for (std::string arg; std::getline(cmdline, arg, '\0');) args.push_back(arg);
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "--device" && args[i + 1] == std::to_string(device)) return p;
+    }
+  }
+  return -1;
 }
 
 std::vector<std::string> Daemon::ShmSegments() const {

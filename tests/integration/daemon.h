@@ -21,6 +21,10 @@ class Daemon {
   // ("NAME=value") are added to its environment (and its workers').
   static std::unique_ptr<Daemon> Start(int cpu_ranks, std::vector<std::string> extra_args = {},
                                        std::vector<std::string> env = {});
+  // Starts colltestd with `--backend backend` (cuda, hip, auto) plus `extra_args` and `env`.
+  static std::unique_ptr<Daemon> StartWithBackend(const std::string& backend,
+                                                  std::vector<std::string> extra_args = {},
+                                                  std::vector<std::string> env = {});
   ~Daemon();
 
   const std::string& address() const { return address_; }
@@ -28,6 +32,8 @@ class Daemon {
   std::unique_ptr<colltest::v1::CollectiveTest::Stub> Stub() const;
   // colltest-worker processes whose parent is this daemon.
   std::vector<pid_t> WorkerPids() const;
+  // The worker serving `device` (from its --device argument), -1 if none.
+  pid_t WorkerPidForDevice(uint32_t device) const;
   // Shared-memory segments created for this daemon's workers.
   std::vector<std::string> ShmSegments() const;
   // SIGTERM and wait (SIGKILL after 10 s); returns the exit status as waitpid reports it.

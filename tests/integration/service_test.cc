@@ -243,6 +243,8 @@ TEST(IntegrationCrash, KilledWorkerIsReportedAndReplaced) {
                   .ok());
   const std::vector<pid_t> before = d->WorkerPids();
   ASSERT_EQ(before.size(), 4u);
+  const pid_t victim = d->WorkerPidForDevice(2);  // rank 2 of the group on devices 0..3
+  ASSERT_GT(victim, 0);
 
   SweepSpec spec = Spec(4, {64}, {1024}, colltest::v1::PATTERN_INTEGERS,
                         {colltest::v1::VARIANT_LAMPORT, colltest::v1::VARIANT_ONE_STAGE});
@@ -258,9 +260,9 @@ TEST(IntegrationCrash, KilledWorkerIsReportedAndReplaced) {
   while (stream->Read(&ev)) {
     if (ev.has_progress() && ev.progress().state() == colltest::v1::RUN_STATE_RUNNING && !killed) {
       // The run started; once the worker is computing, the first case is in flight: kill it then.
-      ASSERT_TRUE(WaitUntilBusy(before[2]));
+      ASSERT_TRUE(WaitUntilBusy(victim));
       killed = true;
-      ASSERT_EQ(kill(before[2], SIGKILL), 0);
+      ASSERT_EQ(kill(victim, SIGKILL), 0);
     }
     if (ev.has_result()) results.push_back(ev.result());
   }
@@ -268,7 +270,7 @@ TEST(IntegrationCrash, KilledWorkerIsReportedAndReplaced) {
   ASSERT_TRUE(killed);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].status(), colltest::v1::CASE_STATUS_ERROR) << results[0].ShortDebugString();
-  EXPECT_NE(results[0].message().find("rank 2 (pid " + std::to_string(before[2]) + ") died"),
+  EXPECT_NE(results[0].message().find("rank 2 (pid " + std::to_string(victim) + ") died"),
             std::string::npos)
       << results[0].message();
   EXPECT_EQ(results[1].status(), colltest::v1::CASE_STATUS_OK) << results[1].message();
