@@ -14,13 +14,30 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "worker/backends/cpu/cpu_backend.h"
+#ifdef COLLTEST_HAVE_GPU_BACKEND
+#include "worker/backends/gpu/gpu_backend.h"
+#endif
 #include "worker/worker_service.h"
 
 namespace {
 
 // Backends this binary can run, as the controller's `--backend auto` probe reads them.
 int Probe(const std::string& backend) {
-  // GPU backends are probed by their own builds; this build runs the cpu backend.
+#ifdef COLLTEST_HAVE_GPU_BACKEND
+  // A GPU build answers for its GPUs when it finds any; `auto` falls back to the cpu backend.
+  if (backend == "auto" || backend == colltest::gpu::kBackendName) {
+    const std::string json = colltest::gpu::ProbeDevicesJson();
+    if (!json.empty()) {
+      std::cout << json << std::endl;
+      return 0;
+    }
+    if (backend != "auto") {
+      std::cout << R"({"backend":"none","error":"no )" << backend << R"( devices found"})"
+                << std::endl;
+      return 1;
+    }
+  }
+#endif
   if (backend != "auto" && backend != "cpu") {
     std::cout << R"({"backend":"none","error":"backend )" << backend << R"( is not built in"})"
               << std::endl;
@@ -52,7 +69,14 @@ int main(int argc, char** argv) {
     std::cerr << "colltest-worker: --socket is required\n";
     return 2;
   }
-  if (backend != "cpu") {
+  std::unique_ptr<colltest::worker::Backend> selected;
+  if (backend == "cpu") {
+    selected = colltest::cpu::CreateCpuBackend({.device = device, .resident_blocks = cpu_blocks});
+#ifdef COLLTEST_HAVE_GPU_BACKEND
+  } else if (backend == colltest::gpu::kBackendName) {
+    selected = colltest::gpu::CreateGpuBackend({.device = device});
+#endif
+  } else {
     std::cerr << "colltest-worker: backend " << backend << " is not built into this binary\n";
     return 2;
   }
@@ -66,9 +90,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   absl::Notification shutdown;
-  colltest::worker::WorkerService service(
-      colltest::cpu::CreateCpuBackend({.device = device, .resident_blocks = cpu_blocks}),
-      &shutdown);
+  colltest::worker::WorkerService service(std::move(selected), &shutdown);
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket_path, grpc::InsecureServerCredentials());
   builder.SetMaxReceiveMessageSize(64 << 20);

@@ -68,8 +68,7 @@ __device__ __forceinline__ float ElementFromHash(Pattern p, DType t, uint64_t h,
     case Pattern::kSame:
       return DevRoundTo(t, NormalFromHash(h));
     case Pattern::kIntegers:
-      return static_cast<float>(static_cast<int32_t>(Below(static_cast<uint32_t>(h >> 32), 7)) -
-                                3);
+      return static_cast<float>(static_cast<int32_t>(Below(static_cast<uint32_t>(h >> 32), 7)) - 3);
     case Pattern::kNegZero: {
       if (pack_h & 1) return -0.0f;
       if (h & 1) return 0.0f;
@@ -114,7 +113,8 @@ __device__ __forceinline__ uint32_t InputStream(Pattern p, uint32_t rank) {
 __device__ __forceinline__ float ValueAt(Pattern p, DType t, const StreamKeys& k, uint32_t row,
                                          uint32_t col) {
   const uint64_t h = HashAt(k.key, row, col);
-  const uint64_t pack_h = p == Pattern::kNegZero ? HashAt(k.pack_key, row, col / (t == DType::kFp32 ? 4u : 8u)) : 0;
+  const uint64_t pack_h =
+      p == Pattern::kNegZero ? HashAt(k.pack_key, row, col / (t == DType::kFp32 ? 4u : 8u)) : 0;
   return ElementFromHash(p, t, h, pack_h);
 }
 __device__ __forceinline__ float WeightAt(Pattern p, DType t, uint64_t key, uint32_t col) {

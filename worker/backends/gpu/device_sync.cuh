@@ -70,8 +70,8 @@ enum class BarrierSlot { kStart, kEnd, kHost };
 // system fence, so everything this rank's block did before (inputs, re-arming of Lamport staging,
 // cross-device stores) is visible to a peer that passes the barrier; the wait is an acquire.
 // Block-uniform result; every thread of the block must call it.
-__device__ __forceinline__ bool BlockBarrier(const DeviceGroup& g, BarrierSlot slot,
-                                             SpinClock& clk, Phase phase) {
+__device__ __forceinline__ bool BlockBarrier(const DeviceGroup& g, BarrierSlot slot, SpinClock& clk,
+                                             Phase phase) {
   Signal* self = SignalOf(g, g.rank);
   const uint32_t b = blockIdx.x;
   uint32_t* epoch_ptr = slot == BarrierSlot::kStart ? &self->start_epoch[b]

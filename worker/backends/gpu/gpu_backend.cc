@@ -43,7 +43,12 @@ std::string ProbeDevicesJson() {
   return json;
 }
 
+absl::Status GpuBackend::UseDevice() const {
+  return GpuOk(SetDevice(static_cast<int>(options_.device)), "set device");
+}
+
 void GpuBackend::Release() {
+  if (own_ != nullptr) (void)UseDevice();
   if (stream_ != nullptr) {
     StreamSynchronize(stream_);
     StreamDestroy(stream_);
@@ -80,15 +85,15 @@ absl::StatusOr<colltest::worker::v1::InitReply> GpuBackend::Init(
   DeviceInfo info;
   if (auto s = GpuOk(GetDeviceInfo(device, &info), "device properties"); !s.ok()) return s;
   multiprocessors_ = info.multiprocessors;
-  layout_ = MakeGpuLayout(request.max_case_bytes() > 0 ? request.max_case_bytes() : 32u << 20,
-                          world_);
+  layout_ =
+      MakeGpuLayout(request.max_case_bytes() > 0 ? request.max_case_bytes() : 32u << 20, world_);
   void* p = nullptr;
   if (auto s = GpuOk(Malloc(&p, layout_.total), "allocate registered buffers"); !s.ok()) return s;
   own_ = static_cast<uint8_t*>(p);
   if (auto s = GpuOk(Memset(own_, 0, layout_.total), "zero registered buffers"); !s.ok()) return s;
   // Private buffers: residual slots, outputs, reference outputs (fp32), weight, diff statistics.
-  scratch_bytes_ = 3 * layout_.capacity + 2 * 2 * layout_.capacity + kWeightBytes +
-                   AlignUp(sizeof(DiffAccum));
+  scratch_bytes_ =
+      3 * layout_.capacity + 2 * 2 * layout_.capacity + kWeightBytes + AlignUp(sizeof(DiffAccum));
   if (auto s = GpuOk(Malloc(&p, scratch_bytes_), "allocate private buffers"); !s.ok()) return s;
   scratch_ = static_cast<uint8_t*>(p);
   if (auto s = GpuOk(HostAllocMapped(&p, sizeof(HangRecord)), "allocate hang record"); !s.ok()) {
@@ -125,6 +130,7 @@ absl::StatusOr<colltest::worker::v1::InitReply> GpuBackend::Init(
 
 absl::Status GpuBackend::Connect(const colltest::worker::v1::ConnectRequest& request) {
   if (own_ == nullptr) return absl::FailedPreconditionError("Connect before Init");
+  if (auto s = UseDevice(); !s.ok()) return s;
   if (request.peers_size() != static_cast<int>(world_)) {
     return absl::InvalidArgumentError(
         absl::StrCat("peers: ", request.peers_size(), " entries for a world of ", world_));
@@ -190,7 +196,8 @@ absl::StatusOr<bool> GpuBackend::EnsureArmed(colltest::v1::Variant variant, DTyp
     std::vector<uint8_t*> regions;
     for (uint32_t b = 0; b < 3; ++b) {
       for (uint32_t r = 0; r < world_; ++r) {
-        regions.push_back(own_ + layout_.tb_offset + (size_t{b} * world_ + r) * layout_.tb_capacity);
+        regions.push_back(own_ + layout_.tb_offset +
+                          (size_t{b} * world_ + r) * layout_.tb_capacity);
       }
     }
     if (auto s = arm(tb_armed_, regions); !s.ok()) return s;
@@ -217,6 +224,7 @@ absl::Status GpuBackend::ClearHang() {
 
 absl::Status GpuBackend::Reset() {
   if (!connected_) return absl::OkStatus();
+  if (auto s = UseDevice(); !s.ok()) return s;
   if (auto s = GpuOk(DeviceSynchronize(), "synchronize for reset"); !s.ok()) return s;
   // Signal slots, epochs, the lamport_tb counter and the abort flag all restart from zero.
   if (auto s = GpuOk(Memset(own_, 0, layout_.input_offset), "zero signal and control"); !s.ok()) {

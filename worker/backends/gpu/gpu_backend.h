@@ -50,16 +50,19 @@ class GpuBackend final : public worker::Backend {
   uint32_t GridFor(const CaseState& cs, colltest::v1::Variant variant, uint32_t m) const;
   uint32_t SpinLimit(uint32_t threads) const;
   bool HangRecorded() const;
+  // The current device is per host thread and gRPC serves each call on any thread of its pool:
+  // every entry point selects the rank's device first.
+  absl::Status UseDevice() const;
   absl::Status ClearHang();
 
   GpuBackendOptions options_;
   uint32_t rank_ = 0;
   uint32_t world_ = 0;
   GpuLayout layout_;
-  uint8_t* own_ = nullptr;                // the registered allocation
-  std::vector<uint8_t*> peers_;           // opened IPC mappings (nullptr for self)
+  uint8_t* own_ = nullptr;       // the registered allocation
+  std::vector<uint8_t*> peers_;  // opened IPC mappings (nullptr for self)
   DeviceGroup group_{};
-  HangRecord* hang_host_ = nullptr;       // host-mapped
+  HangRecord* hang_host_ = nullptr;  // host-mapped
   HangRecord* hang_device_ = nullptr;
   Stream stream_ = nullptr;
   int multiprocessors_ = 0;

@@ -118,13 +118,16 @@ inline Error EndCapture(Stream s, Graph* g) { return COLLTEST_GPU_API(StreamEndC
 inline Error GraphInstantiate(GraphExec* exec, Graph g) {
   return COLLTEST_GPU_API(GraphInstantiate)(exec, g, 0);
 }
-inline Error GraphLaunch(GraphExec exec, Stream s) { return COLLTEST_GPU_API(GraphLaunch)(exec, s); }
+inline Error GraphLaunch(GraphExec exec, Stream s) {
+  return COLLTEST_GPU_API(GraphLaunch)(exec, s);
+}
 inline Error GraphDestroy(Graph g) { return COLLTEST_GPU_API(GraphDestroy)(g); }
 inline Error GraphExecDestroy(GraphExec g) { return COLLTEST_GPU_API(GraphExecDestroy)(g); }
 
 }  // namespace colltest::gpu
 
-// ---- Device intrinsics (GPU compiler only) -------------------------------------------------------
+// ---- Device intrinsics (GPU compiler only)
+// -------------------------------------------------------
 #if defined(__CUDACC__) || defined(__HIPCC__)
 namespace colltest::gpu {
 

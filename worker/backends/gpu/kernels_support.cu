@@ -142,8 +142,8 @@ __global__ void CheckKernel(CheckArgs a) {
     const double inv_rms = 1.0 / sqrt(total / a.n + static_cast<double>(a.eps));
     for (uint32_t col = threadIdx.x; col < a.n; col += blockDim.x) {
       const float acc = a.want_residual_out[base + col];
-      const double v =
-          static_cast<double>(acc) * inv_rms * static_cast<double>(WeightAt(a.pattern, a.dtype, wkey, col));
+      const double v = static_cast<double>(acc) * inv_rms *
+                       static_cast<double>(WeightAt(a.pattern, a.dtype, wkey, col));
       const float want = DevRoundTo(a.dtype, static_cast<float>(v));
       a.want_out[base + col] = want;
       Compare(a, d, true, base + col, LoadElem(a.got_residual_out, a.dtype, base + col), acc);
@@ -155,8 +155,10 @@ __global__ void CheckKernel(CheckArgs a) {
   atomicAdd(&a.accum->checked, d.checked);
   atomicAdd(&a.accum->nan_inf, d.nan_inf);
   atomicMax(&a.accum->max_ulp, d.max_ulp);
-  atomicMax(&a.accum->max_abs_bits, static_cast<unsigned long long>(__double_as_longlong(d.max_abs)));
-  atomicMax(&a.accum->max_rel_bits, static_cast<unsigned long long>(__double_as_longlong(d.max_rel)));
+  atomicMax(&a.accum->max_abs_bits,
+            static_cast<unsigned long long>(__double_as_longlong(d.max_abs)));
+  atomicMax(&a.accum->max_rel_bits,
+            static_cast<unsigned long long>(__double_as_longlong(d.max_rel)));
   atomicMin(&a.accum->first_bad_key, d.first_bad);
 }
 

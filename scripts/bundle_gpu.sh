@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the cuda build (build-gpu) and bundles it for a GPU box without gRPC: binaries in
+# out/gpu-bundle/bin, the non-glibc shared libraries they need in out/gpu-bundle/lib, found
+# through a DT_RPATH of $ORIGIN/../lib (RUNPATH would not reach second-level libraries).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir="${BUILD_DIR:-build-gpu}"
+out=out/gpu-bundle
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLLTEST_GPU=cuda \
+  "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags,-rpath,'\$ORIGIN/../lib'"
+cmake --build "$build_dir" -j "${JOBS:-2}" --target colltestd colltest-worker colltest gpu_test
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib"
+bins=(colltestd colltest-worker colltest gpu_test)
+for b in "${bins[@]}"; do
+  cp "$build_dir/bin/$b" "$out/bin/"
+  strip "$out/bin/$b"
+done
+# glibc, the loader, the driver and NCCL come from the box.
+for b in "${bins[@]}"; do ldd "$build_dir/bin/$b"; done |
+  awk '/=> \// {print $3}' | sort -u |
+  grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libnccl)\.so' |
+  while read -r lib; do cp -L "$lib" "$out/lib/"; done
+du -sh "$out"
+size=$(du -sm "$out" | cut -f1)
+if [ "$size" -gt 60 ]; then
+  echo "bundle_gpu.sh: $out is $size MiB, over the 60 MiB limit" >&2
+  exit 1
+fi

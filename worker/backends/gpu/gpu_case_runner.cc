@@ -1,0 +1,499 @@
+// GpuBackend::RunCase: warm-up, timed calls (eager with per-call events, or graph: capture K
+// calls, replay), stress loops and on-device checks. One launch path for every variant, so
+// comparisons are fair. Mirrors worker/backends/cpu/case_runner.cc.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "worker/backends/gpu/gpu_backend.h"
+#include "worker/case_config.h"
+#include "worker/numerics/diff.h"
+#include "worker/numerics/input_hash.h"
+#include "worker/timing_stats.h"
+
+namespace colltest::gpu {
+
+using colltest::v1::Variant;
+
+namespace {
+
+constexpr size_t kSlotAlign = 4096;
+constexpr size_t kWeightBytes = 256 << 10;
+// Graph mode captures this many calls (at most) and replays the graph.
+constexpr uint32_t kGraphCalls = 16;
+
+bool IsLamport(Variant v) {
+  return v == colltest::v1::VARIANT_LAMPORT || v == colltest::v1::VARIANT_LAMPORT_TB;
+}
+
+uint32_t StressRows(uint64_t seed, uint64_t i, uint32_t max_m, uint32_t salt) {
+  return 1 + static_cast<uint32_t>(HashCoords(seed, i, salt, 0, 0) % max_m);
+}
+
+const char* PhaseName(int32_t phase) {
+  switch (static_cast<Phase>(phase)) {
+    case Phase::kOneStageStart:
+      return "one_stage start_sync";
+    case Phase::kOneStageEnd:
+      return "one_stage end_sync";
+    case Phase::kTwoKernelStart:
+      return "two_kernel start_sync";
+    case Phase::kTwoKernelEnd:
+      return "two_kernel end_sync";
+    case Phase::kLamportStart:
+      return "lamport start_sync";
+    case Phase::kLamportPhaseB:
+      return "lamport phase B";
+    case Phase::kLamportTbConsume:
+      return "lamport_tb consume";
+    case Phase::kHostBarrier:
+      return "host barrier";
+    default:
+      return "unknown";
+  }
+}
+
+float ElemToFloat(DType t, uint32_t bits) {
+  switch (t) {
+    case DType::kBf16:
+      return Bf16ToFloat(static_cast<uint16_t>(bits));
+    case DType::kFp16:
+      return Fp16ToFloat(static_cast<uint16_t>(bits));
+    default:
+      return BitsToFloat(bits);
+  }
+}
+
+void AppendFloat(std::string& s, float f) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, f);
+  s.append(buf, r.ptr);
+}
+
+// Events of timed calls, read after the stream drained.
+class EventPairs {
+ public:
+  ~EventPairs() {
+    for (Event e : events_) EventDestroy(e);
+  }
+  absl::Status Record(Stream s, bool start) {
+    Event e;
+    if (auto st = GpuOk(EventCreate(&e), "create event"); !st.ok()) return st;
+    events_.push_back(e);
+    (void)start;
+    return GpuOk(EventRecord(e, s), "record event");
+  }
+  std::vector<double> Samples(double divide) const {
+    std::vector<double> out;
+    for (size_t i = 0; i + 1 < events_.size(); i += 2) {
+      float ms = 0;
+      if (EventElapsedMs(&ms, events_[i], events_[i + 1]) == kSuccess) {
+        out.push_back(ms * 1000.0 / divide);
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::vector<Event> events_;
+};
+
+}  // namespace
+
+struct GpuBackend::CaseState {
+  const colltest::worker::v1::CaseRequest* req;
+  CaseShape shape;
+  size_t elem = 2;
+  size_t slot_stride = 0;
+  uint32_t slots = 1;
+  uint32_t threads = 512;
+  uint8_t* residual = nullptr;
+  uint8_t* residual_out = nullptr;
+  uint8_t* out = nullptr;
+  float* want_residual_out = nullptr;
+  float* want_out = nullptr;
+  uint8_t* weight = nullptr;
+  DiffAccum* accum = nullptr;
+  uint64_t timeout_ns = 0;
+  // Fault injection "never_arrive:R": rank R launches no collective, so its peers must report a
+  // HANG naming R (proves the bounded spins and the hang records end to end).
+  bool skip_collectives = false;
+  ToleranceProfile profile;
+  DiffSummary diff;
+  int64_t calls = 0;
+};
+
+uint32_t GpuBackend::GridFor(const CaseState& cs, Variant variant, uint32_t m) const {
+  // Every block of a spinning kernel must be co-resident and Signal slots are indexed by block:
+  // clamp to both. The grid depends only on values equal on every rank.
+  const uint32_t limit = SpinLimit(cs.threads);
+  const size_t packs = static_cast<size_t>(m) * cs.shape.n / PackElems(cs.shape.dtype);
+  const uint32_t part_blocks =
+      static_cast<uint32_t>((packs / world_ + cs.threads - 1) / cs.threads);
+  uint32_t g;
+  switch (variant) {
+    case colltest::v1::VARIANT_ONE_STAGE:
+      g = m;
+      break;
+    case colltest::v1::VARIANT_TWO_KERNEL:
+      g = part_blocks;
+      break;
+    case colltest::v1::VARIANT_LAMPORT_TB:
+      g = std::max<uint32_t>(m, static_cast<uint32_t>((packs + cs.threads - 1) / cs.threads));
+      break;
+    default:
+      g = std::max(m, part_blocks);
+      break;
+  }
+  if (cs.req->knobs().grid_blocks() > 0) g = cs.req->knobs().grid_blocks();
+  if (variant == colltest::v1::VARIANT_ONE_STAGE) g = std::min(g, m);
+  return std::max(1u, std::min(g, limit));
+}
+
+absl::Status GpuBackend::Generate(CaseState& cs, uint32_t slot, uint64_t call, uint32_t m) {
+  GenerateArgs g{cs.shape.dtype,
+                 cs.shape.pattern,
+                 cs.shape.seed,
+                 call,
+                 rank_,
+                 m,
+                 cs.shape.n,
+                 own_ + layout_.input_offset + slot * cs.slot_stride,
+                 cs.residual + slot * cs.slot_stride};
+  return GpuOk(LaunchGenerate(g, stream_), "generate inputs");
+}
+
+absl::Status GpuBackend::Launch(CaseState& cs, Variant variant, uint32_t m, uint32_t slot) {
+  CallArgs a;
+  a.m = m;
+  a.n = cs.shape.n;
+  a.residual = cs.shape.residual;
+  a.eps = cs.shape.eps;
+  a.input_offset = slot * cs.slot_stride;
+  a.residual_in = cs.residual + slot * cs.slot_stride;
+  a.weight = cs.weight;
+  a.residual_out = cs.residual_out;
+  a.out = cs.out;
+  a.arm_repeat = std::max(1u, cs.req->knobs().arm_repeat());
+  a.timeout_ns = cs.timeout_ns;
+  if (cs.skip_collectives) {
+    ++cs.calls;
+    return absl::OkStatus();
+  }
+  const uint32_t grid = GridFor(cs, variant, m);
+  const DType t = cs.shape.dtype;
+  Error e = kSuccess;
+  switch (variant) {
+    case colltest::v1::VARIANT_ONE_STAGE:
+      e = LaunchCollective(Kind::kOneStage, t, group_, a, grid, cs.threads, stream_);
+      break;
+    case colltest::v1::VARIANT_TWO_KERNEL:
+      e = LaunchCollective(Kind::kReduceScatter, t, group_, a, grid, cs.threads, stream_);
+      if (e == kSuccess) {
+        // The second kernel does not spin: size it for the rows.
+        const uint32_t rows_grid = std::max(1u, std::min<uint32_t>(m, multiprocessors_ * 4));
+        e = LaunchCollective(Kind::kLoadNorm, t, group_, a, rows_grid, cs.threads, stream_);
+      }
+      break;
+    case colltest::v1::VARIANT_LAMPORT:
+      e = LaunchCollective(Kind::kLamport, t, group_, a, grid, cs.threads, stream_);
+      break;
+    case colltest::v1::VARIANT_LAMPORT_TB:
+      e = LaunchCollective(Kind::kLamportTb, t, group_, a, grid, cs.threads, stream_);
+      break;
+    default:
+      return absl::InvalidArgumentError("variant has no kernel");
+  }
+  ++cs.calls;
+  return GpuOk(e, "launch");
+}
+
+absl::Status GpuBackend::Check(CaseState& cs, uint64_t call, uint32_t m) {
+  if (auto s = GpuOk(MemsetAsync(cs.accum, 0, sizeof(DiffAccum), stream_), "clear diff"); !s.ok()) {
+    return s;
+  }
+  if (auto s = GpuOk(MemsetAsync(&cs.accum->first_bad_key, 0xff, sizeof(uint64_t), stream_),
+                     "clear diff");
+      !s.ok()) {
+    return s;
+  }
+  CheckArgs c{
+      cs.shape.dtype,       cs.shape.pattern,  cs.shape.seed, call,       world_,          m,
+      cs.shape.n,           cs.shape.residual, cs.shape.eps,  cs.profile, cs.residual_out, cs.out,
+      cs.want_residual_out, cs.want_out,       cs.accum};
+  if (auto s = GpuOk(LaunchCheck(c, stream_), "check"); !s.ok()) return s;
+  if (auto s = GpuOk(StreamSynchronize(stream_), "check"); !s.ok()) return s;
+  DiffAccum d;
+  if (auto s = GpuOk(MemcpyToHost(&d, cs.accum, sizeof d), "read diff"); !s.ok()) return s;
+  DiffSummary& s = cs.diff;
+  s.mismatches += d.mismatches;
+  s.checked += d.checked;
+  s.nan_inf += d.nan_inf;
+  double v;
+  std::memcpy(&v, &d.max_abs_bits, sizeof v);
+  s.max_abs_err = std::max(s.max_abs_err, v);
+  std::memcpy(&v, &d.max_rel_bits, sizeof v);
+  s.max_rel_err = std::max(s.max_rel_err, v);
+  s.max_ulp = std::max<uint64_t>(s.max_ulp, d.max_ulp);
+  if (d.first_bad_key != ~0ull && s.first_bad.empty()) {
+    const bool is_out = (d.first_bad_key >> 62) != 0;
+    const size_t index = d.first_bad_key & ((1ull << 62) - 1);
+    uint32_t got_bits = 0;
+    float want = 0;
+    const uint8_t* got = (is_out ? cs.out : cs.residual_out) + index * cs.elem;
+    const float* wants = is_out ? cs.want_out : cs.want_residual_out;
+    if (auto st = GpuOk(MemcpyToHost(&got_bits, got, cs.elem), "read first bad"); !st.ok()) {
+      return st;
+    }
+    if (auto st = GpuOk(MemcpyToHost(&want, wants + index, sizeof want), "read first bad");
+        !st.ok()) {
+      return st;
+    }
+    s.first_bad_call = static_cast<int64_t>(call);
+    std::string& msg = s.first_bad;
+    msg = is_out ? "out" : "residual_out";
+    absl::StrAppend(&msg, "[", index / cs.shape.n, ",", index % cs.shape.n, "] got ");
+    AppendFloat(msg, ElemToFloat(cs.shape.dtype, got_bits));
+    msg += " want ";
+    AppendFloat(msg, want);
+    absl::StrAppend(&msg, " (call ", call, ")");
+  }
+  const double allowed =
+      std::floor((1.0 - cs.profile.min_pass_fraction) * static_cast<double>(s.checked) + 1e-6);
+  s.passed = static_cast<double>(s.mismatches) <= allowed;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
+    const colltest::worker::v1::CaseRequest& req) {
+  if (!connected_) return absl::FailedPreconditionError("RunCase before Connect");
+  if (auto s = UseDevice(); !s.ok()) return s;
+  colltest::v1::RankResult result;
+  result.set_rank(rank_);
+  result.set_device(options_.device);
+  result.set_suspect_peer(-1);
+  const Variant variant = req.variant();
+  const char* name = worker::VariantName(variant);
+  auto unsupported = [&](const std::string& why) {
+    result.set_status(colltest::v1::CASE_STATUS_UNSUPPORTED);
+    result.set_message(why);
+    return result;
+  };
+  if (variant == colltest::v1::VARIANT_NCCL) {
+    return unsupported("nccl: the NCCL anchor is not implemented in the cuda backend yet");
+  }
+  if (variant == colltest::v1::VARIANT_AUTO) {
+    return unsupported("auto: no measured crossover table for this backend yet");
+  }
+  if (variant == colltest::v1::VARIANT_UNSPECIFIED) {
+    return absl::InvalidArgumentError("variant: unspecified");
+  }
+  if (!SupportedWorld(world_)) {
+    return unsupported(absl::StrCat(name, ": kernels exist for 2, 4 and 8 ranks, not ", world_));
+  }
+
+  CaseState cs;
+  cs.req = &req;
+  absl::StatusOr<CaseShape> shape = worker::ShapeOf(req, world_, req.m());
+  if (!shape.ok()) return shape.status();
+  cs.shape = *shape;
+  cs.elem = ElemBytes(cs.shape.dtype);
+  if (req.m() == 0 || req.n() == 0 || req.n() % PackElems(cs.shape.dtype) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape m = ", req.m(), ", n = ", req.n(), " is invalid"));
+  }
+  const size_t bytes = static_cast<size_t>(req.m()) * req.n() * cs.elem;
+  if (bytes > layout_.capacity) {
+    return absl::InvalidArgumentError(absl::StrCat("m * n * ", cs.elem, " = ", bytes,
+                                                   " bytes exceeds the worker's buffers of ",
+                                                   layout_.capacity, " bytes"));
+  }
+  const uint32_t tpb = req.knobs().threads_per_block();
+  if (tpb != 0 && tpb != 256 && tpb != 512) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads_per_block = ", tpb, ": must be 256 or 512"));
+  }
+  cs.threads = tpb == 0 ? 512 : tpb;
+  const uint32_t row_packs = req.n() / PackElems(cs.shape.dtype);
+  if (row_packs > kMaxRowPacks * cs.threads) {
+    return unsupported(absl::StrCat(name, ": a row of ", row_packs, " packs exceeds ", kMaxRowPacks,
+                                    " packs per thread at ", cs.threads, " threads per block"));
+  }
+  if (variant == colltest::v1::VARIANT_LAMPORT_TB && bytes > layout_.tb_capacity) {
+    return unsupported(absl::StrCat("lamport_tb: ", bytes,
+                                    " bytes per rank exceed its triple-buffer capacity of ",
+                                    layout_.tb_capacity, " bytes"));
+  }
+  const uint64_t timeout_ms = req.timeout_ms() > 0 ? req.timeout_ms() : 5000;
+  cs.timeout_ns = timeout_ms * 1'000'000ull;
+  cs.slot_stride = (bytes + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+  cs.slots = static_cast<uint32_t>(
+      std::clamp<size_t>(layout_.capacity / cs.slot_stride, 1, kMaxInputSlots));
+  const size_t cap = layout_.capacity;
+  cs.residual = scratch_;
+  cs.residual_out = scratch_ + cap;
+  cs.out = scratch_ + 2 * cap;
+  cs.want_residual_out = reinterpret_cast<float*>(scratch_ + 3 * cap);
+  cs.want_out = reinterpret_cast<float*>(scratch_ + 5 * cap);
+  cs.weight = scratch_ + 7 * cap;
+  cs.accum = reinterpret_cast<DiffAccum*>(scratch_ + 7 * cap + kWeightBytes);
+  cs.profile = ProfileFor(worker::ToTolerance(req.tolerance()), cs.shape.dtype);
+  cs.skip_collectives = req.fault() == absl::StrCat("never_arrive:", rank_);
+  if (req.n() * cs.elem > kWeightBytes) {
+    return unsupported(absl::StrCat(name, ": n = ", req.n(), " exceeds the weight buffer"));
+  }
+
+  if (auto s = ClearHang(); !s.ok()) return s;
+  if (auto s = GpuOk(LaunchWeight(cs.shape.dtype, cs.shape.pattern, cs.shape.seed, req.n(),
+                                  cs.weight, stream_),
+                     "generate weight");
+      !s.ok()) {
+    return s;
+  }
+
+  std::vector<double> samples;
+  bool hung = false;
+  // Arming happens here, before any call and outside any graph.
+  absl::StatusOr<bool> armed = EnsureArmed(variant, cs.shape.dtype, bytes, cs.timeout_ns);
+  if (!armed.ok()) return armed.status();
+  auto drained_hang = [&]() -> absl::StatusOr<bool> {
+    if (auto s = GpuOk(StreamSynchronize(stream_), "run calls"); !s.ok()) return s;
+    return HangRecorded();
+  };
+#define COLLTEST_RETURN_IF_ERROR(expr) \
+  if (absl::Status _s = (expr); !_s.ok()) return _s;
+
+  if (!*armed) {
+    hung = true;
+  } else if (req.stress_calls() > 0) {
+    // Stress: m changes every call and every call is checked; Lamport variants get a two_kernel
+    // call with other data in between, which would poison a staging region they shared.
+    for (uint32_t i = 0; i < req.stress_calls() && !hung; ++i) {
+      const uint32_t slot = i % cs.slots;
+      if (IsLamport(variant) && i % 3 == 2) {
+        const uint32_t other_m = StressRows(cs.shape.seed, i, req.m(), 0x5eed0001u);
+        COLLTEST_RETURN_IF_ERROR(Generate(cs, slot, (uint64_t{1} << 40) + i, other_m));
+        COLLTEST_RETURN_IF_ERROR(Launch(cs, colltest::v1::VARIANT_TWO_KERNEL, other_m, slot));
+      }
+      const uint32_t m = StressRows(cs.shape.seed, i, req.m(), 0x5eed0000u);
+      COLLTEST_RETURN_IF_ERROR(Generate(cs, slot, i, m));
+      EventPairs ev;
+      COLLTEST_RETURN_IF_ERROR(ev.Record(stream_, true));
+      COLLTEST_RETURN_IF_ERROR(Launch(cs, variant, m, slot));
+      COLLTEST_RETURN_IF_ERROR(ev.Record(stream_, false));
+      absl::StatusOr<bool> h = drained_hang();
+      if (!h.ok()) return h.status();
+      if (*h) {
+        hung = true;
+        break;
+      }
+      for (double us : ev.Samples(1)) samples.push_back(us);
+      COLLTEST_RETURN_IF_ERROR(Check(cs, i, m));
+      if (cs.diff.mismatches > 0) break;  // the first failing call is what matters
+    }
+  } else if (req.mode() == colltest::v1::MODE_GRAPH) {
+    // Graph: capture K calls with fixed arguments on this non-default stream and replay them;
+    // device-resident state (the lamport_tb counter) is all that changes between replays.
+    const uint32_t iters = std::max(1u, req.iters());
+    const uint32_t k = std::min(iters, kGraphCalls);
+    const uint32_t used_slots = std::min(k, cs.slots);
+    for (uint32_t s = 0; s < used_slots; ++s) COLLTEST_RETURN_IF_ERROR(Generate(cs, s, s, req.m()));
+    for (uint32_t w = 0; w < req.warmup(); ++w) {
+      COLLTEST_RETURN_IF_ERROR(Launch(cs, variant, req.m(), w % used_slots));
+    }
+    absl::StatusOr<bool> h = drained_hang();
+    if (!h.ok()) return h.status();
+    hung = *h;
+    if (!hung) {
+      Graph graph = nullptr;
+      GraphExec exec = nullptr;
+      COLLTEST_RETURN_IF_ERROR(GpuOk(BeginCapture(stream_), "begin capture"));
+      absl::Status captured = absl::OkStatus();
+      for (uint32_t c = 0; c < k && captured.ok(); ++c) {
+        captured = Launch(cs, variant, req.m(), c % used_slots);
+      }
+      const absl::Status ended = GpuOk(EndCapture(stream_, &graph), "end capture");
+      cs.calls -= k;  // captured, not run
+      COLLTEST_RETURN_IF_ERROR(captured);
+      COLLTEST_RETURN_IF_ERROR(ended);
+      absl::Status inst = GpuOk(GraphInstantiate(&exec, graph), "instantiate graph");
+      GraphDestroy(graph);
+      COLLTEST_RETURN_IF_ERROR(inst);
+      // One untimed replay: the first launch of a graph uploads it.
+      absl::Status run = GpuOk(GraphLaunch(exec, stream_), "replay graph");
+      cs.calls += k;
+      const uint32_t replays = (iters + k - 1) / k;
+      EventPairs ev;
+      for (uint32_t r = 0; r < replays && run.ok(); ++r) {
+        run = ev.Record(stream_, true);
+        if (run.ok()) run = GpuOk(GraphLaunch(exec, stream_), "replay graph");
+        if (run.ok()) run = ev.Record(stream_, false);
+        cs.calls += k;
+      }
+      absl::StatusOr<bool> hh = drained_hang();
+      GraphExecDestroy(exec);
+      COLLTEST_RETURN_IF_ERROR(run);
+      if (!hh.ok()) return hh.status();
+      hung = *hh;
+      if (!hung) {
+        samples = ev.Samples(k);
+        COLLTEST_RETURN_IF_ERROR(Check(cs, (k - 1) % used_slots, req.m()));
+      }
+    }
+  } else {
+    const uint32_t total = req.warmup() + std::max(1u, req.iters());
+    EventPairs ev;
+    for (uint32_t c = 0; c < total; ++c) {
+      const uint32_t slot = c % cs.slots;
+      COLLTEST_RETURN_IF_ERROR(Generate(cs, slot, c, req.m()));
+      const bool timed = c >= req.warmup();
+      if (timed) COLLTEST_RETURN_IF_ERROR(ev.Record(stream_, true));
+      COLLTEST_RETURN_IF_ERROR(Launch(cs, variant, req.m(), slot));
+      if (timed) COLLTEST_RETURN_IF_ERROR(ev.Record(stream_, false));
+    }
+    absl::StatusOr<bool> h = drained_hang();
+    if (!h.ok()) return h.status();
+    hung = *h;
+    if (!hung) {
+      samples = ev.Samples(1);
+      COLLTEST_RETURN_IF_ERROR(Check(cs, total - 1, req.m()));
+    }
+  }
+#undef COLLTEST_RETURN_IF_ERROR
+  if (auto s = GpuOk(StreamSynchronize(stream_), "finish case"); !s.ok()) return s;
+
+  result.set_calls(static_cast<uint32_t>(cs.calls));
+  result.set_grid_blocks(GridFor(cs, variant, req.m()));
+  *result.mutable_timing() = worker::Summarize(samples);
+  const DiffSummary& d = cs.diff;
+  auto* diff = result.mutable_diff();
+  diff->set_mismatches(d.mismatches);
+  diff->set_checked(d.checked);
+  diff->set_max_abs_err(d.max_abs_err);
+  diff->set_max_rel_err(d.max_rel_err);
+  diff->set_max_ulp(d.max_ulp);
+  diff->set_nan_inf(d.nan_inf);
+  diff->set_first_bad(d.first_bad);
+  diff->set_first_bad_call(d.first_bad_call);
+  if (hung) {
+    volatile HangRecord* r = hang_host_;
+    result.set_status(colltest::v1::CASE_STATUS_HANG);
+    result.set_suspect_peer(r->peer);
+    result.set_phase(PhaseName(r->phase));
+    result.set_message(absl::StrCat("rank ", rank_, " waited for rank ", r->peer, " in ",
+                                    PhaseName(r->phase), " (block ", r->block, ", pack ", r->pack,
+                                    ") past the ", timeout_ms, " ms timeout"));
+  } else if (!d.passed) {
+    result.set_status(colltest::v1::CASE_STATUS_WRONG);
+    result.set_message(absl::StrCat(name, ": ", d.mismatches, " of ", d.checked,
+                                    " elements outside tolerance; first ", d.first_bad));
+  } else {
+    result.set_status(colltest::v1::CASE_STATUS_OK);
+  }
+  return result;
+}
+
+}  // namespace colltest::gpu
