@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages colltest builds with. Idempotent: installs only what is missing.
+# `setup.sh` installs the base list; `setup.sh hip` the optional list of the HIP compile check
+# (scripts/compile_gpu.sh): Debian's ROCm 5.2 hipcc/clang-15 and HIP runtime headers (~650 MB).
 set -euo pipefail
 
-packages=(
-  build-essential cmake ninja-build pkg-config git
-  libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libgtest-dev libgmock-dev
-  libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
-)
+case "${1:-base}" in
+  base)
+    packages=(
+      build-essential cmake ninja-build pkg-config git
+      libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+      libabsl-dev libgtest-dev libgmock-dev
+      libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
+    )
+    ;;
+  hip)
+    packages=(hipcc libamdhip64-dev)
+    ;;
+  *)
+    echo "setup: unknown package list '$1' (expected: base, hip)" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -6,3 +6,8 @@ bash scripts/setup.sh
 bash scripts/build.sh
 # GPU tests carry the label `gpu`; they run on a GPU box (tests/gpu/run_on_box.sh).
 ctest --test-dir "${BUILD_DIR:-build}" -LE gpu --output-on-failure -j "${TEST_JOBS:-2}"
+# Compile-only check of the cuda and hip GPU backends (nothing runs); a compile error fails CI.
+# COMPILE_GPU=0 skips it.
+if [ "${COMPILE_GPU:-1}" != 0 ]; then
+  bash scripts/compile_gpu.sh
+fi

@@ -112,6 +112,65 @@ INSTANTIATE_TEST_SUITE_P(Matrix, GpuMatrixTest,
                                   v1::Pattern_Name(i.param.pattern);
                          });
 
+// The nccl variant: NCCL's all-reduce then our residual + RMSNorm kernel, checked by the same
+// device reference. The reference sums in fp32 in rank order and rounds once; NCCL sums in its own
+// order and may round to T between steps, so non-integer patterns are judged with the aiter
+// profile (atol = rtol = 1e-2). Integer patterns are exact either way, so they stay strict.
+class GpuNcclTest : public GpuTest, public ::testing::WithParamInterface<MatrixParam> {};
+
+TEST_P(GpuNcclTest, NcclThenFusedNormIsOkInBothModes) {
+  ASSERT_NE(daemon_, nullptr);
+  v1::SweepSpec spec;
+  spec.set_world_size(2);
+  for (uint32_t m : {1, 3, 64, 1024}) spec.add_m(m);
+  for (uint32_t n : {2880, 7168}) spec.add_n(n);
+  spec.set_dtype(GetParam().dtype);
+  spec.set_pattern(GetParam().pattern);
+  spec.add_variants(v1::VARIANT_NCCL);
+  spec.add_modes(v1::MODE_EAGER);
+  spec.add_modes(v1::MODE_GRAPH);
+  spec.set_warmup(2);
+  spec.set_iters(4);
+  const bool exact = GetParam().pattern == v1::PATTERN_INTEGERS;
+  spec.set_tolerance(exact ? v1::TOLERANCE_STRICT : v1::TOLERANCE_AITER);
+  spec.set_timeout_ms(5000);
+  const v1::RunResult r = Run(spec);
+  ASSERT_EQ(r.cases_size(), 4 * 2 * 2) << r.message();
+  for (const v1::CaseResult& c : r.cases()) {
+    EXPECT_EQ(c.status(), v1::CASE_STATUS_OK) << Describe(c);
+    if (exact) {
+      EXPECT_EQ(c.diff().mismatches(), 0u) << Describe(c);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Nccl, GpuNcclTest,
+                         ::testing::Values(MatrixParam{v1::DTYPE_BF16, v1::PATTERN_INTEGERS},
+                                           MatrixParam{v1::DTYPE_BF16, v1::PATTERN_NORMAL},
+                                           MatrixParam{v1::DTYPE_FP16, v1::PATTERN_NORMAL},
+                                           MatrixParam{v1::DTYPE_FP32, v1::PATTERN_NORMAL}),
+                         [](const ::testing::TestParamInfo<MatrixParam>& i) {
+                           return v1::DType_Name(i.param.dtype) + "_" +
+                                  v1::Pattern_Name(i.param.pattern);
+                         });
+
+// NCCL cannot time out a wait: a never-arriving rank must be refused up front, not hang the group.
+TEST_F(GpuTest, NcclRefusesFaultInjection) {
+  ASSERT_NE(daemon_, nullptr);
+  v1::SweepSpec spec;
+  spec.set_world_size(2);
+  spec.add_m(8);
+  spec.add_n(7168);
+  spec.add_variants(v1::VARIANT_NCCL);
+  spec.set_warmup(1);
+  spec.set_iters(2);
+  spec.set_timeout_ms(1000);
+  spec.set_fault("never_arrive:1");
+  const v1::RunResult r = Run(spec);
+  ASSERT_EQ(r.cases_size(), 1) << r.message();
+  EXPECT_EQ(r.cases(0).status(), v1::CASE_STATUS_UNSUPPORTED) << Describe(r.cases(0));
+}
+
 class GpuStressTest : public GpuTest, public ::testing::WithParamInterface<v1::Variant> {};
 
 // 5000 calls with m changing every call, a two_kernel call with other data interleaved, every

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Runs on the GPU box from the repo root with out/gpu-bundle carried: the gpu test suite, then the
-# benchmark sweep (W = 2, n = 7168, bf16, graph and eager, every variant), JSON under $OUT, and a
-# short table printed last. STAGE=test|bench|all (default all).
+# benchmark sweep (W = 2, n = 7168, bf16, graph and eager, every variant), then the anchors of the
+# same box measured with torch (tests/gpu/anchors.py -> anchors.json), JSON under $OUT, and tables
+# printed last (graph mode: each variant against the anchors). STAGE=test|bench|all (default all);
+# BENCH_M (rows), BENCH_MODES ("graph eager"), ANCHORS=0 (skip the anchors) narrow a run.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 bundle="${BUNDLE:-out/gpu-bundle}"
 bin="$(cd "$bundle/bin" && pwd)"
 out="${OUT:-/tmp/colltest-out}"
 stage="${STAGE:-all}"
+bench_m="${BENCH_M:-1,8,16,32,64,128,256,1024}"
 mkdir -p "$out"
 export COLLTEST_BIN_DIR="$bin"
 { nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader;
@@ -47,14 +50,21 @@ fi
 
 if [ "$stage" != "test" ]; then
   start_daemon bench
-  for mode in graph eager; do
+  for mode in ${BENCH_MODES:-graph eager}; do
     timeout 200 "$bin/colltest" --server "$addr" sweep --world 2 --n 7168 --dtype bf16 \
-      --m 1,8,16,32,64,128,256,1024 --variants one_stage,two_kernel,lamport,lamport_tb,nccl \
+      --m "$bench_m" --variants one_stage,two_kernel,lamport,lamport_tb,nccl \
       --modes "$mode" --warmup 20 --iters 200 --format json --out "$out/bench_$mode.json" \
       2>"$out/bench_$mode.err"
     echo "bench $mode rc=$?"
   done
   stop_daemon
+  if [ "${ANCHORS:-1}" != 0 ]; then
+    # Same box, same run: torch's NCCL all-reduce (+ rms_norm) and symmetric-memory all-reduces.
+    PYTHONUNBUFFERED=1 timeout "${ANCHORS_TIMEOUT:-300}" python3 tests/gpu/anchors.py \
+      --out "$out/anchors.json" --m "$bench_m" >"$out/anchors.log" 2>&1
+    echo "anchors rc=$?"
+    grep -E '^anchors m=' "$out/anchors.log"
+  fi
   python3 - "$out" <<'PY'
 import json, sys, os
 out = sys.argv[1]
@@ -68,11 +78,51 @@ for mode in ("graph", "eager"):
         v = c.get("variant"); m = c.get("m")
         s = c.get("status")
         table.setdefault(m, {})[v] = f'{c.get("median_us", 0):.2f}' if s == "OK" else s
-    vs = ["one_stage", "two_kernel", "lamport", "lamport_tb"]
+    vs = ["one_stage", "two_kernel", "lamport", "lamport_tb", "nccl"]
     print(f"\n{mode}: median us/call, W=2 n=7168 bf16")
     print("m".rjust(6), *[v.rjust(11) for v in vs])
     for m in sorted(table):
         print(str(m).rjust(6), *[str(table[m].get(v, "-")).rjust(11) for v in vs])
+
+# Graph mode against the anchors: each variant's us, the anchors' us, and each variant's ratio to
+# the fastest anchor that includes the norm (b: NCCL AR + rms_norm) and to the fastest
+# all-reduce-only anchor (min of NCCL AR and the symm-mem one-/two-shot). < 1 means faster.
+bench = os.path.join(out, "bench_graph.json")
+anchors = os.path.join(out, "anchors.json")
+if os.path.exists(bench) and os.path.exists(anchors):
+    vs = ["one_stage", "two_kernel", "lamport", "lamport_tb", "nccl"]
+    us = {}
+    for c in json.load(open(bench)).get("cases", []):
+        if c.get("status") == "OK" and c.get("mode") == "graph":
+            us.setdefault(c["m"], {})[c["variant"]] = c["median_us"]
+    arows = {r["m"]: r for r in json.load(open(anchors)).get("rows", [])}
+    acols = [("nccl_ar_us", "A:nccl_ar"), ("nccl_ar_norm_us", "A:ar+norm"),
+             ("symm_one_shot_us", "A:symm_1sh"), ("symm_two_shot_us", "A:symm_2sh")]
+    fmt = lambda v: "-" if v is None else f"{v:.2f}"
+    print("\ngraph vs anchors (same run): us/call; ratio = variant / fastest anchor "
+          "(/b: NCCL AR + rms_norm; /ar: fastest all-reduce only, a or c)")
+    short = {"one_stage": "1stg", "two_kernel": "2krn", "lamport": "lamp", "lamport_tb": "ltb",
+             "nccl": "nccl"}
+    head = ["m"] + vs + [h for _, h in acols] + [f"{short[v]}/b" for v in vs] + \
+           [f"{short[v]}/ar" for v in vs]
+    w = [6] + [11] * len(vs) + [11] * len(acols) + [8] * (2 * len(vs))
+    print("".join(h.rjust(wi) for h, wi in zip(head, w)))
+    for m in sorted(set(us) | set(arows)):
+        a = arows.get(m, {})
+        norm_best = a.get("nccl_ar_norm_us")
+        ar_only = [a.get(k) for k in ("nccl_ar_us", "symm_one_shot_us", "symm_two_shot_us")]
+        ar_only = [v for v in ar_only if v]
+        ar_best = min(ar_only) if ar_only else None
+        vals = [us.get(m, {}).get(v) for v in vs]
+        cells = [str(m)] + [fmt(v) for v in vals] + [fmt(a.get(k)) for k, _ in acols]
+        cells += [fmt(v / norm_best) if v and norm_best else "-" for v in vals]
+        cells += [fmt(v / ar_best) if v and ar_best else "-" for v in vals]
+        print("".join(c.rjust(wi) for c, wi in zip(cells, w)))
+    notes = json.load(open(anchors)).get("notes", [])
+    for n in notes[:8]:
+        print("anchor note:", n)
+elif not os.path.exists(anchors):
+    print("\nanchors.json missing: no anchor table (see anchors.log)")
 PY
 fi
 exit $rc_test

@@ -10,8 +10,11 @@
 namespace colltest::gpu {
 
 inline constexpr uint32_t kMaxRanks = 8;
-// Signal slots are indexed by block, so every grid is clamped to this many blocks.
-inline constexpr uint32_t kMaxBlocks = 80;
+// Signal slots are indexed by block, so every grid is clamped to this many blocks. Sized for up
+// to 4 co-resident blocks per multiprocessor on a 256-multiprocessor device (a 132-SM H200 runs
+// at most 2 x 132 spinning blocks of 512 threads or 4 x 132 of 256); the co-residency clamp, not
+// this constant, is what limits a grid in practice.
+inline constexpr uint32_t kMaxBlocks = 1024;
 inline constexpr uint32_t kMaxInputSlots = 8;
 
 struct alignas(128) Signal {

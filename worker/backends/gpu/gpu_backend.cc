@@ -51,6 +51,7 @@ void GpuBackend::Release() {
   if (own_ != nullptr) (void)UseDevice();
   if (stream_ != nullptr) {
     StreamSynchronize(stream_);
+    nccl_.Release();
     StreamDestroy(stream_);
     stream_ = nullptr;
   }
@@ -125,6 +126,7 @@ absl::StatusOr<colltest::worker::v1::InitReply> GpuBackend::Init(
   reply.set_device_name(info.name);
   reply.set_resident_blocks(SpinLimit(512));
   reply.set_pid(static_cast<uint32_t>(getpid()));
+  if (rank_ == 0) reply.set_nccl_unique_id(nccl_.CreateUniqueId());
   return reply;
 }
 
@@ -168,6 +170,9 @@ absl::Status GpuBackend::Connect(const colltest::worker::v1::ConnectRequest& req
     peers_[peer.rank()] = static_cast<uint8_t*>(p);
     group_.base[peer.rank()] = static_cast<uint8_t*>(p);
   }
+  // Every rank joins NCCL's communicator here, at once and outside any capture; a failure only
+  // makes the nccl variant UNSUPPORTED with the reason.
+  nccl_.Connect(request.nccl_unique_id(), rank_, world_, layout_.capacity);
   connected_ = true;
   return absl::OkStatus();
 }

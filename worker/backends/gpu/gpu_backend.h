@@ -12,6 +12,7 @@
 #include "worker/backends/gpu/device_layout.h"
 #include "worker/backends/gpu/gpu_runtime.h"
 #include "worker/backends/gpu/kernels.h"
+#include "worker/backends/gpu/nccl_group.h"
 
 namespace colltest::gpu {
 
@@ -72,6 +73,7 @@ class GpuBackend final : public worker::Backend {
   uint8_t* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   bool connected_ = false;
+  NcclGroup nccl_;  // the `nccl` variant (nccl_group.h)
 
   struct Armed {
     DType dtype = DType::kBf16;

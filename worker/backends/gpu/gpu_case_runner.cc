@@ -128,7 +128,12 @@ struct GpuBackend::CaseState {
 
 uint32_t GpuBackend::GridFor(const CaseState& cs, Variant variant, uint32_t m) const {
   // Every block of a spinning kernel must be co-resident and Signal slots are indexed by block:
-  // clamp to both. The grid depends only on values equal on every rank.
+  // clamp to both. The grid depends only on values equal on every rank (m, n, dtype, world, the
+  // threads knob, the multiprocessor count and the occupancy of one binary on one device model).
+  // Measured on 2 x H200 (bench/results/2026-11-30_h200x2_cuda_grid_policy): one_stage, lamport
+  // and lamport_tb gain from every co-resident block up to 2 per SM at 512 threads (one row per
+  // block in their norm phase); two_kernel's reduce-scatter is best near half the SMs (m = 256:
+  // 24.1 us at 64 blocks, 28.4 us at 224), its end barrier costing more than the width buys.
   const uint32_t limit = SpinLimit(cs.threads);
   const size_t packs = static_cast<size_t>(m) * cs.shape.n / PackElems(cs.shape.dtype);
   const uint32_t part_blocks =
@@ -139,7 +144,7 @@ uint32_t GpuBackend::GridFor(const CaseState& cs, Variant variant, uint32_t m) c
       g = m;
       break;
     case colltest::v1::VARIANT_TWO_KERNEL:
-      g = part_blocks;
+      g = std::min(part_blocks, static_cast<uint32_t>(std::max(2, multiprocessors_) / 2));
       break;
     case colltest::v1::VARIANT_LAMPORT_TB:
       g = std::max<uint32_t>(m, static_cast<uint32_t>((packs + cs.threads - 1) / cs.threads));
@@ -204,6 +209,14 @@ absl::Status GpuBackend::Launch(CaseState& cs, Variant variant, uint32_t m, uint
     case colltest::v1::VARIANT_LAMPORT_TB:
       e = LaunchCollective(Kind::kLamportTb, t, group_, a, grid, cs.threads, stream_);
       break;
+    case colltest::v1::VARIANT_NCCL: {
+      // NCCL sums this call's registered input slot into its staging; our norm kernel follows.
+      const absl::Status s =
+          nccl_.Launch(t, own_ + layout_.input_offset + a.input_offset, a,
+                       static_cast<uint32_t>(multiprocessors_) * 4, cs.threads, stream_);
+      ++cs.calls;
+      return s;
+    }
     default:
       return absl::InvalidArgumentError("variant has no kernel");
   }
@@ -283,7 +296,11 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
     return result;
   };
   if (variant == colltest::v1::VARIANT_NCCL) {
-    return unsupported("nccl: the NCCL anchor is not implemented in the cuda backend yet");
+    if (!nccl_.ready()) return unsupported(nccl_.reason());
+    // NCCL's waits have no bound: a rank that never arrives would hang its peers for good.
+    if (!req.fault().empty()) {
+      return unsupported("nccl: fault injection is not supported (NCCL cannot time out a wait)");
+    }
   }
   if (variant == colltest::v1::VARIANT_AUTO) {
     return unsupported("auto: no measured crossover table for this backend yet");

@@ -116,7 +116,11 @@ inline Error BeginCapture(Stream s) {
 }
 inline Error EndCapture(Stream s, Graph* g) { return COLLTEST_GPU_API(StreamEndCapture)(s, g); }
 inline Error GraphInstantiate(GraphExec* exec, Graph g) {
+#if COLLTEST_GPU_VENDOR_HIP
+  return hipGraphInstantiateWithFlags(exec, g, 0);  // hipGraphInstantiate has the CUDA 11 signature
+#else
   return COLLTEST_GPU_API(GraphInstantiate)(exec, g, 0);
+#endif
 }
 inline Error GraphLaunch(GraphExec exec, Stream s) {
   return COLLTEST_GPU_API(GraphLaunch)(exec, s);
@@ -138,6 +142,13 @@ inline Error OccupancyBlocksPerSm(int* n, Kernel k, int threads) {
 
 inline constexpr int kWarpSize = COLLTEST_GPU_VENDOR_HIP ? 64 : 32;
 
+#if COLLTEST_GPU_VENDOR_HIP
+// clang's nontemporal and volatile 16-byte accesses need a builtin vector type, not HIP's uint4
+// class: one global_load/store_dwordx4.
+typedef uint32_t ColltestU32x4 __attribute__((ext_vector_type(4)));
+__device__ __forceinline__ uint4 FromU32x4(ColltestU32x4 v) { return make_uint4(v.x, v.y, v.z, v.w); }
+#endif
+
 // Nanoseconds (CUDA %globaltimer) or ticks of a fixed-rate counter converted to ns (HIP).
 __device__ __forceinline__ uint64_t GlobalTimerNs() {
 #if COLLTEST_GPU_VENDOR_HIP
@@ -152,7 +163,7 @@ __device__ __forceinline__ uint64_t GlobalTimerNs() {
 // A 16-byte load that always goes to memory: what a Lamport consumer polls.
 __device__ __forceinline__ uint4 LoadVolatile16(const void* p) {
 #if COLLTEST_GPU_VENDOR_HIP
-  return __builtin_nontemporal_load(static_cast<const uint4*>(p));
+  return FromU32x4(__builtin_nontemporal_load(static_cast<const ColltestU32x4*>(p)));
 #else
   uint4 v;
   asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
@@ -166,7 +177,7 @@ __device__ __forceinline__ uint4 LoadVolatile16(const void* p) {
 // A load that skips the (non-coherent) L1: peers' data written before a barrier.
 __device__ __forceinline__ uint4 LoadShared16(const void* p) {
 #if COLLTEST_GPU_VENDOR_HIP
-  return *static_cast<const volatile uint4*>(p);
+  return FromU32x4(*static_cast<const volatile ColltestU32x4*>(p));
 #else
   return __ldcg(static_cast<const uint4*>(p));
 #endif
@@ -177,7 +188,8 @@ __device__ __forceinline__ void Store16(void* p, uint4 v) { *static_cast<uint4*>
 // Streaming store for data only a peer reads back.
 __device__ __forceinline__ void StoreNonTemporal16(void* p, uint4 v) {
 #if COLLTEST_GPU_VENDOR_HIP
-  __builtin_nontemporal_store(v, static_cast<uint4*>(p));
+  const ColltestU32x4 w = {v.x, v.y, v.z, v.w};
+  __builtin_nontemporal_store(w, static_cast<ColltestU32x4*>(p));
 #else
   __stcs(static_cast<uint4*>(p), v);
 #endif

@@ -13,6 +13,12 @@ namespace colltest::gpu {
 namespace {
 
 constexpr uint32_t kMaxThreads = 512;
+// Registers are capped so that two blocks of kMaxThreads (four of 256) fit on a multiprocessor:
+// the co-resident grid of a spinning kernel is what bounds its parallelism (one block per SM left
+// lamport_tb at 80 registers with 132 blocks on an H200).
+constexpr uint32_t kMinBlocksPerSm = 2;
+// Packs each thread of a reduce-scatter loads before it stores any: more peer reads in flight.
+constexpr uint32_t kScatterUnroll = 4;
 
 struct Part {
   size_t begin, end;
@@ -54,8 +60,32 @@ __device__ __forceinline__ uint4 ReducePack(const DeviceGroup& g, size_t input_o
   return PackOf<D>(acc);
 }
 
+// Reduces this rank's part (grid-strided) and hands each pack to `put(k, p)`. Each thread issues
+// the peer reads of kScatterUnroll packs before storing any of them. No __syncthreads inside:
+// per-thread trip counts are fine.
+template <DType D, int W, class Put>
+__device__ __forceinline__ void ScatterPart(const DeviceGroup& g, size_t input_offset, Part part,
+                                            Put&& put) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t k0 = part.begin + blockIdx.x * blockDim.x + threadIdx.x; k0 < part.end;
+       k0 += stride * kScatterUnroll) {
+    uint4 p[kScatterUnroll];
+#pragma unroll
+    for (uint32_t u = 0; u < kScatterUnroll; ++u) {
+      const size_t k = k0 + u * stride;
+      if (k < part.end) p[u] = ReducePack<D, W>(g, input_offset, k);
+    }
+#pragma unroll
+    for (uint32_t u = 0; u < kScatterUnroll; ++u) {
+      const size_t k = k0 + u * stride;
+      if (k < part.end) put(k, p[u]);
+    }
+  }
+}
+
 template <DType D, int W>
-__global__ void __launch_bounds__(kMaxThreads) OneStageKernel(DeviceGroup g, CallArgs a) {
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
+    OneStageKernel(DeviceGroup g, CallArgs a) {
   SpinClock clk = StartClock(a.timeout_ns);
   if (!BlockBarrier(g, BarrierSlot::kStart, clk, Phase::kOneStageStart)) return;
   const uint32_t ppr = a.n / kElems<D>;
@@ -70,24 +100,24 @@ __global__ void __launch_bounds__(kMaxThreads) OneStageKernel(DeviceGroup g, Cal
 }
 
 template <DType D, int W>
-__global__ void __launch_bounds__(kMaxThreads) ReduceScatterKernel(DeviceGroup g, CallArgs a) {
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
+    ReduceScatterKernel(DeviceGroup g, CallArgs a) {
   SpinClock clk = StartClock(a.timeout_ns);
   if (!BlockBarrier(g, BarrierSlot::kStart, clk, Phase::kTwoKernelStart)) return;
   const size_t packs = static_cast<size_t>(a.m) * a.n / kElems<D>;
   const Part part = PartOf(packs, W, g.rank);
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t k = part.begin + blockIdx.x * blockDim.x + threadIdx.x; k < part.end; k += stride) {
-    const uint4 p = ReducePack<D, W>(g, a.input_offset, k);
+  ScatterPart<D, W>(g, a.input_offset, part, [&](size_t k, uint4 p) {
 #pragma unroll
     for (int d = 0; d < W; ++d) Store16(Region(g, d, g.layout.tmp_offset) + k * 16, p);
-  }
+  });
   // Release/acquire: the cross-device stores above must be visible before a peer's second kernel
   // reads them.
   BlockBarrier(g, BarrierSlot::kEnd, clk, Phase::kTwoKernelEnd);
 }
 
 template <DType D>
-__global__ void __launch_bounds__(kMaxThreads) LoadNormKernel(DeviceGroup g, CallArgs a) {
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
+    LoadNormKernel(DeviceGroup g, CallArgs a) {
   const uint8_t* tmp = Region(g, g.rank, g.layout.tmp_offset);
   const uint32_t ppr = a.n / kElems<D>;
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
@@ -99,7 +129,8 @@ __global__ void __launch_bounds__(kMaxThreads) LoadNormKernel(DeviceGroup g, Cal
 }
 
 template <DType D, int W>
-__global__ void __launch_bounds__(kMaxThreads) LamportKernel(DeviceGroup g, CallArgs a) {
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
+    LamportKernel(DeviceGroup g, CallArgs a) {
   SpinClock clk = StartClock(a.timeout_ns);
   // Acquire/release, not relaxed: this call's producer stores must land after every peer's
   // re-arming stores of the previous call.
@@ -109,9 +140,8 @@ __global__ void __launch_bounds__(kMaxThreads) LamportKernel(DeviceGroup g, Call
   // Phase A: reduce this rank's part and push it to every rank's private Lamport staging. No
   // fence and no barrier: the data is its own flag. Peer stores stream past the caches; the copy
   // into this rank's own staging stays cached because phase B reads it back.
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t k = part.begin + blockIdx.x * blockDim.x + threadIdx.x; k < part.end; k += stride) {
-    const uint4 p = Canonicalize<D>(ReducePack<D, W>(g, a.input_offset, k));
+  ScatterPart<D, W>(g, a.input_offset, part, [&](size_t k, uint4 sum) {
+    const uint4 p = Canonicalize<D>(sum);
 #pragma unroll
     for (int d = 0; d < W; ++d) {
       uint8_t* dst = Region(g, d, g.layout.lamport_offset) + k * 16;
@@ -121,7 +151,7 @@ __global__ void __launch_bounds__(kMaxThreads) LamportKernel(DeviceGroup g, Call
         StoreNonTemporal16(dst, p);
       }
     }
-  }
+  });
   // Phase B: rows are spread over blocks (block-uniform trip count); each thread spins on its
   // packs, consumes and re-arms them. Each pack is consumed by exactly one thread.
   uint8_t* staging = Region(g, g.rank, g.layout.lamport_offset);
@@ -146,7 +176,8 @@ __global__ void __launch_bounds__(kMaxThreads) LamportKernel(DeviceGroup g, Call
 }
 
 template <DType D, int W>
-__global__ void __launch_bounds__(kMaxThreads) LamportTbKernel(DeviceGroup g, CallArgs a) {
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
+    LamportTbKernel(DeviceGroup g, CallArgs a) {
   constexpr uint32_t E = kElems<D>;
   SpinClock clk = StartClock(a.timeout_ns);
   RankControl* control = ControlOf(g);
@@ -157,20 +188,17 @@ __global__ void __launch_bounds__(kMaxThreads) LamportTbKernel(DeviceGroup g, Ca
   const size_t bytes = static_cast<size_t>(a.m) * a.n * (D == DType::kFp32 ? 4 : 2);
   const size_t packs = bytes / 16;
 
-  // Push: this rank's canonicalised input into slot `rank` of every rank's current buffer. No
+  // Push: this rank's canonicalised input into slot `rank` of every PEER's current buffer. No
   // barrier: a peer can be at most one call ahead and writes into a buffer this rank is not using.
+  // The own slot stays armed and unused: the consumer reads this rank's input directly (same
+  // canonicalised bits), which saves a local copy of the input and its clearing.
   const uint8_t* input = Region(g, g.rank, g.layout.input_offset) + a.input_offset;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t k = blockIdx.x * blockDim.x + threadIdx.x; k < packs; k += stride) {
     const uint4 p = Canonicalize<D>(*reinterpret_cast<const uint4*>(input + k * 16));
 #pragma unroll
     for (int d = 0; d < W; ++d) {
-      uint8_t* dst = TbSlot(g, d, buf, g.rank) + k * 16;
-      if (d == static_cast<int>(g.rank)) {
-        Store16(dst, p);
-      } else {
-        StoreNonTemporal16(dst, p);
-      }
+      if (d != static_cast<int>(g.rank)) StoreNonTemporal16(TbSlot(g, d, buf, g.rank) + k * 16, p);
     }
   }
   // Consume: per row, every rank's slot summed in rank order from rank 0's value.
@@ -181,12 +209,16 @@ __global__ void __launch_bounds__(kMaxThreads) LamportTbKernel(DeviceGroup g, Ca
       float acc[E];
 #pragma unroll
       for (int r = 0; r < W; ++r) {
-        const uint8_t* slot = TbSlot(g, g.rank, buf, r) + pack * 16;
         uint4 p;
-        for (;;) {
-          p = LoadVolatile16(slot);
-          if (Arrived<D>(p)) break;
-          if (!SpinTick(clk, g, Phase::kLamportTbConsume, r, pack)) return false;
+        if (r == static_cast<int>(g.rank)) {
+          p = Canonicalize<D>(*reinterpret_cast<const uint4*>(input + pack * 16));
+        } else {
+          const uint8_t* slot = TbSlot(g, g.rank, buf, r) + pack * 16;
+          for (;;) {
+            p = LoadVolatile16(slot);
+            if (Arrived<D>(p)) break;
+            if (!SpinTick(clk, g, Phase::kLamportTbConsume, r, pack)) return false;
+          }
         }
         float v[E];
         Unpack<D>(p, v);
@@ -203,6 +235,7 @@ __global__ void __launch_bounds__(kMaxThreads) LamportTbKernel(DeviceGroup g, Ca
   const uint32_t prev = static_cast<uint32_t>((call + 2) % 3);
   const size_t prev_packs = control->tb_used_bytes[prev] / 16;
   for (uint32_t r = 0; r < W; ++r) {
+    if (r == g.rank) continue;  // never written
     uint8_t* slot = TbSlot(g, g.rank, prev, r);
     for (size_t k = blockIdx.x * blockDim.x + threadIdx.x; k < prev_packs; k += stride) {
       Store16(slot + k * 16, SentinelPack<D>());
