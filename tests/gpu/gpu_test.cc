@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -171,10 +172,16 @@ TEST_F(GpuTest, NcclRefusesFaultInjection) {
   EXPECT_EQ(r.cases(0).status(), v1::CASE_STATUS_UNSUPPORTED) << Describe(r.cases(0));
 }
 
-class GpuStressTest : public GpuTest, public ::testing::WithParamInterface<v1::Variant> {};
+struct StressParam {
+  v1::Variant variant;
+  v1::Mode mode;
+};
 
-// 5000 calls with m changing every call, a two_kernel call with other data interleaved, every
-// call checked: stale staging, lost re-arms and rotation bugs show here.
+class GpuStressTest : public GpuTest, public ::testing::WithParamInterface<StressParam> {};
+
+// 5000 calls with m changing every call, two_kernel and one_stage calls with other m and other data
+// interleaved, every call checked: stale staging, lost re-arms and rotation bugs show here. Graph
+// mode captures up to 64 such calls, each with its check, and replays them until 5000 have run.
 TEST_P(GpuStressTest, FiveThousandCallsAllCorrect) {
   ASSERT_NE(daemon_, nullptr);
   v1::SweepSpec spec;
@@ -183,14 +190,25 @@ TEST_P(GpuStressTest, FiveThousandCallsAllCorrect) {
   spec.add_n(7168);
   spec.set_dtype(v1::DTYPE_BF16);
   spec.set_pattern(v1::PATTERN_NEG_ZERO);
-  spec.add_variants(GetParam());
+  spec.add_variants(GetParam().variant);
+  spec.add_modes(GetParam().mode);
   spec.set_stress_calls(5000);
   spec.set_timeout_ms(5000);
   const v1::RunResult r = Run(spec);
   ASSERT_EQ(r.cases_size(), 1) << r.message();
   const v1::CaseResult& c = r.cases(0);
+  EXPECT_EQ(c.mode(), GetParam().mode) << Describe(c);
   EXPECT_EQ(c.status(), v1::CASE_STATUS_OK) << Describe(c);
-  for (const v1::RankResult& rank : c.ranks()) EXPECT_EQ(rank.calls(), 5000u + 5000u / 3);
+  EXPECT_EQ(c.diff().mismatches(), 0u) << Describe(c);
+  ASSERT_GT(c.ranks_size(), 0);
+  for (const v1::RankResult& rank : c.ranks()) {
+    // Every call counts, the interleaved ones too: at least the 5000 of the variant.
+    EXPECT_GE(rank.calls(), 5000u) << rank.message();
+    EXPECT_EQ(rank.diff().mismatches(), 0u) << rank.message();
+    EXPECT_GT(rank.diff().checked(), 0u) << rank.message();
+  }
+  RecordProperty("calls", static_cast<int>(c.ranks(0).calls()));
+  RecordProperty("checked", std::to_string(c.ranks(0).diff().checked()));
 }
 
 // A rank that never arrives: every spinning variant must give up at the deadline and name it, and
@@ -208,10 +226,17 @@ TEST_F(GpuTest, NeverArrivingRankIsReportedAsHangThenGroupRecovers) {
     spec.set_iters(2);
     spec.set_timeout_ms(1000);
     spec.set_fault("never_arrive:1");
+    const auto t0 = std::chrono::steady_clock::now();
     const v1::RunResult r = Run(spec);
+    const double wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_EQ(r.cases_size(), 1) << r.message();
     const v1::CaseResult& c = r.cases(0);
     EXPECT_EQ(c.status(), v1::CASE_STATUS_HANG) << Describe(c);
+    // The HANG must arrive within the timeout plus one second of wall time.
+    EXPECT_LE(wall_ms, 1000.0 + 1000.0) << Describe(c);
+    RecordProperty(std::string("hang_wall_ms_") + v1::Variant_Name(variant),
+                   std::to_string(wall_ms));
     bool named = false;
     for (const v1::RankResult& rank : c.ranks()) {
       if (rank.rank() == 0) {
@@ -226,13 +251,18 @@ TEST_F(GpuTest, NeverArrivingRankIsReportedAsHangThenGroupRecovers) {
     const v1::RunResult again = Run(spec);
     ASSERT_EQ(again.cases_size(), 1);
     EXPECT_EQ(again.cases(0).status(), v1::CASE_STATUS_OK) << Describe(again.cases(0));
+    EXPECT_EQ(again.cases(0).diff().mismatches(), 0u) << Describe(again.cases(0));
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Lamport, GpuStressTest,
-                         ::testing::Values(v1::VARIANT_LAMPORT, v1::VARIANT_LAMPORT_TB),
-                         [](const ::testing::TestParamInfo<v1::Variant>& i) {
-                           return v1::Variant_Name(i.param);
+                         ::testing::Values(StressParam{v1::VARIANT_LAMPORT, v1::MODE_EAGER},
+                                           StressParam{v1::VARIANT_LAMPORT, v1::MODE_GRAPH},
+                                           StressParam{v1::VARIANT_LAMPORT_TB, v1::MODE_EAGER},
+                                           StressParam{v1::VARIANT_LAMPORT_TB, v1::MODE_GRAPH}),
+                         [](const ::testing::TestParamInfo<StressParam>& i) {
+                           return v1::Variant_Name(i.param.variant) + "_" +
+                                  v1::Mode_Name(i.param.mode);
                          });
 
 }  // namespace

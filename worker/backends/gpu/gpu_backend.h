@@ -48,6 +48,12 @@ class GpuBackend final : public worker::Backend {
   absl::Status Generate(CaseState& cs, uint32_t slot, uint64_t call, uint32_t m);
   absl::Status Launch(CaseState& cs, colltest::v1::Variant variant, uint32_t m, uint32_t slot);
   absl::Status Check(CaseState& cs, uint64_t call, uint32_t m);
+  // The check of call `call` (inputs of that call index) at m rows, accumulating into `accum`.
+  static CheckArgs CheckArgsFor(const CaseState& cs, uint64_t call, uint32_t m, DiffAccum* accum);
+  // Folds one accumulator into the case's diff. `values`: out and the reference buffers still hold
+  // the checked call's values (read for the first-bad message); `note` is appended to it.
+  absl::Status FoldDiff(CaseState& cs, const DiffAccum& d, int64_t call, bool values,
+                        const std::string& note);
   uint32_t GridFor(const CaseState& cs, colltest::v1::Variant variant, uint32_t m) const;
   uint32_t SpinLimit(uint32_t threads) const;
   bool HangRecorded() const;

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +26,25 @@ constexpr size_t kSlotAlign = 4096;
 constexpr size_t kWeightBytes = 256 << 10;
 // Graph mode captures this many calls (at most) and replays the graph.
 constexpr uint32_t kGraphCalls = 16;
+// Graph stress captures this many calls (at most), each with its own diff accumulator.
+constexpr uint32_t kGraphStressCalls = 64;
+// The private buffers hold one 4096-byte-aligned block of accumulators (gpu_backend.cc).
+static_assert(kGraphStressCalls * sizeof(DiffAccum) <= 4096);
+constexpr uint32_t kStressSalt = 0x5eed0000u;
+
+// Calls of other variants with other m and other data interleaved into Lamport stress: at stress
+// call i with i % every == at, inputs of call key + i (eager).
+struct OtherCall {
+  Variant variant;
+  uint32_t every;
+  uint32_t at;
+  uint32_t salt;
+  uint64_t key;
+};
+constexpr OtherCall kOtherCalls[] = {
+    {colltest::v1::VARIANT_TWO_KERNEL, 3, 2, 0x5eed0001u, uint64_t{1} << 40},
+    {colltest::v1::VARIANT_ONE_STAGE, 5, 4, 0x5eed0002u, uint64_t{2} << 40},
+};
 
 bool IsLamport(Variant v) {
   return v == colltest::v1::VARIANT_LAMPORT || v == colltest::v1::VARIANT_LAMPORT_TB;
@@ -101,6 +122,22 @@ class EventPairs {
   std::vector<Event> events_;
 };
 
+// Zeroes `count` accumulators, first_bad_key = ~0 (none).
+absl::Status ClearAccums(DiffAccum* accum, uint32_t count, Stream stream) {
+  if (auto s = GpuOk(MemsetAsync(accum, 0, count * sizeof(DiffAccum), stream), "clear diff");
+      !s.ok()) {
+    return s;
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    if (auto s = GpuOk(MemsetAsync(&accum[i].first_bad_key, 0xff, sizeof(uint64_t), stream),
+                       "clear diff");
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 struct GpuBackend::CaseState {
@@ -118,6 +155,7 @@ struct GpuBackend::CaseState {
   uint8_t* weight = nullptr;
   DiffAccum* accum = nullptr;
   uint64_t timeout_ns = 0;
+  uint32_t world = 0;
   // Fault injection "never_arrive:R": rank R launches no collective, so its peers must report a
   // HANG naming R (proves the bounded spins and the hang records end to end).
   bool skip_collectives = false;
@@ -224,23 +262,16 @@ absl::Status GpuBackend::Launch(CaseState& cs, Variant variant, uint32_t m, uint
   return GpuOk(e, "launch");
 }
 
-absl::Status GpuBackend::Check(CaseState& cs, uint64_t call, uint32_t m) {
-  if (auto s = GpuOk(MemsetAsync(cs.accum, 0, sizeof(DiffAccum), stream_), "clear diff"); !s.ok()) {
-    return s;
-  }
-  if (auto s = GpuOk(MemsetAsync(&cs.accum->first_bad_key, 0xff, sizeof(uint64_t), stream_),
-                     "clear diff");
-      !s.ok()) {
-    return s;
-  }
-  CheckArgs c{
-      cs.shape.dtype,       cs.shape.pattern,  cs.shape.seed, call,       world_,          m,
+CheckArgs GpuBackend::CheckArgsFor(const CaseState& cs, uint64_t call, uint32_t m,
+                                   DiffAccum* accum) {
+  return CheckArgs{
+      cs.shape.dtype,       cs.shape.pattern,  cs.shape.seed, call,       cs.world,        m,
       cs.shape.n,           cs.shape.residual, cs.shape.eps,  cs.profile, cs.residual_out, cs.out,
-      cs.want_residual_out, cs.want_out,       cs.accum};
-  if (auto s = GpuOk(LaunchCheck(c, stream_), "check"); !s.ok()) return s;
-  if (auto s = GpuOk(StreamSynchronize(stream_), "check"); !s.ok()) return s;
-  DiffAccum d;
-  if (auto s = GpuOk(MemcpyToHost(&d, cs.accum, sizeof d), "read diff"); !s.ok()) return s;
+      cs.want_residual_out, cs.want_out,       accum};
+}
+
+absl::Status GpuBackend::FoldDiff(CaseState& cs, const DiffAccum& d, int64_t call, bool values,
+                                  const std::string& note) {
   DiffSummary& s = cs.diff;
   s.mismatches += d.mismatches;
   s.checked += d.checked;
@@ -254,30 +285,43 @@ absl::Status GpuBackend::Check(CaseState& cs, uint64_t call, uint32_t m) {
   if (d.first_bad_key != ~0ull && s.first_bad.empty()) {
     const bool is_out = (d.first_bad_key >> 62) != 0;
     const size_t index = d.first_bad_key & ((1ull << 62) - 1);
-    uint32_t got_bits = 0;
-    float want = 0;
-    const uint8_t* got = (is_out ? cs.out : cs.residual_out) + index * cs.elem;
-    const float* wants = is_out ? cs.want_out : cs.want_residual_out;
-    if (auto st = GpuOk(MemcpyToHost(&got_bits, got, cs.elem), "read first bad"); !st.ok()) {
-      return st;
-    }
-    if (auto st = GpuOk(MemcpyToHost(&want, wants + index, sizeof want), "read first bad");
-        !st.ok()) {
-      return st;
-    }
-    s.first_bad_call = static_cast<int64_t>(call);
+    s.first_bad_call = call;
     std::string& msg = s.first_bad;
     msg = is_out ? "out" : "residual_out";
-    absl::StrAppend(&msg, "[", index / cs.shape.n, ",", index % cs.shape.n, "] got ");
-    AppendFloat(msg, ElemToFloat(cs.shape.dtype, got_bits));
-    msg += " want ";
-    AppendFloat(msg, want);
-    absl::StrAppend(&msg, " (call ", call, ")");
+    absl::StrAppend(&msg, "[", index / cs.shape.n, ",", index % cs.shape.n, "]");
+    if (values) {
+      uint32_t got_bits = 0;
+      float want = 0;
+      const uint8_t* got = (is_out ? cs.out : cs.residual_out) + index * cs.elem;
+      const float* wants = is_out ? cs.want_out : cs.want_residual_out;
+      if (auto st = GpuOk(MemcpyToHost(&got_bits, got, cs.elem), "read first bad"); !st.ok()) {
+        return st;
+      }
+      if (auto st = GpuOk(MemcpyToHost(&want, wants + index, sizeof want), "read first bad");
+          !st.ok()) {
+        return st;
+      }
+      msg += " got ";
+      AppendFloat(msg, ElemToFloat(cs.shape.dtype, got_bits));
+      msg += " want ";
+      AppendFloat(msg, want);
+    }
+    absl::StrAppend(&msg, " (call ", call, note, ")");
   }
   const double allowed =
       std::floor((1.0 - cs.profile.min_pass_fraction) * static_cast<double>(s.checked) + 1e-6);
   s.passed = static_cast<double>(s.mismatches) <= allowed;
   return absl::OkStatus();
+}
+
+absl::Status GpuBackend::Check(CaseState& cs, uint64_t call, uint32_t m) {
+  if (auto s = ClearAccums(cs.accum, 1, stream_); !s.ok()) return s;
+  const CheckArgs c = CheckArgsFor(cs, call, m, cs.accum);
+  if (auto s = GpuOk(LaunchCheck(c, stream_), "check"); !s.ok()) return s;
+  if (auto s = GpuOk(StreamSynchronize(stream_), "check"); !s.ok()) return s;
+  DiffAccum d;
+  if (auto s = GpuOk(MemcpyToHost(&d, cs.accum, sizeof d), "read diff"); !s.ok()) return s;
+  return FoldDiff(cs, d, static_cast<int64_t>(call), true, "");
 }
 
 absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
@@ -314,6 +358,7 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
 
   CaseState cs;
   cs.req = &req;
+  cs.world = world_;
   absl::StatusOr<CaseShape> shape = worker::ShapeOf(req, world_, req.m());
   if (!shape.ok()) return shape.status();
   cs.shape = *shape;
@@ -385,17 +430,19 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
 
   if (!*armed) {
     hung = true;
-  } else if (req.stress_calls() > 0) {
-    // Stress: m changes every call and every call is checked; Lamport variants get a two_kernel
-    // call with other data in between, which would poison a staging region they shared.
+  } else if (req.stress_calls() > 0 && req.mode() != colltest::v1::MODE_GRAPH) {
+    // Stress: m changes every call and every call is checked; Lamport variants get two_kernel and
+    // one_stage calls with other m and other data in between, which would poison a staging region
+    // they shared.
     for (uint32_t i = 0; i < req.stress_calls() && !hung; ++i) {
       const uint32_t slot = i % cs.slots;
-      if (IsLamport(variant) && i % 3 == 2) {
-        const uint32_t other_m = StressRows(cs.shape.seed, i, req.m(), 0x5eed0001u);
-        COLLTEST_RETURN_IF_ERROR(Generate(cs, slot, (uint64_t{1} << 40) + i, other_m));
-        COLLTEST_RETURN_IF_ERROR(Launch(cs, colltest::v1::VARIANT_TWO_KERNEL, other_m, slot));
+      for (const OtherCall& o : kOtherCalls) {
+        if (!IsLamport(variant) || i % o.every != o.at) continue;
+        const uint32_t other_m = StressRows(cs.shape.seed, i, req.m(), o.salt);
+        COLLTEST_RETURN_IF_ERROR(Generate(cs, slot, o.key + i, other_m));
+        COLLTEST_RETURN_IF_ERROR(Launch(cs, o.variant, other_m, slot));
       }
-      const uint32_t m = StressRows(cs.shape.seed, i, req.m(), 0x5eed0000u);
+      const uint32_t m = StressRows(cs.shape.seed, i, req.m(), kStressSalt);
       COLLTEST_RETURN_IF_ERROR(Generate(cs, slot, i, m));
       EventPairs ev;
       COLLTEST_RETURN_IF_ERROR(ev.Record(stream_, true));
@@ -410,6 +457,96 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
       for (double us : ev.Samples(1)) samples.push_back(us);
       COLLTEST_RETURN_IF_ERROR(Check(cs, i, m));
       if (cs.diff.mismatches > 0) break;  // the first failing call is what matters
+    }
+  } else if (req.stress_calls() > 0) {
+    // Graph stress: capture K calls whose m changes every call (StressRows, as eager), each
+    // followed by its check into its own accumulator (so every call of every replay is checked),
+    // with the Lamport interleaving captured too; replay until stress_calls calls of the variant
+    // have run. Arming happened above for req.m(); inputs are generated before capture with
+    // req.m() rows (values do not depend on m, so they serve every smaller m), one key per slot:
+    // the variant's calls rotate over their slots, the other variants get slots of their own when
+    // there are enough, else they reuse the rotating ones.
+    const uint32_t k = std::min(req.stress_calls(), kGraphStressCalls);
+    const bool interleave = IsLamport(variant);
+    const bool own_other_slots = interleave && cs.slots >= 3;
+    const uint32_t main_slots = own_other_slots ? cs.slots - 2 : cs.slots;
+    auto slot_key = [&](uint32_t slot) -> uint64_t {
+      return slot < main_slots ? slot : (uint64_t{1} << 40) + slot;
+    };
+    const uint32_t used_slots = own_other_slots ? cs.slots : std::min(k, cs.slots);
+    for (uint32_t s = 0; s < used_slots; ++s) {
+      COLLTEST_RETURN_IF_ERROR(Generate(cs, s, slot_key(s), req.m()));
+    }
+    COLLTEST_RETURN_IF_ERROR(ClearAccums(cs.accum, k, stream_));
+    COLLTEST_RETURN_IF_ERROR(GpuOk(StreamSynchronize(stream_), "prepare graph stress"));
+    Graph graph = nullptr;
+    GraphExec exec = nullptr;
+    const int64_t calls_before = cs.calls;
+    COLLTEST_RETURN_IF_ERROR(GpuOk(BeginCapture(stream_), "begin capture"));
+    absl::Status captured = absl::OkStatus();
+    for (uint32_t c = 0; c < k && captured.ok(); ++c) {
+      const uint32_t slot = c % main_slots;
+      for (uint32_t o = 0; o < std::size(kOtherCalls) && interleave && captured.ok(); ++o) {
+        const OtherCall& other = kOtherCalls[o];
+        if (c % other.every != other.at) continue;
+        const uint32_t other_m = StressRows(cs.shape.seed, c, req.m(), other.salt);
+        captured = Launch(cs, other.variant, other_m, own_other_slots ? main_slots + o : slot);
+      }
+      const uint32_t m = StressRows(cs.shape.seed, c, req.m(), kStressSalt);
+      if (captured.ok()) captured = Launch(cs, variant, m, slot);
+      if (captured.ok()) {
+        captured =
+            GpuOk(LaunchCheck(CheckArgsFor(cs, slot_key(slot), m, cs.accum + c), stream_), "check");
+      }
+    }
+    const absl::Status ended = GpuOk(EndCapture(stream_, &graph), "end capture");
+    const int64_t per_replay = cs.calls - calls_before;
+    cs.calls = calls_before;  // captured, not run
+    COLLTEST_RETURN_IF_ERROR(captured);
+    COLLTEST_RETURN_IF_ERROR(ended);
+    absl::Status inst = GpuOk(GraphInstantiate(&exec, graph), "instantiate graph");
+    GraphDestroy(graph);
+    COLLTEST_RETURN_IF_ERROR(inst);
+    DiffAccum none{};
+    none.first_bad_key = ~0ull;
+    std::vector<DiffAccum> acc(k, none);  // the last read, after a replay without a hang
+    int64_t bad_call = -1;                // the first failing call: replay * k + captured index
+    uint32_t bad_index = 0;
+    absl::Status run = absl::OkStatus();
+    for (uint64_t r = 0, done = 0; done < req.stress_calls() && run.ok(); ++r, done += k) {
+      run = GpuOk(GraphLaunch(exec, stream_), "replay graph");
+      if (!run.ok()) break;
+      cs.calls += per_replay;
+      absl::StatusOr<bool> h = drained_hang();
+      if (!h.ok()) {
+        run = h.status();
+        break;
+      }
+      if (*h) {
+        hung = true;
+        break;
+      }
+      // Cumulative over replays; a replay is checked before the next one runs.
+      run = GpuOk(MemcpyToHost(acc.data(), cs.accum, k * sizeof(DiffAccum)), "read diff");
+      for (uint32_t c = 0; c < k && run.ok(); ++c) {
+        if (acc[c].mismatches > 0) {
+          bad_call = static_cast<int64_t>(r * k + c);
+          bad_index = c;
+          break;
+        }
+      }
+      if (bad_call >= 0) break;  // the first failing replay is what matters
+    }
+    GraphExecDestroy(exec);
+    COLLTEST_RETURN_IF_ERROR(run);
+    // Fold the failing call first (its first-bad message wins), then every other accumulator.
+    // Later captured calls overwrote out and the reference unless the failing call was the last.
+    for (uint32_t i = 0; i < k; ++i) {
+      const uint32_t c = bad_call >= 0 ? (bad_index + i) % k : i;
+      const int64_t call = bad_call >= 0 ? bad_call - bad_index + c : c;
+      COLLTEST_RETURN_IF_ERROR(
+          FoldDiff(cs, acc[c], call, c == k - 1,
+                   absl::StrCat(", graph replay ", call / k, " of ", k, " captured calls")));
     }
   } else if (req.mode() == colltest::v1::MODE_GRAPH) {
     // Graph: capture K calls with fixed arguments on this non-default stream and replay them;
