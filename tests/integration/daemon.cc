@@ -53,36 +53,8 @@ std::string ReadLine(int fd, int timeout_ms) {
 
 std::unique_ptr<Daemon> Daemon::Start(int cpu_ranks, std::vector<std::string> extra_args,
                                       std::vector<std::string> env) {
-  std::vector<std::string> argv = {
-      BinDir() + "/colltestd",  "--listen", "127.0.0.1:0", "--backend", "cpu", "--cpu-ranks",
-      std::to_string(cpu_ranks)};
-  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  std::vector<std::string> envv;
-  for (char** e = environ; *e != nullptr; ++e) envv.emplace_back(*e);
-  envv.insert(envv.end(), env.begin(), env.end());
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return nullptr;
-  auto args = CStrings(argv);
-  auto envs = CStrings(envv);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    execve(args[0], args.data(), envs.data());
-    _exit(127);
-  }
-  close(out[1]);
-  auto d = std::unique_ptr<Daemon>(new Daemon());
-  d->pid_ = pid;
-  const std::string line = ReadLine(out[0], 60000);
-  close(out[0]);
-  const std::string prefix = "colltestd listening on ";
-  if (line.rfind(prefix, 0) != 0) {
-    d->Stop();
-    return nullptr;
-  }
-  const std::string rest = line.substr(prefix.size());
-  d->address_ = rest.substr(0, rest.find(' '));
-  return d;
+  extra_args.insert(extra_args.begin(), {"--cpu-ranks", std::to_string(cpu_ranks)});
+  return StartWithBackend("cpu", std::move(extra_args), std::move(env));
 }
 
 std::unique_ptr<Daemon> Daemon::StartWithBackend(const std::string& backend,

@@ -10,7 +10,7 @@
 #include "worker/backends/cpu/elem.h"
 #include "worker/case_config.h"
 #include "worker/numerics/diff.h"
-#include "worker/timing_stats.h"
+#include "worker/rank_report.h"
 
 namespace colltest::cpu {
 
@@ -317,28 +317,9 @@ absl::StatusOr<colltest::v1::RankResult> CpuBackend::RunCase(
   // A host synchronisation point: whatever is still in flight lands now.
   pending_.Drain();
 
-  result.set_calls(static_cast<uint32_t>(cs.calls));
-  result.set_grid_blocks(GridFor(cs, variant, req.m()));
-  *result.mutable_timing() = worker::Summarize(samples);
-  const DiffSummary d = cs.diff->Summary();
-  auto* diff = result.mutable_diff();
-  diff->set_mismatches(d.mismatches);
-  diff->set_checked(d.checked);
-  diff->set_max_abs_err(d.max_abs_err);
-  diff->set_max_rel_err(d.max_rel_err);
-  diff->set_max_ulp(d.max_ulp);
-  diff->set_nan_inf(d.nan_inf);
-  diff->set_first_bad(d.first_bad);
-  diff->set_first_bad_call(d.first_bad_call);
-  if (hung) {
-    hang_result();
-  } else if (!d.passed) {
-    result.set_status(colltest::v1::CASE_STATUS_WRONG);
-    result.set_message(absl::StrCat(name, ": ", d.mismatches, " of ", d.checked,
-                                    " elements outside tolerance; first ", d.first_bad));
-  } else {
-    result.set_status(colltest::v1::CASE_STATUS_OK);
-  }
+  worker::ReportCase(name, cs.calls, GridFor(cs, variant, req.m()), std::move(samples),
+                     cs.diff->Summary(), hung, &result);
+  if (hung) hang_result();
   return result;
 }
 

@@ -14,6 +14,7 @@
 #include "worker/case_config.h"
 #include "worker/numerics/diff.h"
 #include "worker/numerics/input_hash.h"
+#include "worker/rank_report.h"
 #include "worker/timing_stats.h"
 
 namespace colltest::gpu {
@@ -619,19 +620,8 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
 #undef COLLTEST_RETURN_IF_ERROR
   if (auto s = GpuOk(StreamSynchronize(stream_), "finish case"); !s.ok()) return s;
 
-  result.set_calls(static_cast<uint32_t>(cs.calls));
-  result.set_grid_blocks(GridFor(cs, variant, req.m()));
-  *result.mutable_timing() = worker::Summarize(samples);
-  const DiffSummary& d = cs.diff;
-  auto* diff = result.mutable_diff();
-  diff->set_mismatches(d.mismatches);
-  diff->set_checked(d.checked);
-  diff->set_max_abs_err(d.max_abs_err);
-  diff->set_max_rel_err(d.max_rel_err);
-  diff->set_max_ulp(d.max_ulp);
-  diff->set_nan_inf(d.nan_inf);
-  diff->set_first_bad(d.first_bad);
-  diff->set_first_bad_call(d.first_bad_call);
+  worker::ReportCase(name, cs.calls, GridFor(cs, variant, req.m()), std::move(samples), cs.diff,
+                     hung, &result);
   if (hung) {
     volatile HangRecord* r = hang_host_;
     result.set_status(colltest::v1::CASE_STATUS_HANG);
@@ -640,12 +630,6 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
     result.set_message(absl::StrCat("rank ", rank_, " waited for rank ", r->peer, " in ",
                                     PhaseName(r->phase), " (block ", r->block, ", pack ", r->pack,
                                     ") past the ", timeout_ms, " ms timeout"));
-  } else if (!d.passed) {
-    result.set_status(colltest::v1::CASE_STATUS_WRONG);
-    result.set_message(absl::StrCat(name, ": ", d.mismatches, " of ", d.checked,
-                                    " elements outside tolerance; first ", d.first_bad));
-  } else {
-    result.set_status(colltest::v1::CASE_STATUS_OK);
   }
   return result;
 }

@@ -1,0 +1,35 @@
+#include "worker/rank_report.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "worker/timing_stats.h"
+
+namespace colltest::worker {
+
+void ReportCase(const char* variant, int64_t calls, uint32_t grid_blocks,
+                std::vector<double> samples_us, const DiffSummary& d, bool hung,
+                colltest::v1::RankResult* result) {
+  result->set_calls(static_cast<uint32_t>(calls));
+  result->set_grid_blocks(grid_blocks);
+  *result->mutable_timing() = Summarize(std::move(samples_us));
+  auto* diff = result->mutable_diff();
+  diff->set_mismatches(d.mismatches);
+  diff->set_checked(d.checked);
+  diff->set_max_abs_err(d.max_abs_err);
+  diff->set_max_rel_err(d.max_rel_err);
+  diff->set_max_ulp(d.max_ulp);
+  diff->set_nan_inf(d.nan_inf);
+  diff->set_first_bad(d.first_bad);
+  diff->set_first_bad_call(d.first_bad_call);
+  if (hung) return;
+  if (!d.passed) {
+    result->set_status(colltest::v1::CASE_STATUS_WRONG);
+    result->set_message(absl::StrCat(variant, ": ", d.mismatches, " of ", d.checked,
+                                     " elements outside tolerance; first ", d.first_bad));
+  } else {
+    result->set_status(colltest::v1::CASE_STATUS_OK);
+  }
+}
+
+}  // namespace colltest::worker
