@@ -2,7 +2,9 @@
 // launches go through one code path for every variant, so comparisons are fair.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -83,7 +85,7 @@ void CpuBackend::GenerateInputs(CaseState& cs, uint32_t slot, uint64_t call, uin
 
 template <DType D>
 void CpuBackend::LaunchTyped(CaseState& cs, Variant variant, const CallArgs& args, uint32_t grid) {
-  const ProtocolBreaks* breaks = &options_.breaks;
+  const ProtocolBreaks* breaks = &case_breaks_;
   auto launch = [&](void (*body)(const BlockContext&, const CallArgs&)) {
     pool_->Launch(grid, [&](uint32_t block, uint32_t g, PostedStores& posted) {
       if (guard_.aborted()) return;
@@ -111,6 +113,21 @@ void CpuBackend::LaunchTyped(CaseState& cs, Variant variant, const CallArgs& arg
 }
 
 bool CpuBackend::LaunchCall(CaseState& cs, Variant variant, uint32_t m, uint32_t slot) {
+  if (fault_.kind == worker::FaultPlan::Kind::kDelayRank && fault_.Targets(rank_)) {
+    std::this_thread::sleep_for(std::chrono::microseconds(fault_.delay_us));
+  }
+  if (fault_.kind == worker::FaultPlan::Kind::kCrashRank && fault_.Targets(rank_) &&
+      cs.calls == 1) {
+    std::abort();  // the injected crash: a worker that dies in the middle of a case
+  }
+  if (fault_.kind == worker::FaultPlan::Kind::kPoisonStaging && fault_.Targets(rank_) &&
+      variant == colltest::v1::VARIANT_LAMPORT) {
+    // The injected stale staging: data where sentinels should be, as another kernel staging
+    // through the region between two Lamport calls would leave it. Before this rank's start
+    // barrier, so no peer's store of this call is overwritten.
+    std::memset(case_breaks_.shared_staging ? group_.self().tmp() : group_.self().lamport(), 0x3f,
+                static_cast<size_t>(m) * cs.shape.n * cs.elem);
+  }
   guard_.Arm(Clock::now() + cs.timeout);
   CallArgs args;
   args.m = m;
@@ -136,6 +153,12 @@ bool CpuBackend::LaunchCall(CaseState& cs, Variant variant, uint32_t m, uint32_t
       break;
   }
   ++cs.calls;
+  if (case_breaks_.skip_end_sync) {
+    // The injected hang: this rank left without its end barrier and stops here, so its peers wait
+    // for it until their timeout and name it.
+    guard_.RecordHang(0, -1, "fault: hang_end_sync");
+    return false;
+  }
   return !guard_.aborted();
 }
 
@@ -233,6 +256,29 @@ absl::StatusOr<colltest::v1::RankResult> CpuBackend::RunCase(
   cs.diff = std::make_unique<DiffChecker>(
       cs.shape.dtype, ProfileFor(worker::ToTolerance(req.tolerance()), cs.shape.dtype));
 
+  absl::StatusOr<worker::FaultPlan> fault = worker::ParseFault(req.fault(), world_);
+  if (!fault.ok()) {
+    // A result, not an RPC error: a bad fault spec must not cost the group its workers.
+    result.set_status(colltest::v1::CASE_STATUS_ERROR);
+    result.set_message(std::string(fault.status().message()));
+    return result;
+  }
+  fault_ = *fault;
+  case_breaks_ = options_.breaks;
+  using Fault = worker::FaultPlan::Kind;
+  if (fault_.Targets(rank_)) {
+    if (fault_.kind == Fault::kSkipRearm) case_breaks_.skip_rearm = true;
+    if (fault_.kind == Fault::kSkipCanonicalize) case_breaks_.skip_canonicalize = true;
+    if (fault_.kind == Fault::kHangEndSync) case_breaks_.skip_end_sync = true;
+    if (fault_.kind == Fault::kMissingRank) {
+      // The injected absence: this rank does nothing; its peers must time out naming it.
+      result.set_status(colltest::v1::CASE_STATUS_HANG);
+      result.set_phase("fault: missing_rank");
+      result.set_message(absl::StrCat("fault injected: rank ", rank_, " did not run the case"));
+      return result;
+    }
+  }
+
   std::vector<double> samples;
   bool hung = false;
   auto hang_result = [&]() {
@@ -240,15 +286,18 @@ absl::StatusOr<colltest::v1::RankResult> CpuBackend::RunCase(
     result.set_status(colltest::v1::CASE_STATUS_HANG);
     result.set_suspect_peer(h.awaited_peer);
     result.set_phase(h.phase);
-    result.set_message(absl::StrCat("rank ", rank_, " waited for rank ", h.awaited_peer, " in ",
-                                    h.phase, " (block ", h.block, ") past the ", cs.timeout.count(),
-                                    " ms timeout"));
+    result.set_message(h.awaited_peer < 0
+                           ? absl::StrCat("rank ", rank_, ": ", h.phase)
+                           : absl::StrCat("rank ", rank_, " waited for rank ", h.awaited_peer,
+                                          " in ", h.phase, " (block ", h.block, ") past the ",
+                                          cs.timeout.count(), " ms timeout"));
   };
 
   // Arming happens here, before any call and outside any graph.
   guard_.Arm(Clock::now() + cs.timeout);
-  if (!EnsureArmed(variant, cs.shape.dtype, bytes)) {
-    hung = true;
+  hung = !EnsureArmed(variant, cs.shape.dtype, bytes);
+  if (hung) {
+    // hang_result() below
   } else if (req.stress_calls() > 0) {
     // Stress: m changes every call and every call is checked; Lamport variants get a two_kernel
     // call with other data in between, which would poison a staging region they shared.

@@ -13,6 +13,7 @@
 #include "worker/backends/cpu/protocol_breaks.h"
 #include "worker/backends/cpu/rank_memory.h"
 #include "worker/backends/cpu/shm_segment.h"
+#include "worker/fault_plan.h"
 #include "worker/numerics/reference.h"
 
 namespace colltest::cpu {
@@ -56,6 +57,9 @@ class CpuBackend final : public worker::Backend {
                    uint32_t grid);
 
   CpuBackendOptions options_;
+  // The rules in force for the case running now: the backend's, plus an injected fault's.
+  ProtocolBreaks case_breaks_;
+  worker::FaultPlan fault_;
   uint32_t rank_ = 0;
   uint32_t world_ = 0;
   RankLayout layout_;

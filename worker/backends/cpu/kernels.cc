@@ -118,7 +118,7 @@ void OneStageBlock(const BlockContext& ctx, const CallArgs& a) {
     FusedRowEpilogue<D>(row.data(), m, a);
   }
   // Without it a fast rank would overwrite its registered input while a peer still reads it.
-  BlockBarrier(ctx, BarrierSlot::kEnd, "one_stage end_sync");
+  if (!ctx.breaks->skip_end_sync) BlockBarrier(ctx, BarrierSlot::kEnd, "one_stage end_sync");
 }
 
 template <DType D>
@@ -133,7 +133,7 @@ void ReduceScatterBlock(const BlockContext& ctx, const CallArgs& a) {
   }
   // Release/acquire: the cross-device stores above must be visible before a peer's second kernel
   // reads them.
-  BlockBarrier(ctx, BarrierSlot::kEnd, "two_kernel end_sync");
+  if (!ctx.breaks->skip_end_sync) BlockBarrier(ctx, BarrierSlot::kEnd, "two_kernel end_sync");
 }
 
 template <DType D>

@@ -14,10 +14,11 @@ struct ProtocolBreaks {
   bool relaxed_barriers = false;     // barriers publish with relaxed stores (no release)
   bool shared_staging = false;       // lamport stages through the general tmp region
   bool two_buffer_rotation = false;  // lamport_tb rotates over two buffers instead of three
+  bool skip_end_sync = false;        // blocks leave without their end barrier (a hung rank)
 
   bool any() const {
     return skip_canonicalize || float_compare || skip_rearm || relaxed_barriers || shared_staging ||
-           two_buffer_rotation;
+           two_buffer_rotation || skip_end_sync;
   }
 };
 
