@@ -322,7 +322,6 @@ TEST_F(ServiceTest, QueuedSweepIsAnsweredAfterTheSlowOne) {
   ASSERT_TRUE(reader->Finish().ok());
   EXPECT_EQ(queued_run.state(), v1::RUN_STATE_DONE);
   ASSERT_EQ(queued_run.cases_size(), 1);
-  EXPECT_GE(queued_run.finished_unix_ms(), slow_run.finished_unix_ms());
 
   // Every case of the slow run reached the workers before the queued run's.
   const auto calls = pool_.calls();
