@@ -7,6 +7,20 @@
 
 namespace colltest::worker {
 
+colltest::v1::RankResult NewRankResult(uint32_t rank, uint32_t device) {
+  colltest::v1::RankResult result;
+  result.set_rank(rank);
+  result.set_device(device);
+  result.set_suspect_peer(-1);
+  return result;
+}
+
+colltest::v1::RankResult Unsupported(colltest::v1::RankResult result, const std::string& why) {
+  result.set_status(colltest::v1::CASE_STATUS_UNSUPPORTED);
+  result.set_message(why);
+  return result;
+}
+
 void ReportCase(const char* variant, int64_t calls, uint32_t grid_blocks,
                 std::vector<double> samples_us, const DiffSummary& d, bool hung,
                 colltest::v1::RankResult* result) {

@@ -3,12 +3,18 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "colltest/v1/colltest.pb.h"
 #include "worker/numerics/diff.h"
 
 namespace colltest::worker {
+
+// A result for `rank` on `device` with no status yet and no suspect peer.
+colltest::v1::RankResult NewRankResult(uint32_t rank, uint32_t device);
+// Marks `result` UNSUPPORTED with the reason and returns it.
+colltest::v1::RankResult Unsupported(colltest::v1::RankResult result, const std::string& why);
 
 void ReportCase(const char* variant, int64_t calls, uint32_t grid_blocks,
                 std::vector<double> samples_us, const DiffSummary& diff, bool hung,

@@ -194,18 +194,10 @@ void CpuBackend::Check(CaseState& cs, uint64_t call, uint32_t m) {
 absl::StatusOr<colltest::v1::RankResult> CpuBackend::RunCase(
     const colltest::worker::v1::CaseRequest& req) {
   if (!connected_) return absl::FailedPreconditionError("RunCase before Connect");
-  colltest::v1::RankResult result;
-  result.set_rank(rank_);
-  result.set_device(options_.device);
-  result.set_suspect_peer(-1);
+  colltest::v1::RankResult result = worker::NewRankResult(rank_, options_.device);
   const Variant variant = req.variant();
   const char* name = worker::VariantName(variant);
-
-  auto unsupported = [&](const std::string& why) {
-    result.set_status(colltest::v1::CASE_STATUS_UNSUPPORTED);
-    result.set_message(why);
-    return result;
-  };
+  auto unsupported = [&](const std::string& why) { return worker::Unsupported(result, why); };
   if (variant == colltest::v1::VARIANT_NCCL) {
     return unsupported("nccl: NCCL/RCCL exist only on GPU backends");
   }

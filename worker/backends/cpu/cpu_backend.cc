@@ -92,39 +92,33 @@ absl::Status CpuBackend::Connect(const colltest::worker::v1::ConnectRequest& req
   return absl::OkStatus();
 }
 
+std::vector<uint8_t*> CpuBackend::ArmedRegions(colltest::v1::Variant variant) const {
+  const RankMemory& self = group_.self();
+  if (variant == colltest::v1::VARIANT_LAMPORT) {
+    return {options_.breaks.shared_staging ? self.tmp() : self.lamport()};
+  }
+  std::vector<uint8_t*> slots;
+  for (uint32_t b = 0; b < 3; ++b) {
+    for (uint32_t r = 0; r < world_; ++r) slots.push_back(self.tb_slot(b, r));
+  }
+  return slots;
+}
+
 bool CpuBackend::EnsureArmed(colltest::v1::Variant variant, DType dtype, size_t bytes) {
-  const ProtocolBreaks& breaks = options_.breaks;
   // Host synchronisation: nothing of earlier calls may land over the arming below.
   pending_.Drain();
-  const RankMemory& self = group_.self();
-  bool changed = false;
-  if (variant == colltest::v1::VARIANT_LAMPORT) {
-    Armed& a = lamport_armed_;
-    uint8_t* staging = breaks.shared_staging ? self.tmp() : self.lamport();
+  if (variant == colltest::v1::VARIANT_LAMPORT || variant == colltest::v1::VARIANT_LAMPORT_TB) {
+    Armed& a = variant == colltest::v1::VARIANT_LAMPORT ? lamport_armed_ : tb_armed_;
     if (a.dtype != dtype || a.bytes < bytes) {
       // A new dtype has a different sentinel: re-arm everything armed so far.
       const size_t from = a.dtype == dtype ? a.bytes : 0;
       const size_t to = std::max(a.bytes, bytes);
-      ArmStaging(dtype, staging + from, to - from);
+      for (uint8_t* region : ArmedRegions(variant)) ArmStaging(dtype, region + from, to - from);
       a = {dtype, to};
-      changed = true;
-    }
-  } else if (variant == colltest::v1::VARIANT_LAMPORT_TB) {
-    Armed& a = tb_armed_;
-    if (a.dtype != dtype || a.bytes < bytes) {
-      const size_t from = a.dtype == dtype ? a.bytes : 0;
-      const size_t to = std::max(a.bytes, bytes);
-      for (uint32_t b = 0; b < 3; ++b) {
-        for (uint32_t r = 0; r < world_; ++r)
-          ArmStaging(dtype, self.tb_slot(b, r) + from, to - from);
-      }
-      a = {dtype, to};
-      changed = true;
     }
   }
   // Always meet the peers here, armed or not: it orders this rank's arming before any peer's
   // first store, and a rank that skipped earlier cases (a missing rank) cannot diverge.
-  (void)changed;
   PostedStores posted(&pending_);
   return HostBarrier(group_, guard_, posted);
 }
@@ -135,12 +129,11 @@ absl::Status CpuBackend::Reset() {
   pending_.Discard();
   std::memset(group_.self().signal(), 0, sizeof(Signal));
   std::memset(group_.self().tb_control(), 0, sizeof(TripleBufferControl));
-  const RankMemory& self = group_.self();
-  uint8_t* staging = options_.breaks.shared_staging ? self.tmp() : self.lamport();
-  ArmStaging(lamport_armed_.dtype, staging, lamport_armed_.bytes);
-  for (uint32_t b = 0; b < 3; ++b) {
-    for (uint32_t r = 0; r < world_; ++r)
-      ArmStaging(tb_armed_.dtype, self.tb_slot(b, r), tb_armed_.bytes);
+  for (uint8_t* region : ArmedRegions(colltest::v1::VARIANT_LAMPORT)) {
+    ArmStaging(lamport_armed_.dtype, region, lamport_armed_.bytes);
+  }
+  for (uint8_t* region : ArmedRegions(colltest::v1::VARIANT_LAMPORT_TB)) {
+    ArmStaging(tb_armed_.dtype, region, tb_armed_.bytes);
   }
   return absl::OkStatus();
 }

@@ -47,6 +47,8 @@ class CpuBackend final : public worker::Backend {
   // Arms Lamport staging for `bytes` per rank, with a host barrier when anything changed so that
   // no peer writes into a region this rank is still arming. Never part of a captured graph.
   bool EnsureArmed(colltest::v1::Variant variant, DType dtype, size_t bytes);
+  // The staging regions of this rank that a Lamport variant keeps armed.
+  std::vector<uint8_t*> ArmedRegions(colltest::v1::Variant variant) const;
   void GenerateInputs(CaseState& cs, uint32_t slot, uint64_t call, uint32_t m);
   // Launches one call of `variant` with `m` rows on input slot `slot`; false when it hung.
   bool LaunchCall(CaseState& cs, colltest::v1::Variant variant, uint32_t m, uint32_t slot);

@@ -329,17 +329,10 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
     const colltest::worker::v1::CaseRequest& req) {
   if (!connected_) return absl::FailedPreconditionError("RunCase before Connect");
   if (auto s = UseDevice(); !s.ok()) return s;
-  colltest::v1::RankResult result;
-  result.set_rank(rank_);
-  result.set_device(options_.device);
-  result.set_suspect_peer(-1);
+  colltest::v1::RankResult result = worker::NewRankResult(rank_, options_.device);
   const Variant variant = req.variant();
   const char* name = worker::VariantName(variant);
-  auto unsupported = [&](const std::string& why) {
-    result.set_status(colltest::v1::CASE_STATUS_UNSUPPORTED);
-    result.set_message(why);
-    return result;
-  };
+  auto unsupported = [&](const std::string& why) { return worker::Unsupported(result, why); };
   if (variant == colltest::v1::VARIANT_NCCL) {
     if (!nccl_.ready()) return unsupported(nccl_.reason());
     // NCCL's waits have no bound: a rank that never arrives would hang its peers for good.
