@@ -17,15 +17,16 @@
 namespace colltest::client {
 namespace {
 
-bool IsRunCommand(const std::string& command) {
-  return command == "run" || command == "sweep" || command == "get";
+// Commands whose verdict CI consumes, hence also as CSV and JUnit.
+bool PrintsEveryFormat(const std::string& command) {
+  return command == "run" || command == "sweep" || command == "get" || command == "health";
 }
 
 // Everything that can be rejected without a server is, so that a typo never costs a queued run.
 absl::StatusOr<OutputOptions> ParseOutputOptions(const Invocation& inv) {
   absl::StatusOr<OutputFormat> format = ParseOutputFormat(inv.format);
   if (!format.ok()) return format.status();
-  if (!IsRunCommand(inv.command) && *format != OutputFormat::kTable &&
+  if (!PrintsEveryFormat(inv.command) && *format != OutputFormat::kTable &&
       *format != OutputFormat::kJson) {
     return absl::InvalidArgumentError(
         absl::StrCat("--format: ", inv.command, " prints table or json, not ", inv.format));
@@ -47,6 +48,15 @@ int Dispatch(const Invocation& inv, Streams streams) {
       return kExitError;
     }
     spec = *std::move(built);
+  }
+  v1::HealthRequest health;
+  if (inv.command == "health") {
+    absl::StatusOr<v1::HealthRequest> built = BuildHealthRequest(inv.health);
+    if (!built.ok()) {
+      PrintError(streams.err, built.status());
+      return kExitError;
+    }
+    health = *std::move(built);
   }
   uint32_t limit = 0;
   if (inv.limit.has_value()) {
@@ -70,6 +80,7 @@ int Dispatch(const Invocation& inv, Streams streams) {
   if (inv.command == "get") return GetCommand(c, inv.run_id, *output, streams);
   if (inv.command == "runs") return RunsCommand(c, limit, *output, streams);
   if (inv.command == "cancel") return CancelCommand(c, inv.run_id, streams);
+  if (inv.command == "health") return HealthCommand(c, health, *output, streams);
   PrintError(streams.err, absl::InternalError(absl::StrCat("unhandled command ", inv.command)));
   return kExitError;
 }

@@ -54,6 +54,21 @@ void AddSweepFlags(CLI::App* app, SweepFlags* f) {
   AddOptional(app, "--arm-repeat", "N", &f->arm_repeat,
               "Repeat count of the consumer's re-arm store");
   AddOptional(app, "--label", "TEXT", &f->label, "Free text kept in the run history");
+  app->add_flag("--stop-on-failure", f->stop_on_failure,
+                "Stop at the first WRONG, HANG or ERROR case (fail fast)");
+}
+
+void AddHealthFlags(CLI::App* app, HealthFlags* f) {
+  app->add_flag("--pairs", f->pairs,
+                "Also check every pair of devices, to isolate one bad GPU or link");
+  AddOptional(app, "--timeout", "DURATION", &f->timeout,
+              "Per-case timeout, e.g. 5s (default 5s); the whole check is given "
+              "max(120 s, 40 x this)");
+  AddOptional(app, "--devices", "LIST", &f->devices, "Device indices, e.g. 0,1 (default: all)");
+  AddOptional(app, "--fault", "KIND[:RANK]", &f->fault,
+              "Fault injection KIND[:RANK], RANK naming the RANK-th device (server must allow it)");
+  AddOptional(app, "--warn-ratio", "X", &f->warn_ratio,
+              "WARN when a rank or pair is X times slower than the median (default 1.5)");
 }
 
 }  // namespace
@@ -106,6 +121,11 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
 
   CLI::App* cancel = app.add_subcommand("cancel", "Cancel a queued or running run");
   cancel->add_option("RUN_ID", inv.run_id, "Run id")->required();
+
+  CLI::App* health = app.add_subcommand(
+      "health", "Check that collectives complete, correctly, on every device (and pair)");
+  AddHealthFlags(health, &inv.health);
+  AddOutputFlags(health, &inv, run_formats);
 
   std::vector<const char*> argv;
   argv.reserve(args.size());

@@ -16,8 +16,9 @@ namespace colltest::client {
 
 struct Invocation {
   ConnectionOptions connection;
-  std::string command;  // devices, run, sweep, get, runs or cancel
+  std::string command;  // devices, run, sweep, get, runs, cancel or health
   SweepFlags sweep;     // run and sweep
+  HealthFlags health;   // health
   std::string format = "table";
   std::string out_path;
   std::string run_id;                // get and cancel

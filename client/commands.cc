@@ -1,7 +1,10 @@
 #include "client/commands.h"
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "client/exit_code.h"
 #include "client/names.h"
 #include "client/output.h"
@@ -36,7 +39,15 @@ int ReportRun(const v1::RunResult& run, const OutputOptions& output, Streams str
   return ExitCodeForRun(run);
 }
 
+// HealthRequest.timeout_ms 0 means this on the server.
+constexpr uint32_t kDefaultCaseTimeoutMs = 5000;
+
 }  // namespace
+
+absl::Duration HealthDeadline(uint32_t timeout_ms) {
+  const uint32_t case_ms = timeout_ms == 0 ? kDefaultCaseTimeoutMs : timeout_ms;
+  return std::max(absl::Seconds(120), 40 * absl::Milliseconds(case_ms));
+}
 
 int DevicesCommand(Client& client, const OutputOptions& output, Streams streams) {
   absl::StatusOr<v1::ListDevicesResponse> devices = client.ListDevices();
@@ -83,6 +94,26 @@ int CancelCommand(Client& client, const std::string& run_id, Streams streams) {
   if (!response.ok()) return Fail(streams, response.status());
   streams.out << "run " << run_id << " cancelled (was " << RunStateName(response->state()) << ")\n";
   return kExitOk;
+}
+
+int HealthCommand(Client& client, const v1::HealthRequest& request, const OutputOptions& output,
+                  Streams streams) {
+  const absl::Duration deadline = HealthDeadline(request.timeout_ms());
+  absl::StatusOr<v1::HealthResponse> health = client.Health(request, deadline);
+  if (absl::IsDeadlineExceeded(health.status())) {
+    // gRPC's own text ("Deadline Exceeded") does not say which deadline or how to lengthen it.
+    return Fail(streams, absl::DeadlineExceededError(absl::StrCat(
+                             "no health verdict within ", absl::FormatDuration(deadline),
+                             " (max of 2m and 40 x --timeout): the server may be busy with other "
+                             "runs or stuck: ",
+                             health.status().message())));
+  }
+  if (!health.ok()) return Fail(streams, health.status());
+  if (int code = WriteOrFail(streams, FormatHealth(*health, output.format), output);
+      code != kExitOk) {
+    return code;
+  }
+  return ExitCodeForHealth(*health);
 }
 
 }  // namespace colltest::client

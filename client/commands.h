@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 
+#include "absl/time/time.h"
 #include "client/format.h"
 #include "client/rpc.h"
 #include "colltest/v1/colltest.pb.h"
@@ -33,6 +34,14 @@ int GetCommand(Client& client, const std::string& run_id, const OutputOptions& o
                Streams streams);
 int RunsCommand(Client& client, uint32_t limit, const OutputOptions& output, Streams streams);
 int CancelCommand(Client& client, const std::string& run_id, Streams streams);
+// Exit code from the verdict (exit_code.h); the report is written whatever the verdict.
+int HealthCommand(Client& client, const v1::HealthRequest& request, const OutputOptions& output,
+                  Streams streams);
+
+// How long `health` waits for its verdict: max(120 s, 40 x the per-case timeout). The check runs
+// dozens of cases, each of which may take up to its timeout when it hangs, and it queues behind
+// other runs like any run; the deadline only exists so that the check itself cannot hang.
+absl::Duration HealthDeadline(uint32_t timeout_ms);
 
 }  // namespace colltest::client
 

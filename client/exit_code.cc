@@ -5,25 +5,39 @@
 #include "client/result_view.h"
 
 namespace colltest::client {
+namespace {
+
+int ExitCodeForStatus(v1::CaseStatus status) {
+  switch (status) {
+    case v1::CASE_STATUS_OK:
+    case v1::CASE_STATUS_UNSUPPORTED:
+      return kExitOk;
+    case v1::CASE_STATUS_WRONG:
+      return kExitWrong;
+    case v1::CASE_STATUS_HANG:
+      return kExitHang;
+    default:
+      return kExitError;
+  }
+}
+
+}  // namespace
 
 int ExitCodeForRun(const v1::RunResult& run) {
   if (RunAborted(run.state())) return kExitError;
   int code = kExitOk;
-  for (const v1::CaseResult& c : run.cases()) {
-    switch (c.status()) {
-      case v1::CASE_STATUS_OK:
-      case v1::CASE_STATUS_UNSUPPORTED:
-        break;
-      case v1::CASE_STATUS_WRONG:
-        code = std::max(code, kExitWrong);
-        break;
-      case v1::CASE_STATUS_HANG:
-        code = std::max(code, kExitHang);
-        break;
-      default:
-        return kExitError;
-    }
-  }
+  for (const v1::CaseResult& c : run.cases()) code = std::max(code, ExitCodeForStatus(c.status()));
+  return code;
+}
+
+int ExitCodeForHealth(const v1::HealthResponse& health) {
+  int code = ExitCodeForStatus(health.status());
+  for (const v1::HealthTarget& t : health.ranks())
+    code = std::max(code, ExitCodeForStatus(t.status()));
+  for (const v1::HealthTarget& t : health.pairs())
+    code = std::max(code, ExitCodeForStatus(t.status()));
+  for (const v1::CaseResult& c : health.cases())
+    code = std::max(code, ExitCodeForStatus(c.status()));
   return code;
 }
 

@@ -16,6 +16,11 @@ inline constexpr int kExitError = 3;  // RPC failure, bad flag, ERROR case, canc
 // A case whose status the server left unset counts as an error rather than as OK.
 int ExitCodeForRun(const v1::RunResult& run);
 
+// The same order over a health check's verdict, its targets and its cases: the worst wins, so a
+// response whose summary disagrees with its details cannot read as healthy. A slow target (WARN)
+// is not a failure and leaves the code at 0; an unset overall status is an error.
+int ExitCodeForHealth(const v1::HealthResponse& health);
+
 }  // namespace colltest::client
 
 #endif  // COLLTEST_CLIENT_EXIT_CODE_H_

@@ -172,6 +172,19 @@ absl::StatusOr<std::string> ParseFaultFlag(absl::string_view flag, absl::string_
   return std::string(trimmed);
 }
 
+absl::StatusOr<double> ParseWarnRatioFlag(absl::string_view flag, absl::string_view text) {
+  constexpr absl::string_view kExpected = "a number above 1 (a multiple of the median latency)";
+  double value = 0;
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(text), &value) || !std::isfinite(value)) {
+    return FlagError(flag, text, kExpected);
+  }
+  if (value <= 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": '", text, "' is not above 1: expected ", kExpected));
+  }
+  return value;
+}
+
 absl::StatusOr<v1::SweepSpec> BuildSweepSpec(const SweepFlags& flags) {
   v1::SweepSpec spec;
   v1::Knobs& knobs = *spec.mutable_knobs();
@@ -241,11 +254,29 @@ absl::StatusOr<v1::SweepSpec> BuildSweepSpec(const SweepFlags& flags) {
                           [&](std::string v) { spec.set_label(std::move(v)); }));
   if (!status.ok()) return status;
   spec.set_no_residual(flags.no_residual);
+  spec.set_stop_on_failure(flags.stop_on_failure);
 
   // An all-default Knobs message is the same as none on the wire, but leaving it unset keeps the
   // request (and the run history's copy of it) free of an empty sub-message.
   if (knobs.ByteSizeLong() == 0) spec.clear_knobs();
   return spec;
+}
+
+absl::StatusOr<v1::HealthRequest> BuildHealthRequest(const HealthFlags& flags) {
+  v1::HealthRequest request;
+  absl::Status status;
+  status.Update(ApplyFlag(flags.timeout, "--timeout", ParseTimeoutMsFlag,
+                          [&](uint32_t v) { request.set_timeout_ms(v); }));
+  status.Update(ApplyFlag(
+      flags.devices, "--devices", ParseUint32ListFlag,
+      [&](const std::vector<uint32_t>& v) { request.mutable_devices()->Add(v.begin(), v.end()); }));
+  status.Update(ApplyFlag(flags.fault, "--fault", ParseFaultFlag,
+                          [&](std::string v) { request.set_fault(std::move(v)); }));
+  status.Update(ApplyFlag(flags.warn_ratio, "--warn-ratio", ParseWarnRatioFlag,
+                          [&](double v) { request.set_warn_ratio(v); }));
+  if (!status.ok()) return status;
+  request.set_pairs(flags.pairs);
+  return request;
 }
 
 }  // namespace colltest::client

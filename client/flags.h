@@ -1,8 +1,10 @@
-// Translation of the `run` / `sweep` command-line flags into a SweepSpec.
+// Translation of the `run` / `sweep` command-line flags into a SweepSpec, and of the `health` flags
+// into a HealthRequest.
 //
 // Only syntax is checked here: a value that does not parse (or cannot be represented in the proto
 // field) is rejected with a message naming the flag. Ranges and combinations are left to the
-// server, which is the authority and answers INVALID_ARGUMENT naming the field.
+// server, which is the authority and answers INVALID_ARGUMENT naming the field. The one exception
+// is --warn-ratio (see ParseWarnRatioFlag).
 #ifndef COLLTEST_CLIENT_FLAGS_H_
 #define COLLTEST_CLIENT_FLAGS_H_
 
@@ -42,9 +44,20 @@ struct SweepFlags {
   std::optional<std::string> lamport_min_bytes;
   std::optional<std::string> arm_repeat;
   std::optional<std::string> label;
+  bool stop_on_failure = false;
 };
 
 absl::StatusOr<v1::SweepSpec> BuildSweepSpec(const SweepFlags& flags);
+
+struct HealthFlags {
+  bool pairs = false;
+  std::optional<std::string> timeout;
+  std::optional<std::string> devices;
+  std::optional<std::string> fault;
+  std::optional<std::string> warn_ratio;
+};
+
+absl::StatusOr<v1::HealthRequest> BuildHealthRequest(const HealthFlags& flags);
 
 // The parsers below take the flag name only to put it in the error message.
 
@@ -65,6 +78,10 @@ absl::StatusOr<std::vector<v1::Mode>> ParseModesFlag(absl::string_view flag,
 absl::StatusOr<uint32_t> ParseTimeoutMsFlag(absl::string_view flag, absl::string_view text);
 // KIND or KIND:RANK; returned as typed, since the server owns the list of kinds.
 absl::StatusOr<std::string> ParseFaultFlag(absl::string_view flag, absl::string_view text);
+// A finite number above 1. Checked here rather than left to the server because the proto reads 0
+// as "the default 1.5": `--warn-ratio 0` would silently mean 1.5, and a ratio <= 1 would flag
+// half of the targets as slow.
+absl::StatusOr<double> ParseWarnRatioFlag(absl::string_view flag, absl::string_view text);
 
 }  // namespace colltest::client
 

@@ -44,4 +44,18 @@ std::string FormatRun(const v1::RunResult& run, OutputFormat format) {
   return FormatRunTable(run);
 }
 
+std::string FormatHealth(const v1::HealthResponse& health, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kJson:
+      return FormatHealthJson(health);
+    case OutputFormat::kCsv:
+      return FormatHealthCsv(health);
+    case OutputFormat::kJunit:
+      return FormatHealthJunit(health);
+    case OutputFormat::kTable:
+      break;
+  }
+  return FormatHealthTable(health);
+}
+
 }  // namespace colltest::client

@@ -26,6 +26,19 @@ std::string FormatRunJson(const v1::RunResult& run);
 std::string FormatRunCsv(const v1::RunResult& run);
 std::string FormatRunJunit(const v1::RunResult& run);
 
+// A health check, in any of the four formats. Every format names each rank and pair with its
+// status, and the WARN of a slow one, which is not a failure.
+std::string FormatHealth(const v1::HealthResponse& health, OutputFormat format);
+
+std::string FormatHealthTable(const v1::HealthResponse& health);
+// One object with status, message, wall_ms, ranks, pairs, groups, run_ids and a `cases` array whose
+// items have the shape of FormatRunJson's.
+std::string FormatHealthJson(const v1::HealthResponse& health);
+// One row per rank and per pair.
+std::string FormatHealthCsv(const v1::HealthResponse& health);
+// One testcase per rank and per pair.
+std::string FormatHealthJunit(const v1::HealthResponse& health);
+
 // `devices` and `runs` listings: table or JSON only (a CSV or JUnit view of them has no user).
 absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices,
                                           OutputFormat format);

@@ -1,4 +1,5 @@
-// One CSV row per case (ranks are in the JSON output), for spreadsheets and plotting scripts.
+// One CSV row per case (ranks are in the JSON output), or per health target, for spreadsheets and
+// plotting scripts.
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ constexpr absl::string_view kHeader =
     "median_us,p10_us,p90_us,min_us,max_us,algbw_gbps,busbw_gbps,mismatches,checked,max_abs_err,"
     "max_rel_err,max_ulp,nan_inf,first_bad_call,stress_calls,wall_ms,first_bad,message";
 
+constexpr absl::string_view kHealthHeader =
+    "kind,devices,status,latency_us,median_ratio,slow,suspect_peer,phase,message";
+
 // RFC 4180 quoting, applied only where needed so that plain rows stay greppable.
 std::string CsvField(absl::string_view value) {
   if (value.find_first_of(",\"\r\n") == absl::string_view::npos) return std::string(value);
@@ -27,6 +31,25 @@ std::string CsvField(absl::string_view value) {
   }
   quoted += '"';
   return quoted;
+}
+
+void AppendTargetRows(absl::string_view kind,
+                      const google::protobuf::RepeatedPtrField<v1::HealthTarget>& targets,
+                      std::string* out) {
+  for (const v1::HealthTarget& t : targets) {
+    const std::vector<std::string> row = {
+        std::string(kind),
+        TargetDevices(t),
+        std::string(CaseStatusName(t.status())),
+        absl::StrCat(t.latency_us()),
+        absl::StrCat(t.median_ratio()),
+        t.slow() ? "true" : "false",
+        absl::StrCat(SuspectDevice(t)),
+        CsvField(t.phase()),
+        CsvField(t.message()),
+    };
+    absl::StrAppend(out, absl::StrJoin(row, ","), "\n");
+  }
 }
 
 }  // namespace
@@ -68,6 +91,13 @@ std::string FormatRunCsv(const v1::RunResult& run) {
     };
     absl::StrAppend(&out, absl::StrJoin(row, ","), "\n");
   }
+  return out;
+}
+
+std::string FormatHealthCsv(const v1::HealthResponse& health) {
+  std::string out = absl::StrCat(kHealthHeader, "\n");
+  AppendTargetRows("rank", health.ranks(), &out);
+  AppendTargetRows("pair", health.pairs(), &out);
   return out;
 }
 

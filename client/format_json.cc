@@ -1,8 +1,11 @@
 // The JSON contract of DESIGN section 10. Scripts and CI parse it: fields may be added, never
 // renamed or removed.
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "client/format.h"
+#include "client/format_groups.h"
 #include "client/names.h"
 #include "client/result_view.h"
 #include "nlohmann/json.hpp"
@@ -82,6 +85,31 @@ Json CaseJson(const v1::CaseResult& c) {
   return out;
 }
 
+Json TargetJson(const v1::HealthTarget& t) {
+  Json out = Json::object();
+  out["devices"] = std::vector<uint32_t>(t.devices().begin(), t.devices().end());
+  out["status"] = std::string(CaseStatusName(t.status()));
+  out["message"] = t.message();
+  out["latency_us"] = t.latency_us();
+  out["median_ratio"] = t.median_ratio();
+  out["slow"] = t.slow();
+  out["suspect_peer"] = SuspectDevice(t);
+  out["phase"] = t.phase();
+  out["cases"] = t.cases();
+  return out;
+}
+
+Json TargetsJson(const google::protobuf::RepeatedPtrField<v1::HealthTarget>& targets) {
+  Json out = Json::array();
+  for (const v1::HealthTarget& t : targets) out.push_back(TargetJson(t));
+  return out;
+}
+
+// Invalid UTF-8 in a message is replaced rather than thrown on: a report must always come out.
+std::string Dump(const Json& json) {
+  return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace
 
 std::string FormatRunJson(const v1::RunResult& run) {
@@ -96,8 +124,22 @@ std::string FormatRunJson(const v1::RunResult& run) {
   Json cases = Json::array();
   for (const v1::CaseResult& c : run.cases()) cases.push_back(CaseJson(c));
   out["cases"] = std::move(cases);
-  // Invalid UTF-8 in a message is replaced rather than thrown on: a report must always come out.
-  return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return Dump(out);
+}
+
+std::string FormatHealthJson(const v1::HealthResponse& health) {
+  Json out = Json::object();
+  out["status"] = std::string(CaseStatusName(health.status()));
+  out["message"] = health.message();
+  out["wall_ms"] = health.wall_ms();
+  out["ranks"] = TargetsJson(health.ranks());
+  out["pairs"] = TargetsJson(health.pairs());
+  out["groups"] = GroupsJson(health.groups());
+  Json cases = Json::array();
+  for (const v1::CaseResult& c : health.cases()) cases.push_back(CaseJson(c));
+  out["cases"] = std::move(cases);
+  out["run_ids"] = std::vector<std::string>(health.run_ids().begin(), health.run_ids().end());
+  return Dump(out);
 }
 
 }  // namespace colltest::client

@@ -1,9 +1,13 @@
-// JUnit XML for CI systems: one <testcase> per case, <failure> for WRONG / HANG / ERROR and
-// <skipped> for UNSUPPORTED, so a CI dashboard shows exactly which shape and variant broke.
+// JUnit XML for CI systems: one <testcase> per case (or per rank and pair of a health check),
+// <failure> for WRONG / HANG / ERROR and <skipped> for UNSUPPORTED, so a CI dashboard shows exactly
+// which shape and variant, or which GPU or link, broke.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "client/format.h"
 #include "client/names.h"
@@ -96,6 +100,58 @@ std::string TestCaseXml(const v1::CaseResult& c) {
   return out;
 }
 
+using Properties = std::vector<std::pair<absl::string_view, std::string>>;
+
+std::string SuiteXml(absl::string_view name, int tests, int failures, int skipped, double seconds,
+                     const Properties& properties, absl::string_view testcases) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  absl::StrAppend(&out, absl::StrFormat("<testsuite name=\"%s\" tests=\"%d\" failures=\"%d\" "
+                                        "errors=\"0\" skipped=\"%d\" time=\"%.3f\">\n",
+                                        name, tests, failures, skipped, seconds));
+  absl::StrAppend(&out, "  <properties>\n");
+  for (const auto& [property, value] : properties) {
+    absl::StrAppend(&out, "    <property name=\"", property, "\" value=\"", XmlAttr(value),
+                    "\"/>\n");
+  }
+  absl::StrAppend(&out, "  </properties>\n", testcases, "</testsuite>\n");
+  return out;
+}
+
+// Like FailureDetails: who waited for whom, in device numbers since a health target has no ranks.
+std::string TargetFailureDetails(const v1::HealthTarget& t) {
+  std::string details = t.message();
+  const int32_t suspect = SuspectDevice(t);
+  if (suspect < 0 && t.phase().empty()) return details;
+  absl::StrAppend(&details, "\n", t.devices_size() == 1 ? "device " : "devices ", TargetDevices(t),
+                  ": ", CaseStatusName(t.status()));
+  if (suspect >= 0) absl::StrAppend(&details, " waited for device ", suspect);
+  if (!t.phase().empty()) absl::StrAppend(&details, " in ", t.phase());
+  return details;
+}
+
+// `kind` is "rank" or "pair": CI groups the testcases by it.
+std::string TargetTestCaseXml(absl::string_view kind, const v1::HealthTarget& t) {
+  std::string out =
+      absl::StrCat("  <testcase classname=\"colltest.health.", kind, "\" name=\"",
+                   t.devices_size() == 1 ? "device " : "devices ", XmlAttr(TargetDevices(t)), "\"");
+  if (t.status() == v1::CASE_STATUS_UNSUPPORTED) {
+    absl::StrAppend(&out, ">\n    <skipped message=\"", XmlAttr(t.message()),
+                    "\"/>\n  </testcase>\n");
+  } else if (IsFailure(t.status())) {
+    absl::StrAppend(&out, ">\n    <failure type=\"", CaseStatusName(t.status()), "\" message=\"",
+                    XmlAttr(t.message()), "\">", XmlText(TargetFailureDetails(t)),
+                    "</failure>\n  </testcase>\n");
+  } else if (t.slow()) {
+    // A slow target passes, but a CI reader looking at a green suite should still see the WARN.
+    absl::StrAppend(&out, absl::StrFormat(">\n    <system-out>WARN: %.1f us, %.2f x the median"
+                                          "</system-out>\n  </testcase>\n",
+                                          t.latency_us(), t.median_ratio()));
+  } else {
+    absl::StrAppend(&out, "/>\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string FormatRunJunit(const v1::RunResult& run) {
@@ -117,26 +173,46 @@ std::string FormatRunJunit(const v1::RunResult& run) {
                             "</failure>\n  </testcase>\n");
   }
 
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  absl::StrAppend(
-      &out,
-      absl::StrFormat("<testsuite name=\"colltest\" tests=\"%d\" failures=\"%d\" errors=\"0\" "
-                      "skipped=\"%d\" time=\"%.3f\">\n",
-                      tests, failures, counts.unsupported, seconds));
-  absl::StrAppend(&out, "  <properties>\n");
-  const std::pair<absl::string_view, std::string> properties[] = {
-      {"run_id", run.run_id()},
-      {"backend", run.backend()},
-      {"state", std::string(RunStateName(run.state()))},
-      {"label", run.spec().label()},
-  };
-  for (const auto& [name, value] : properties) {
-    absl::StrAppend(&out, "    <property name=\"", name, "\" value=\"", XmlAttr(value), "\"/>\n");
+  std::string cases;
+  for (const v1::CaseResult& c : run.cases()) absl::StrAppend(&cases, TestCaseXml(c));
+  absl::StrAppend(&cases, run_case);
+  return SuiteXml("colltest", tests, failures, counts.unsupported, seconds,
+                  {{"run_id", run.run_id()},
+                   {"backend", run.backend()},
+                   {"state", std::string(RunStateName(run.state()))},
+                   {"label", run.spec().label()}},
+                  cases);
+}
+
+std::string FormatHealthJunit(const v1::HealthResponse& health) {
+  int tests = health.ranks_size() + health.pairs_size();
+  int failures = 0;
+  int skipped = 0;
+  std::string cases;
+  for (const auto& [kind, targets] :
+       {std::pair{"rank", &health.ranks()}, std::pair{"pair", &health.pairs()}}) {
+    for (const v1::HealthTarget& t : *targets) {
+      if (IsFailure(t.status())) ++failures;
+      if (t.status() == v1::CASE_STATUS_UNSUPPORTED) ++skipped;
+      absl::StrAppend(&cases, TargetTestCaseXml(kind, t));
+    }
   }
-  absl::StrAppend(&out, "  </properties>\n");
-  for (const v1::CaseResult& c : run.cases()) absl::StrAppend(&out, TestCaseXml(c));
-  absl::StrAppend(&out, run_case, "</testsuite>\n");
-  return out;
+  // A check that failed before it could judge any target (no group, every case an ERROR) would
+  // otherwise be a green suite; the verdict becomes a testcase of its own.
+  if (IsFailure(health.status()) && failures == 0) {
+    ++tests;
+    ++failures;
+    absl::StrAppend(&cases, "  <testcase classname=\"colltest.health\" name=\"verdict\">\n",
+                    "    <failure type=\"", CaseStatusName(health.status()), "\" message=\"",
+                    XmlAttr(health.message()), "\">", XmlText(health.message()),
+                    "</failure>\n  </testcase>\n");
+  }
+
+  return SuiteXml("colltest.health", tests, failures, skipped, health.wall_ms() / 1000.0,
+                  {{"status", std::string(CaseStatusName(health.status()))},
+                   {"message", health.message()},
+                   {"run_ids", absl::StrJoin(health.run_ids(), ",")}},
+                  cases);
 }
 
 }  // namespace colltest::client

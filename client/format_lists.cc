@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "client/format.h"
+#include "client/format_groups.h"
 #include "client/names.h"
 #include "client/text_table.h"
 #include "nlohmann/json.hpp"
@@ -55,6 +56,7 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
       list.push_back(std::move(device));
     }
     out["devices"] = std::move(list);
+    out["groups"] = GroupsJson(devices.groups());
     return Dump(out);
   }
   if (format != OutputFormat::kTable) return TableOrJsonOnly("devices", format);
@@ -68,9 +70,14 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
     table.AddRow({absl::StrCat(d.index()), d.name(),
                   absl::StrFormat("%.1f", d.memory_bytes() / double{1 << 30}), d.backend()});
   }
-  return absl::StrCat("backend ", devices.backend(), "  version ", devices.version(),
-                      "  max world ", devices.max_world_size(),
-                      "\nvariants: ", absl::StrJoin(variants, ", "), "\n", table.Render());
+  std::string out =
+      absl::StrCat("backend ", devices.backend(), "  version ", devices.version(), "  max world ",
+                   devices.max_world_size(), "\nvariants: ", absl::StrJoin(variants, ", "), "\n",
+                   table.Render());
+  // Omitted when empty: a server has no group before its first run, and a header-only table would
+  // read as if one had gone missing.
+  if (!devices.groups().empty()) absl::StrAppend(&out, "\n", GroupsTable(devices.groups()));
+  return out;
 }
 
 absl::StatusOr<std::string> FormatRuns(const v1::ListRunsResponse& runs, OutputFormat format) {

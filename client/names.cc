@@ -78,6 +78,12 @@ constexpr std::array<std::pair<v1::RunState, absl::string_view>, 5> kRunStates =
     {v1::RUN_STATE_FAILED, "FAILED"},
 }};
 
+constexpr std::array<std::pair<v1::GroupState, absl::string_view>, 3> kGroupStates = {{
+    {v1::GROUP_STATE_SERVING, "SERVING"},
+    {v1::GROUP_STATE_DEGRADED, "DEGRADED"},
+    {v1::GROUP_STATE_RECOVERING, "RECOVERING"},
+}};
+
 }  // namespace
 
 absl::string_view VariantName(v1::Variant v) { return NameOf(kVariants, v, "unspecified"); }
@@ -89,6 +95,9 @@ absl::string_view CaseStatusName(v1::CaseStatus s) {
   return NameOf(kCaseStatuses, s, "UNSPECIFIED");
 }
 absl::string_view RunStateName(v1::RunState s) { return NameOf(kRunStates, s, "UNSPECIFIED"); }
+absl::string_view GroupStateName(v1::GroupState s) {
+  return NameOf(kGroupStates, s, "UNSPECIFIED");
+}
 
 std::optional<v1::Variant> ParseVariantName(absl::string_view name) {
   return Lookup(kVariants, name);

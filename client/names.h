@@ -21,6 +21,7 @@ absl::string_view ToleranceName(v1::Tolerance t);
 // Upper-case names ("OK", "HANG", "DONE", ...), as scripts grep for them.
 absl::string_view CaseStatusName(v1::CaseStatus s);
 absl::string_view RunStateName(v1::RunState s);
+absl::string_view GroupStateName(v1::GroupState s);
 
 // Inverse of the lower-case names; case-insensitive. nullopt for an unknown name.
 std::optional<v1::Variant> ParseVariantName(absl::string_view name);

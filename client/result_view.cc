@@ -1,5 +1,6 @@
 #include "client/result_view.h"
 
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -75,6 +76,12 @@ std::string StatusCountsLine(const StatusCounts& counts) {
 
 bool RunAborted(v1::RunState state) {
   return state == v1::RUN_STATE_CANCELLED || state == v1::RUN_STATE_FAILED;
+}
+
+std::string TargetDevices(const v1::HealthTarget& t) { return absl::StrJoin(t.devices(), "-"); }
+
+int32_t SuspectDevice(const v1::HealthTarget& t) {
+  return t.status() == v1::CASE_STATUS_HANG && t.suspect_peer() >= 0 ? t.suspect_peer() : -1;
 }
 
 }  // namespace colltest::client

@@ -1,4 +1,5 @@
-// Derived views of a RunResult shared by the formatters, so every format agrees on them.
+// Derived views of a RunResult or a HealthResponse shared by the formatters, so every format agrees
+// on them.
 #ifndef COLLTEST_CLIENT_RESULT_VIEW_H_
 #define COLLTEST_CLIENT_RESULT_VIEW_H_
 
@@ -34,6 +35,13 @@ std::string StatusCountsLine(const StatusCounts& counts);
 
 // True for states in which the run did not complete its cases.
 bool RunAborted(v1::RunState state);
+
+// "1" for a rank, "0-1" for a pair.
+std::string TargetDevices(const v1::HealthTarget& t);
+
+// The device a hung target waited for, or -1. Only a HANG names one: elsewhere the field may be
+// left at its proto default 0, which would wrongly accuse device 0.
+int32_t SuspectDevice(const v1::HealthTarget& t);
 
 }  // namespace colltest::client
 

@@ -164,4 +164,15 @@ absl::StatusOr<v1::CancelResponse> Client::Cancel(absl::string_view run_id) {
   return response;
 }
 
+absl::StatusOr<v1::HealthResponse> Client::Health(const v1::HealthRequest& request,
+                                                  absl::Duration deadline) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+  v1::HealthResponse response;
+  absl::Status status = FromGrpcStatus(stub_->Health(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
 }  // namespace colltest::client

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "colltest/v1/colltest.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -49,6 +50,9 @@ class Client {
   absl::StatusOr<v1::RunResult> GetRun(absl::string_view run_id);
   absl::StatusOr<v1::ListRunsResponse> ListRuns(uint32_t limit);
   absl::StatusOr<v1::CancelResponse> Cancel(absl::string_view run_id);
+  // Fails with DEADLINE_EXCEEDED when no verdict came within `deadline`.
+  absl::StatusOr<v1::HealthResponse> Health(const v1::HealthRequest& request,
+                                            absl::Duration deadline);
 
  private:
   // Every call gets a fresh context: gRPC forbids reusing one.

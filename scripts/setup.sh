@@ -10,7 +10,7 @@ case "${1:-base}" in
       build-essential cmake ninja-build pkg-config git
       libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
       libabsl-dev libgtest-dev libgmock-dev
-      libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
+      libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev prometheus-cpp-dev
     )
     ;;
   hip)

@@ -162,18 +162,40 @@ int StatusSeverity(v1::CaseStatus status) {
   }
 }
 
-std::string HangVerdict(absl::Span<const v1::RankResult> ranks) {
+namespace {
+
+struct HangClaims {
   // suspect -> phase -> the ranks that waited for that suspect in that phase.
   std::map<int32_t, std::map<std::string, std::vector<uint32_t>>> waits;
   std::vector<const v1::RankResult*> silent;  // hung without naming a peer
+};
+
+HangClaims CollectClaims(absl::Span<const v1::RankResult> ranks) {
+  HangClaims claims;
   for (const v1::RankResult& r : ranks) {
     if (r.status() != v1::CASE_STATUS_HANG) continue;
     if (r.suspect_peer() >= 0 && static_cast<uint32_t>(r.suspect_peer()) != r.rank()) {
-      waits[r.suspect_peer()][r.phase()].push_back(r.rank());
+      claims.waits[r.suspect_peer()][r.phase()].push_back(r.rank());
     } else {
-      silent.push_back(&r);
+      claims.silent.push_back(&r);
     }
   }
+  return claims;
+}
+
+}  // namespace
+
+std::optional<uint32_t> HangCulprit(absl::Span<const v1::RankResult> ranks) {
+  const HangClaims claims = CollectClaims(ranks);
+  if (claims.waits.size() == 1) return static_cast<uint32_t>(claims.waits.begin()->first);
+  if (claims.waits.empty() && claims.silent.size() == 1) return claims.silent[0]->rank();
+  return std::nullopt;
+}
+
+std::string HangVerdict(absl::Span<const v1::RankResult> ranks) {
+  const HangClaims claims = CollectClaims(ranks);
+  const auto& waits = claims.waits;
+  const auto& silent = claims.silent;
 
   std::vector<std::string> parts;
   std::string verdict;

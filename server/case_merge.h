@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,9 @@ colltest::v1::CaseResult FailedCase(uint32_t index, absl::Span<const uint32_t> d
 // "rank 1 never arrived: ranks 0, 2, 3 waited for it in lamport phase B", built from every hung
 // rank's suspect_peer and phase. Exposed for tests.
 std::string HangVerdict(absl::Span<const colltest::v1::RankResult> ranks);
+
+// The one rank a hang is blamed on: the peer every hung rank waited for, or the only rank that
+// hung without naming one (it stopped answering). None when the ranks disagree.
+std::optional<uint32_t> HangCulprit(absl::Span<const colltest::v1::RankResult> ranks);
 
 }  // namespace colltest::server

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
@@ -17,8 +18,10 @@
 #include "server/auth.h"
 #include "server/backend_probe.h"
 #include "server/credentials.h"
+#include "server/metrics.h"
 #include "server/options.h"
 #include "server/service.h"
+#include "server/serving_state.h"
 #include "server/worker_pool.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -29,6 +32,25 @@ namespace {
 constexpr int kMaxMessageBytes = 64 << 20;
 constexpr absl::Duration kProbeTimeout = absl::Seconds(30);
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
+
+// What a respawned group must pass before it serves again: the Lamport protocol (flags, sentinel,
+// re-arm) on exact inputs, short enough to add little to a recovery.
+colltest::worker::v1::CaseRequest CanaryCase() {
+  colltest::worker::v1::CaseRequest canary;
+  canary.set_variant(colltest::v1::VARIANT_LAMPORT);
+  canary.set_mode(colltest::v1::MODE_EAGER);
+  canary.set_m(8);
+  canary.set_n(1024);
+  canary.set_dtype(colltest::v1::DTYPE_BF16);
+  canary.set_residual(true);
+  canary.set_eps(1e-6f);
+  canary.set_warmup(1);
+  canary.set_iters(3);
+  canary.set_pattern(colltest::v1::PATTERN_INTEGERS);
+  canary.set_tolerance(colltest::v1::TOLERANCE_STRICT);
+  canary.set_timeout_ms(2000);
+  return canary;
+}
 
 int Fail(const std::string& what) {
   spdlog::error("{}", what);
@@ -69,8 +91,13 @@ int Main(int argc, char** argv) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(options);
   if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
-  if (!options.http.empty())
-    spdlog::warn("--http {}: the HTTP endpoint is not served yet", options.http);
+  Metrics metrics;
+  if (!options.http.empty()) {
+    if (absl::Status served = metrics.Serve(options.http); !served.ok()) {
+      return Fail(std::string(served.message()));
+    }
+  }
+  ServingState serving(&metrics);
   if (!options.state_dir.empty()) {
     spdlog::warn("--state-dir {}: the history is kept in memory only for now", options.state_dir);
   }
@@ -81,6 +108,17 @@ int Main(int argc, char** argv) {
   pool_options.backend = backend->backend;
   pool_options.runtime_dir = options.runtime_dir;
   pool_options.max_case_bytes = options.max_case_bytes;
+  pool_options.canary = CanaryCase();
+  pool_options.on_state_change = [&serving](const colltest::v1::GroupHealth& group) {
+    serving.OnGroupState(group);
+    if (group.state() != colltest::v1::GROUP_STATE_SERVING) {
+      spdlog::warn("devices {}: {}: {}", absl::StrJoin(group.devices(), ","),
+                   colltest::v1::GroupState_Name(group.state()), group.message());
+    } else if (group.recoveries() > 0) {
+      spdlog::info("devices {}: SERVING after {:.0f} ms: {}", absl::StrJoin(group.devices(), ","),
+                   group.last_recovery_ms(), group.message());
+    }
+  };
   absl::StatusOr<std::unique_ptr<WorkerPool>> pool = CreateWorkerPool(pool_options);
   if (!pool.ok()) return Fail(absl::StrCat("worker pool: ", pool.status().message()));
 
@@ -92,6 +130,7 @@ int Main(int argc, char** argv) {
   service_options.allow_fault_injection = options.allow_fault_injection;
   service_options.token = token;
   service_options.version = Version();
+  service_options.metrics = &metrics;
   CollectiveTestService service(std::move(service_options), pool->get());
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -108,14 +147,14 @@ int Main(int argc, char** argv) {
     (*pool)->Shutdown();
     return Fail(absl::StrCat("cannot listen on ", options.listen));
   }
-  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  health->SetServingStatus("", true);
-  health->SetServingStatus("colltest.v1.CollectiveTest", true);
+  serving.Attach(server->GetHealthCheckService());
 
   const std::string address =
       unix_socket ? options.listen : absl::StrCat(ListenHost(options.listen), ":", port);
-  std::printf("colltestd listening on %s backend=%s devices=%zu\n", address.c_str(),
-              backend->backend.c_str(), backend->devices.size());
+  const std::string http = metrics.bound_address();
+  std::printf("colltestd listening on %s backend=%s devices=%zu%s\n", address.c_str(),
+              backend->backend.c_str(), backend->devices.size(),
+              http.empty() ? "" : absl::StrCat(" http=", http).c_str());
   std::fflush(stdout);
   spdlog::info("serving {} on {} ({} devices: {}), TLS {}, token {}", Version(), address,
                backend->backend, backend->devices.size(),
@@ -126,8 +165,7 @@ int Main(int argc, char** argv) {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
     spdlog::info("signal {}: shutting down", signal_number);
-    health->SetServingStatus("", false);
-    health->SetServingStatus("colltest.v1.CollectiveTest", false);
+    serving.Detach();
     service.BeginShutdown();
     server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   });

@@ -51,7 +51,8 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   app.add_option("--devices", o.devices, "use only these device indices, e.g. 0,1")->delimiter(',');
-  app.add_option("--http", o.http, "metrics and dashboard address (not served yet)");
+  app.add_option("--http", o.http,
+                 "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any)");
   app.add_option("--state-dir", o.state_dir, "directory for persistent state (not used yet)");
   auto* cert = app.add_option("--tls-cert", o.tls_cert, "server certificate (PEM)")
                    ->check(CLI::ExistingFile);

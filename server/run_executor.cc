@@ -1,6 +1,7 @@
 #include "server/run_executor.h"
 
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -38,8 +39,27 @@ std::string CountByStatus(const v1::RunResult& run) {
 }  // namespace
 
 RunExecutor::RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* history,
-                         DeviceArbiter* arbiter)
-    : limits_(std::move(limits)), pool_(pool), history_(history), arbiter_(arbiter) {}
+                         DeviceArbiter* arbiter, Metrics* metrics)
+    : limits_(std::move(limits)),
+      pool_(pool),
+      history_(history),
+      arbiter_(arbiter),
+      metrics_(metrics) {}
+
+void RunExecutor::Count(const v1::CaseResult& result, const std::vector<uint32_t>& devices) {
+  if (metrics_ == nullptr) return;
+  metrics_->ObserveCase(result);
+  if (result.status() != v1::CASE_STATUS_HANG) return;
+  const std::vector<v1::RankResult> ranks(result.ranks().begin(), result.ranks().end());
+  if (std::optional<uint32_t> culprit = HangCulprit(ranks);
+      culprit.has_value() && *culprit < devices.size()) {
+    metrics_->ObserveHang(*culprit, devices[*culprit]);
+  }
+}
+
+void RunExecutor::CountRuns() {
+  if (metrics_ != nullptr) metrics_->SetRuns(arbiter_->waiting(), arbiter_->running());
+}
 
 std::string RunExecutor::StopReason(const std::string& run_id, RunObserver& observer) const {
   if (shutting_down_.load()) return "the server is shutting down";
@@ -63,7 +83,11 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
 
   absl::StatusOr<DeviceArbiter::Lease> lease = arbiter_->Acquire(
       plan.devices, [&] { return !StopReason(id, observer).empty(); },
-      [&](uint32_t ahead) { observer.OnQueued(id, ahead, total); });
+      [&](uint32_t ahead) {
+        CountRuns();
+        observer.OnQueued(id, ahead, total);
+      });
+  CountRuns();
   if (!lease.ok()) {
     const std::string why = StopReason(id, observer);
     (void)history_->Finish(id, v1::RUN_STATE_CANCELLED,
@@ -78,6 +102,7 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
   uint32_t pool_failures = 0;
   absl::Status last_failure;
   std::string stop;
+  std::string failed_fast;
   for (uint32_t i = 0; i < total; ++i) {
     stop = StopReason(id, observer);
     if (!stop.empty()) break;
@@ -101,10 +126,18 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
                    result.message());
     }
     (void)history_->AddCase(id, result);
+    Count(result, plan.devices);
     ++done;
     observer.OnCase(id, result, done, total);
+    if (spec->stop_on_failure() &&
+        StatusSeverity(result.status()) >= StatusSeverity(v1::CASE_STATUS_WRONG)) {
+      failed_fast = absl::StrCat("stopped at case ", i, " (", CaseStatusName(result.status()),
+                                 "): ", total - done, " of ", total, " cases not run");
+      break;
+    }
   }
   lease->Release();
+  CountRuns();
 
   v1::RunState state = v1::RUN_STATE_DONE;
   std::string message;
@@ -117,6 +150,9 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
   }
   absl::StatusOr<v1::RunResult> run = history_->Get(id);
   if (state == v1::RUN_STATE_DONE && run.ok()) message = CountByStatus(*run);
+  if (state == v1::RUN_STATE_DONE && !failed_fast.empty()) {
+    message = absl::StrCat(message, "; ", failed_fast);
+  }
   (void)history_->Finish(id, state, message);
   spdlog::info("run {}: {} {}", id, RunStateName(state), message);
   return history_->Get(id);

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "colltest/v1/colltest.pb.h"
+#include "server/metrics.h"
 #include "server/run_history.h"
 #include "server/run_queue.h"
 #include "server/validation.h"
@@ -32,8 +33,9 @@ class RunObserver {
 
 class RunExecutor {
  public:
-  // The pointers are not owned and must outlive the executor.
-  RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* history, DeviceArbiter* arbiter);
+  // The pointers are not owned and must outlive the executor; `metrics` may be null.
+  RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* history, DeviceArbiter* arbiter,
+              Metrics* metrics = nullptr);
 
   // Returns the run as recorded, in state DONE, CANCELLED (stopped after a case), or FAILED (no
   // case could be run at all). Errors: the validation error (nothing is recorded), or CANCELLED
@@ -53,11 +55,14 @@ class RunExecutor {
  private:
   // Why `run_id` must stop, or "" when it may go on.
   std::string StopReason(const std::string& run_id, RunObserver& observer) const;
+  void Count(const colltest::v1::CaseResult& result, const std::vector<uint32_t>& devices);
+  void CountRuns();
 
   const ServerLimits limits_;
   WorkerPool* const pool_;
   RunHistory* const history_;
   DeviceArbiter* const arbiter_;
+  Metrics* const metrics_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<uint64_t> next_case_id_{1};
 };

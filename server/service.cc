@@ -100,7 +100,9 @@ CollectiveTestService::CollectiveTestService(ServiceOptions options, WorkerPool*
       auth_(options_.token),
       history_(options_.history_capacity),
       arbiter_(options_.queue_poll),
-      executor_(LimitsFor(options_), pool, &history_, &arbiter_) {}
+      executor_(LimitsFor(options_), pool, &history_, &arbiter_, options_.metrics),
+      pool_(pool),
+      health_(&executor_, pool, options_.backend, options_.variants) {}
 
 grpc::Status CollectiveTestService::ListDevices(grpc::ServerContext* context,
                                                 const v1::ListDevicesRequest* request,
@@ -115,6 +117,19 @@ grpc::Status CollectiveTestService::ListDevices(grpc::ServerContext* context,
   for (v1::Variant v : options_.variants) response->add_variants(v);
   response->set_max_world_size(static_cast<uint32_t>(options_.devices.size()));
   response->set_version(options_.version);
+  for (v1::GroupHealth& g : pool_->GroupStates()) *response->add_groups() = std::move(g);
+  return grpc::Status::OK;
+}
+
+grpc::Status CollectiveTestService::Health(grpc::ServerContext* context,
+                                           const v1::HealthRequest* request,
+                                           v1::HealthResponse* response) {
+  if (absl::Status s = auth_.Check(*context); !s.ok()) return ToGrpcStatus(s);
+  UnaryObserver observer(context);
+  absl::StatusOr<v1::HealthResponse> health = health_.Check(*request, observer);
+  if (!health.ok()) return ToGrpcStatus(health.status());
+  if (options_.metrics != nullptr) options_.metrics->ObserveHealthCheck(health->status());
+  *response = *std::move(health);
   return grpc::Status::OK;
 }
 

@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "colltest/v1/colltest.grpc.pb.h"
 #include "server/auth.h"
+#include "server/health_check.h"
 #include "server/run_executor.h"
 #include "server/run_history.h"
 #include "server/run_queue.h"
@@ -26,6 +27,7 @@ struct ServiceOptions {
   std::string version;
   absl::Duration queue_poll = absl::Milliseconds(50);
   size_t history_capacity = kDefaultHistoryCapacity;
+  Metrics* metrics = nullptr;  // not owned; null: no metrics
 };
 
 // The variants a backend can run: the four protocol variants everywhere, plus the NCCL/RCCL anchor
@@ -50,6 +52,8 @@ class CollectiveTestService final : public colltest::v1::CollectiveTest::Service
                         colltest::v1::ListRunsResponse* response) override;
   grpc::Status Cancel(grpc::ServerContext* context, const colltest::v1::CancelRequest* request,
                       colltest::v1::CancelResponse* response) override;
+  grpc::Status Health(grpc::ServerContext* context, const colltest::v1::HealthRequest* request,
+                      colltest::v1::HealthResponse* response) override;
 
   // Call before grpc::Server::Shutdown so that queued and long runs return promptly.
   void BeginShutdown() { executor_.BeginShutdown(); }
@@ -60,6 +64,8 @@ class CollectiveTestService final : public colltest::v1::CollectiveTest::Service
   RunHistory history_;
   DeviceArbiter arbiter_;
   RunExecutor executor_;
+  WorkerPool* const pool_;
+  HealthChecker health_;
 };
 
 }  // namespace colltest::server

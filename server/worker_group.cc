@@ -143,9 +143,12 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
   // Any unanswered rank leaves the group in an unknown state (peers mid-protocol, buffers unarmed).
   if (outcome.failed) {
     Kill();
-  } else if (NeedsReset(outcome.ranks) && !ResetAll()) {
-    outcome.failed = true;
-    Kill();
+  } else if (NeedsReset(outcome.ranks)) {
+    outcome.reset = ResetAll();
+    if (!outcome.reset) {
+      outcome.failed = true;
+      Kill();
+    }
   }
   return outcome;
 }

@@ -38,6 +38,7 @@ class WorkerGroup {
   struct CaseOutcome {
     std::vector<colltest::v1::RankResult> ranks;  // one per rank, rank and device filled in
     bool failed = false;  // some rank died or was late; the group has been killed
+    bool reset = false;   // every rank answered, some reported a failure; all were Reset
   };
   // Sends the case to every rank at once. The first rank found dead or late gets the whole group
   // SIGKILLed at once (its peers may be stuck in a barrier waiting for it); ranks that had not

@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <deque>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "server/fan_out.h"
 #include "server/fork_thread.h"
@@ -33,13 +36,34 @@ bool Overlap(const DeviceList& a, const DeviceList& b) {
                      [&](uint32_t d) { return std::find(b.begin(), b.end(), d) != b.end(); });
 }
 
+// The cause of a failed case in one line: the first rank that failed by itself (its peers'
+// "aborted" results are consequences).
+std::string FirstFailure(const std::vector<RankResult>& ranks) {
+  const RankResult* first = nullptr;
+  for (const RankResult& r : ranks) {
+    if (r.status() == colltest::v1::CASE_STATUS_OK ||
+        r.status() == colltest::v1::CASE_STATUS_UNSUPPORTED) {
+      continue;
+    }
+    if (first == nullptr ||
+        (first->message().rfind("aborted:", 0) == 0 && r.message().rfind("aborted:", 0) != 0)) {
+      first = &r;
+    }
+  }
+  if (first == nullptr) return "";
+  return absl::StrCat("rank ", first->rank(), ": ", first->message());
+}
+
 class WorkerPoolImpl final : public WorkerPool {
  public:
   WorkerPoolImpl(const WorkerPoolOptions& options, std::unique_ptr<RuntimeDir> dir)
       : options_(options),
         socket_dir_(dir->path()),
         dir_(std::move(dir)),
-        fork_thread_(std::make_unique<ForkThread>()) {}
+        fork_thread_(std::make_unique<ForkThread>()),
+        health_(options.on_state_change) {
+    if (options_.eager_recovery) recovery_thread_ = std::thread([this] { RecoveryLoop(); });
+  }
   ~WorkerPoolImpl() override { Shutdown(); }
 
   absl::StatusOr<std::vector<RankResult>> RunCase(absl::Span<const uint32_t> devices,
@@ -47,6 +71,7 @@ class WorkerPoolImpl final : public WorkerPool {
   void Shutdown() override;
   std::vector<int> LivePids() const override;
   uint64_t Restarts() const override;
+  std::vector<colltest::v1::GroupHealth> GroupStates() const override { return health_.All(); }
 
  private:
   // The group for exactly `devices`, started (after tearing down any group that shares a device)
@@ -55,7 +80,17 @@ class WorkerPoolImpl final : public WorkerPool {
   absl::StatusOr<std::shared_ptr<WorkerGroup>> StartGroup(const DeviceList& devices);
   // Kills a group whose rank died or hung and forgets it, so that the next case respawns it.
   void Retire(const std::shared_ptr<WorkerGroup>& group);
+  // Runs the canary on the group of `devices`, respawning it first unless its workers are alive;
+  // the group serves only if the canary passes.
+  absl::StatusOr<std::shared_ptr<WorkerGroup>> Recover(const DeviceList& devices);
+  // Marks a group that just failed as recovering; with eager recovery, queues its respawn.
+  void BeginRecovery(const DeviceList& devices, const std::string& why, bool respawn);
+  void RecoveryLoop();
   bool NoGroupStarting() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return starting_ == 0; }
+  bool RecoveringOverlaps(const DeviceList& devices) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return std::any_of(recovering_.begin(), recovering_.end(),
+                       [&](const DeviceList& r) { return Overlap(r, devices); });
+  }
 
   const WorkerPoolOptions options_;
   const std::string socket_dir_;
@@ -70,6 +105,14 @@ class WorkerPoolImpl final : public WorkerPool {
   int starting_ ABSL_GUARDED_BY(mu_) = 0;  // groups being started outside the lock
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;
+  // Groups whose eager recovery is queued or running; cases on their devices wait for it.
+  std::vector<DeviceList> recovering_ ABSL_GUARDED_BY(mu_);
+  // Devices of displaced groups that a StartGroup is stopping right now.
+  DeviceList stopping_ ABSL_GUARDED_BY(mu_);
+  std::deque<DeviceList> recovery_queue_ ABSL_GUARDED_BY(mu_);
+
+  GroupHealthBook health_;
+  std::thread recovery_thread_;  // joined by Shutdown
 };
 
 absl::StatusOr<std::vector<RankResult>> WorkerPoolImpl::RunCase(absl::Span<const uint32_t> devices,
@@ -82,14 +125,91 @@ absl::StatusOr<std::vector<RankResult>> WorkerPoolImpl::RunCase(absl::Span<const
   absl::StatusOr<std::shared_ptr<WorkerGroup>> group = GroupFor(key);
   if (!group.ok()) return group.status();
   WorkerGroup::CaseOutcome outcome = (*group)->RunCase(request);
-  if (outcome.failed) Retire(*group);
+  if (outcome.failed) {
+    Retire(*group);
+    BeginRecovery(key, FirstFailure(outcome.ranks), /*respawn=*/true);
+  } else if (outcome.reset) {
+    // Reset re-armed the protocol state; the canary proves it before the next case trusts it.
+    BeginRecovery(key, FirstFailure(outcome.ranks), /*respawn=*/false);
+  }
   return std::move(outcome.ranks);
+}
+
+void WorkerPoolImpl::BeginRecovery(const DeviceList& devices, const std::string& why,
+                                   bool respawn) {
+  health_.Failed(devices, why, respawn);
+  if (!options_.eager_recovery) return;
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return;
+  recovering_.push_back(devices);
+  recovery_queue_.push_back(devices);
+}
+
+void WorkerPoolImpl::RecoveryLoop() {
+  while (true) {
+    DeviceList devices;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return shut_down_ || !recovery_queue_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (shut_down_) {
+        recovering_.clear();
+        recovery_queue_.clear();
+        return;
+      }
+      devices = recovery_queue_.front();
+      recovery_queue_.pop_front();
+    }
+    (void)Recover(devices);
+    absl::MutexLock lock(&mu_);
+    auto it = std::find(recovering_.begin(), recovering_.end(), devices);
+    if (it != recovering_.end()) recovering_.erase(it);
+  }
+}
+
+absl::StatusOr<std::shared_ptr<WorkerGroup>> WorkerPoolImpl::Recover(const DeviceList& devices) {
+  const std::string name = absl::StrJoin(devices, ",");
+  std::shared_ptr<WorkerGroup> alive;
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = groups_.find(devices); it != groups_.end()) alive = it->second;
+  }
+  const bool reuse = alive != nullptr && alive->AllAlive();
+  absl::StatusOr<std::shared_ptr<WorkerGroup>> group = reuse ? alive : StartGroup(devices);
+  if (!group.ok()) {
+    health_.Degraded(devices, absl::StrCat("respawn failed: ", group.status().message()));
+    return group.status();
+  }
+  const char* const how = reuse ? "reset" : "respawned";
+  if (options_.canary.variant() == colltest::v1::VARIANT_UNSPECIFIED) {
+    health_.Recovered(devices, how);
+    return group;
+  }
+  WorkerGroup::CaseOutcome outcome = (*group)->RunCase(options_.canary);
+  const std::string failure = FirstFailure(outcome.ranks);
+  if (outcome.failed || !failure.empty()) {
+    // A group that fails a fresh start on a known-good case is not to be trusted with the next one.
+    Retire(*group);
+    health_.Degraded(devices, absl::StrCat("canary failed: ", failure));
+    return absl::UnavailableError(absl::StrCat(
+        "devices ", name, " are DEGRADED: the canary case failed after a respawn: ", failure));
+  }
+  health_.Recovered(devices, absl::StrCat(how, " and passed the canary"));
+  return group;
 }
 
 absl::StatusOr<std::shared_ptr<WorkerGroup>> WorkerPoolImpl::GroupFor(const DeviceList& devices) {
   std::shared_ptr<WorkerGroup> group;
   {
     absl::MutexLock lock(&mu_);
+    // A group respawning on any of these devices finishes (canary included) first: its outcome
+    // decides whether this case may run at all.
+    auto settled = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return shut_down_ || !RecoveringOverlaps(devices);
+    };
+    mu_.Await(absl::Condition(&settled));
     if (shut_down_) return absl::FailedPreconditionError("the worker pool is shut down");
     if (auto it = groups_.find(devices); it != groups_.end()) group = it->second;
   }
@@ -98,27 +218,51 @@ absl::StatusOr<std::shared_ptr<WorkerGroup>> WorkerPoolImpl::GroupFor(const Devi
     // A worker died between cases (OOM killer, device reset, an operator's kill); find out now
     // rather than by failing the next case.
     Retire(group);
+    health_.Failed(devices, "a worker died between cases", /*respawn=*/true);
+    return Recover(devices);
   }
-  return StartGroup(devices);
+  const std::optional<colltest::v1::GroupState> state = health_.StateOf(devices);
+  // RECOVERING without eager recovery, or DEGRADED: this request is the next attempt.
+  if (state.has_value() && *state != colltest::v1::GROUP_STATE_SERVING) return Recover(devices);
+  absl::StatusOr<std::shared_ptr<WorkerGroup>> started = StartGroup(devices);
+  if (!started.ok()) {
+    health_.Degraded(devices, absl::StrCat("could not start: ", started.status().message()));
+  } else if (!state.has_value()) {
+    health_.Serving(devices, "started");
+  }
+  return started;
 }
 
 absl::StatusOr<std::shared_ptr<WorkerGroup>> WorkerPoolImpl::StartGroup(const DeviceList& devices) {
   std::vector<std::shared_ptr<WorkerGroup>> displaced;
+  DeviceList stopping;
   {
     absl::MutexLock lock(&mu_);
+    // A group being stopped by another start still owns its devices' sockets and memory; wait
+    // until it is gone, or its cleanup would remove what this group's workers just created.
+    auto free = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return shut_down_ || !Overlap(stopping_, devices);
+    };
+    mu_.Await(absl::Condition(&free));
     if (shut_down_) return absl::FailedPreconditionError("the worker pool is shut down");
     // One worker per device at a time: a device's memory and its socket name belong to one worker.
     for (auto it = groups_.begin(); it != groups_.end();) {
       if (Overlap(it->first, devices)) {
+        stopping.insert(stopping.end(), it->first.begin(), it->first.end());
         displaced.push_back(std::move(it->second));
         it = groups_.erase(it);
       } else {
         ++it;
       }
     }
+    stopping_.insert(stopping_.end(), stopping.begin(), stopping.end());
     ++starting_;
   }
   for (const auto& group : displaced) group->Stop(kShutdownGrace);
+  if (!stopping.empty()) {
+    absl::MutexLock lock(&mu_);
+    for (uint32_t d : stopping) stopping_.erase(std::find(stopping_.begin(), stopping_.end(), d));
+  }
 
   absl::StatusOr<std::unique_ptr<WorkerGroup>> started =
       WorkerGroup::Start(options_, socket_dir_, devices, *fork_thread_);
@@ -160,6 +304,9 @@ void WorkerPoolImpl::Shutdown() {
     groups_.clear();
   }
   ParallelFor(groups.size(), [&](size_t i) { groups[i]->Stop(kShutdownGrace); });
+  // A recovery in flight ends soon: its StartGroup refuses to keep a group now, and a canary on
+  // a group stopped above fails at once.
+  if (recovery_thread_.joinable()) recovery_thread_.join();
   {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(this, &WorkerPoolImpl::NoGroupStarting));

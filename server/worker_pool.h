@@ -15,17 +15,26 @@
 #include "absl/types/span.h"
 #include "colltest/v1/colltest.pb.h"
 #include "colltest/v1/worker.pb.h"
+#include "server/group_health.h"
 
 namespace colltest::server {
 
 struct WorkerPoolOptions {
   std::string worker_binary;  // path of colltest-worker
   std::string backend;        // "cpu", "cuda" or "hip" (already resolved, never "auto")
-  std::string runtime_dir;    // parent for the private 0700 directory; empty = $XDG_RUNTIME_DIR or /tmp
+  std::string
+      runtime_dir;  // parent for the private 0700 directory; empty = $XDG_RUNTIME_DIR or /tmp
   uint64_t max_case_bytes = 32ull << 20;
   absl::Duration spawn_timeout = absl::Seconds(20);
   // Extra time past a case's own deadline before a silent worker is declared hung and killed.
   absl::Duration grace = absl::Seconds(2);
+  // Run on a respawned group before it serves again; none when its variant is unspecified.
+  colltest::worker::v1::CaseRequest canary;
+  // Respawn and canary a failed group at once, in the background, so that it is ready (and its
+  // state known) before the next request; false: at the next case on its devices.
+  bool eager_recovery = true;
+  // Told of every change of a group's state, from the thread that made it.
+  GroupStateListener on_state_change;
 };
 
 class WorkerPool {
@@ -34,8 +43,9 @@ class WorkerPool {
 
   // Runs one case on every rank of `devices` (rank i on devices[i]) at once. Always returns one
   // RankResult per rank on success: a rank that died gets ERROR naming it, one that missed the
-  // deadline plus grace gets HANG naming it; in both cases the group is torn down so that the next
-  // case starts on fresh workers. A non-OK status means the group could not be started at all.
+  // deadline plus grace gets HANG naming it; in both cases the group is torn down and recovered
+  // (respawned, then the canary) before the next case on any of its devices runs. A non-OK status
+  // means the group could not be started, or failed its canary (UNAVAILABLE, naming the reason).
   // Callers guarantee that no two concurrent calls share a device.
   virtual absl::StatusOr<std::vector<colltest::v1::RankResult>> RunCase(
       absl::Span<const uint32_t> devices, const colltest::worker::v1::CaseRequest& request) = 0;
@@ -48,6 +58,8 @@ class WorkerPool {
   virtual std::vector<int> LivePids() const = 0;
   // Workers respawned after a crash or a hang since start.
   virtual uint64_t Restarts() const = 0;
+  // Every group started so far, with its state.
+  virtual std::vector<colltest::v1::GroupHealth> GroupStates() const = 0;
 };
 
 absl::StatusOr<std::unique_ptr<WorkerPool>> CreateWorkerPool(const WorkerPoolOptions& options);

@@ -1,11 +1,15 @@
 // End-to-end checks of the cuda backend on a 2-GPU box: every variant, dtype, mode and pattern
-// over the shapes the kernels claim, and long stress loops of the Lamport variants. A variant that
-// cannot run a shape must answer UNSUPPORTED with a reason, never WRONG or HANG.
+// over the shapes the kernels claim, long stress loops of the Lamport variants, and every injected
+// fault in both modes. A variant that cannot run a shape must answer UNSUPPORTED with a reason,
+// never WRONG or HANG.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -166,7 +170,7 @@ TEST_F(GpuTest, NcclRefusesFaultInjection) {
   spec.set_warmup(1);
   spec.set_iters(2);
   spec.set_timeout_ms(1000);
-  spec.set_fault("never_arrive:1");
+  spec.set_fault("missing_rank:1");
   const v1::RunResult r = Run(spec);
   ASSERT_EQ(r.cases_size(), 1) << r.message();
   EXPECT_EQ(r.cases(0).status(), v1::CASE_STATUS_UNSUPPORTED) << Describe(r.cases(0));
@@ -211,50 +215,6 @@ TEST_P(GpuStressTest, FiveThousandCallsAllCorrect) {
   RecordProperty("checked", std::to_string(c.ranks(0).diff().checked()));
 }
 
-// A rank that never arrives: every spinning variant must give up at the deadline and name it, and
-// the group must run correctly again after the controller's Reset.
-TEST_F(GpuTest, NeverArrivingRankIsReportedAsHangThenGroupRecovers) {
-  ASSERT_NE(daemon_, nullptr);
-  for (auto variant : {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
-                       v1::VARIANT_LAMPORT_TB}) {
-    v1::SweepSpec spec;
-    spec.set_world_size(2);
-    spec.add_m(64);
-    spec.add_n(7168);
-    spec.add_variants(variant);
-    spec.set_warmup(1);
-    spec.set_iters(2);
-    spec.set_timeout_ms(1000);
-    spec.set_fault("never_arrive:1");
-    const auto t0 = std::chrono::steady_clock::now();
-    const v1::RunResult r = Run(spec);
-    const double wall_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    ASSERT_EQ(r.cases_size(), 1) << r.message();
-    const v1::CaseResult& c = r.cases(0);
-    EXPECT_EQ(c.status(), v1::CASE_STATUS_HANG) << Describe(c);
-    // The HANG must arrive within the timeout plus one second of wall time.
-    EXPECT_LE(wall_ms, 1000.0 + 1000.0) << Describe(c);
-    RecordProperty(std::string("hang_wall_ms_") + v1::Variant_Name(variant),
-                   std::to_string(wall_ms));
-    bool named = false;
-    for (const v1::RankResult& rank : c.ranks()) {
-      if (rank.rank() == 0) {
-        EXPECT_EQ(rank.status(), v1::CASE_STATUS_HANG) << rank.message();
-        EXPECT_EQ(rank.suspect_peer(), 1) << rank.message();
-        EXPECT_FALSE(rank.phase().empty());
-        named = rank.suspect_peer() == 1;
-      }
-    }
-    EXPECT_TRUE(named) << Describe(c);
-    spec.clear_fault();
-    const v1::RunResult again = Run(spec);
-    ASSERT_EQ(again.cases_size(), 1);
-    EXPECT_EQ(again.cases(0).status(), v1::CASE_STATUS_OK) << Describe(again.cases(0));
-    EXPECT_EQ(again.cases(0).diff().mismatches(), 0u) << Describe(again.cases(0));
-  }
-}
-
 INSTANTIATE_TEST_SUITE_P(Lamport, GpuStressTest,
                          ::testing::Values(StressParam{v1::VARIANT_LAMPORT, v1::MODE_EAGER},
                                            StressParam{v1::VARIANT_LAMPORT, v1::MODE_GRAPH},
@@ -264,6 +224,236 @@ INSTANTIATE_TEST_SUITE_P(Lamport, GpuStressTest,
                            return v1::Variant_Name(i.param.variant) + "_" +
                                   v1::Mode_Name(i.param.mode);
                          });
+
+// ---- Fault injection (DESIGN section 7): the cpu backend's faults, names and meaning ----------
+
+constexpr uint32_t kFaultTimeoutMs = 1000;
+// Past the timeout, so that the peer gives up first; one variant per mode, as the delayed rank's
+// case lasts longer than the others (see FaultDetectBoundMs).
+constexpr uint32_t kFaultDelayUs = (kFaultTimeoutMs + 200) * 1000;
+
+struct FaultRow {
+  std::string fault;
+  v1::Variant variant;
+  v1::Mode mode;
+  v1::Pattern pattern;
+  v1::CaseStatus expected;
+  int culprit;           // the rank the result must name, -1 when the fault has none
+  std::string evidence;  // without a culprit: text the case message must hold ("" for none)
+};
+
+std::vector<FaultRow> FaultMatrix() {
+  const v1::Variant all[] = {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
+                             v1::VARIANT_LAMPORT_TB};
+  const std::string delay = "delay_rank:1:" + std::to_string(kFaultDelayUs);
+  std::vector<FaultRow> rows;
+  for (v1::Mode mode : {v1::MODE_EAGER, v1::MODE_GRAPH}) {
+    const bool eager = mode == v1::MODE_EAGER;
+    for (v1::Variant v : all) {
+      rows.push_back(
+          {"missing_rank:1", v, mode, v1::PATTERN_INTEGERS, v1::CASE_STATUS_HANG, 1, ""});
+    }
+    rows.push_back({delay, eager ? v1::VARIANT_ONE_STAGE : v1::VARIANT_LAMPORT, mode,
+                    v1::PATTERN_INTEGERS, v1::CASE_STATUS_HANG, 1, ""});
+    // As on the cpu backend, staging faults act only where their staging exists: skip_rearm and
+    // poison_staging on lamport (lamport_tb clears whole buffers, it re-arms no consumed pack),
+    // skip_canonicalize on both Lamport variants; elsewhere the case is simply OK.
+    for (v1::Variant v : all) {
+      const bool lamport = v == v1::VARIANT_LAMPORT;
+      for (const char* f : {"skip_rearm", "poison_staging"}) {
+        rows.push_back({f, v, mode, v1::PATTERN_INTEGERS,
+                        lamport ? v1::CASE_STATUS_WRONG : v1::CASE_STATUS_OK, -1,
+                        lamport ? "outside tolerance" : ""});
+      }
+      const char* phase = lamport                       ? "lamport phase B"
+                          : v == v1::VARIANT_LAMPORT_TB ? "lamport_tb consume"
+                                                        : "";
+      rows.push_back({"skip_canonicalize", v, mode, v1::PATTERN_NEG_ZERO,
+                      *phase != 0 ? v1::CASE_STATUS_HANG : v1::CASE_STATUS_OK, -1, phase});
+    }
+    // Each crash costs a respawn of the group: two variants per mode, every variant once.
+    for (v1::Variant v :
+         eager ? std::vector<v1::Variant>{v1::VARIANT_ONE_STAGE, v1::VARIANT_LAMPORT}
+               : std::vector<v1::Variant>{v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT_TB}) {
+      rows.push_back({"crash_rank:1", v, mode, v1::PATTERN_INTEGERS, v1::CASE_STATUS_ERROR, 1, ""});
+    }
+    for (v1::Variant v : all) {
+      rows.push_back(
+          {"hang_end_sync:1", v, mode, v1::PATTERN_INTEGERS, v1::CASE_STATUS_HANG, 1, ""});
+    }
+  }
+  return rows;
+}
+
+// Stress calls in both modes: the service runs at least one warm-up call, eagerly, before a graph
+// is captured, and a per-call fault fired there would never reach the captured calls; stress in
+// graph mode captures from the first call (64 calls, replayed). Every call is checked and stale
+// staging races with the peers' fresh stores, so many calls make a WRONG certain; a hang or a
+// crash ends the case at its first call, and a call that is OK takes microseconds.
+v1::SweepSpec FaultSpec(const FaultRow& row, bool with_fault) {
+  v1::SweepSpec spec;
+  spec.set_world_size(2);
+  spec.add_devices(0);
+  spec.add_devices(1);
+  spec.add_m(16);
+  spec.add_n(7168);
+  spec.set_dtype(v1::DTYPE_BF16);
+  spec.set_pattern(row.pattern);
+  spec.add_variants(row.variant);
+  spec.add_modes(row.mode);
+  spec.set_stress_calls(128);
+  // Unused by stress, but counted in the controller's host deadline: keep them small.
+  spec.set_warmup(1);
+  spec.set_iters(1);
+  spec.set_tolerance(v1::TOLERANCE_STRICT);
+  spec.set_timeout_ms(kFaultTimeoutMs);
+  if (with_fault) spec.set_fault(row.fault);
+  return spec;
+}
+
+// A hang is reported within the timeout plus one second. The delayed rank is the exception: its
+// peers give up at the timeout, but the case ends when it answers, after its own (cut short) delay
+// and its own wait for the peers that left.
+double FaultDetectBoundMs(const FaultRow& row) {
+  const bool delayed = row.fault.rfind("delay_rank", 0) == 0;
+  return kFaultTimeoutMs + 1000.0 + (delayed ? kFaultDelayUs / 1000.0 : 0.0);
+}
+
+bool CulpritNamed(const v1::CaseResult& c, const FaultRow& row) {
+  if (row.culprit < 0) return c.message().find(row.evidence) != std::string::npos;
+  const std::string name = "rank " + std::to_string(row.culprit);
+  if (row.expected == v1::CASE_STATUS_ERROR) {
+    return c.message().find(name + " (pid") != std::string::npos;
+  }
+  // Every other rank waited for the culprit, and the verdict says so.
+  for (const v1::RankResult& r : c.ranks()) {
+    if (static_cast<int>(r.rank()) != row.culprit && r.suspect_peer() != row.culprit) return false;
+  }
+  return c.message().find(name + " never arrived") != std::string::npos ||
+         c.message().find("waited for " + name) != std::string::npos;
+}
+
+std::string Lower(std::string name, const std::string& prefix) {
+  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return name;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+struct FaultOutcome {
+  FaultRow row;
+  v1::CaseStatus status = v1::CASE_STATUS_UNSPECIFIED;
+  bool named = false;
+  double detect_ms = 0;
+  double case_wall_ms = 0;
+  bool next_ok = false;
+  double next_case_ms = 0;
+  std::string message;
+};
+
+// Rewritten after every row, so that a run cut short by the box's time limit still leaves a file.
+void WriteFaultMatrix(const std::vector<FaultOutcome>& rows) {
+  const char* path = std::getenv("COLLTEST_FAULT_MATRIX_OUT");
+  if (path == nullptr || *path == 0) return;
+  std::ofstream out(path, std::ios::trunc);
+  out << "{\"timeout_ms\": " << kFaultTimeoutMs << ", \"rows\": [";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const FaultOutcome& o = rows[i];
+    out << (i == 0 ? "\n  " : ",\n  ") << "{\"fault\": " << JsonString(o.row.fault)
+        << ", \"variant\": " << JsonString(Lower(v1::Variant_Name(o.row.variant), "VARIANT_"))
+        << ", \"mode\": " << JsonString(Lower(v1::Mode_Name(o.row.mode), "MODE_"))
+        << ", \"expected\": "
+        << JsonString(Lower(v1::CaseStatus_Name(o.row.expected), "CASE_STATUS_"))
+        << ", \"status\": " << JsonString(Lower(v1::CaseStatus_Name(o.status), "CASE_STATUS_"))
+        << ", \"culprit\": " << (o.row.culprit < 0 ? "null" : std::to_string(o.row.culprit))
+        << ", \"culprit_named\": "
+        << (o.row.culprit < 0 && o.row.evidence.empty() ? "null"
+            : o.named                                   ? "true"
+                                                        : "false")
+        << ", \"detect_ms\": " << o.detect_ms << ", \"case_wall_ms\": " << o.case_wall_ms
+        << ", \"next_ok\": " << (o.next_ok ? "true" : "false")
+        << ", \"next_case_ms\": " << o.next_case_ms << ", \"message\": " << JsonString(o.message)
+        << "}";
+  }
+  out << "\n]}\n";
+}
+
+// A separate daemon, so that a fault cannot leave state behind for other suites.
+class GpuFaultTest : public GpuTest {
+ protected:
+  // One RPC with a deadline of its own, timed around the call.
+  v1::RunResult TimedRun(const v1::SweepSpec& spec, double* ms) {
+    auto stub = daemon_->Stub();
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::RunRequest req;
+    *req.mutable_spec() = spec;
+    v1::RunResult result;
+    const auto t0 = std::chrono::steady_clock::now();
+    const grpc::Status s = stub->Run(&ctx, req, &result);
+    *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return result;
+  }
+};
+
+// Every fault x {eager, graph} x the variants it concerns, at W = 2: the expected status, the
+// culprit named (rank results and verdict), detection within the timeout plus one second, and the
+// next case on the same server OK (after the controller's reset or respawn), timed.
+TEST_F(GpuFaultTest, EveryFaultGivesItsFailureNamesTheCulpritAndTheGroupRecovers) {
+  ASSERT_NE(daemon_, nullptr);
+  std::vector<FaultOutcome> outcomes;
+  for (const FaultRow& row : FaultMatrix()) {
+    const std::string what =
+        row.fault + " " + v1::Variant_Name(row.variant) + " " + v1::Mode_Name(row.mode);
+    SCOPED_TRACE(what);
+    FaultOutcome o;
+    o.row = row;
+    const v1::RunResult r = TimedRun(FaultSpec(row, true), &o.detect_ms);
+    if (r.cases_size() == 1) {
+      const v1::CaseResult& c = r.cases(0);
+      o.status = c.status();
+      o.case_wall_ms = c.wall_ms();
+      o.message = c.message();
+      o.named = CulpritNamed(c, row);
+      EXPECT_EQ(c.status(), row.expected) << Describe(c);
+      EXPECT_TRUE((row.culprit < 0 && row.evidence.empty()) || o.named) << Describe(c);
+      EXPECT_LE(o.detect_ms, FaultDetectBoundMs(row)) << Describe(c);
+      // A rank that left by fault says so itself, as on the cpu backend.
+      for (const char* self : {"missing_rank", "hang_end_sync"}) {
+        if (row.fault.rfind(self, 0) != 0) continue;
+        for (const v1::RankResult& rank : c.ranks()) {
+          if (static_cast<int>(rank.rank()) == row.culprit) {
+            EXPECT_EQ(rank.phase(), std::string("fault: ") + self) << rank.ShortDebugString();
+          }
+        }
+      }
+    } else {
+      ADD_FAILURE() << what << ": " << r.cases_size() << " cases: " << r.message();
+    }
+    const v1::RunResult next = TimedRun(FaultSpec(row, false), &o.next_case_ms);
+    o.next_ok = next.cases_size() == 1 && next.cases(0).status() == v1::CASE_STATUS_OK;
+    EXPECT_TRUE(o.next_ok) << (next.cases_size() == 1 ? Describe(next.cases(0)) : next.message());
+    outcomes.push_back(o);
+    WriteFaultMatrix(outcomes);
+  }
+}
 
 }  // namespace
 }  // namespace colltest::testing

@@ -3,7 +3,8 @@
 # benchmark sweep (W = 2, n = 7168, bf16, graph and eager, every variant), then the anchors of the
 # same box measured with torch (tests/gpu/anchors.py -> anchors.json), JSON under $OUT, and tables
 # printed last (graph mode: each variant against the anchors). STAGE=test|bench|all (default all);
-# BENCH_M (rows), BENCH_MODES ("graph eager"), ANCHORS=0 (skip the anchors) narrow a run.
+# BENCH_M (rows), BENCH_MODES ("graph eager"), ANCHORS=0 (skip the anchors) narrow a run. The test
+# stage also writes the fault matrix (fault_matrix.json), printed as a table at the very end.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 bundle="${BUNDLE:-out/gpu-bundle}"
@@ -41,7 +42,9 @@ stop_daemon
 
 rc_test=0
 if [ "$stage" != "bench" ]; then
-  timeout "${TEST_TIMEOUT:-240}" "$bin/gpu_test" --gtest_output="json:$out/gpu_test.json" \
+  rm -f "$out/fault_matrix.json"  # the table at the end is this run's or none
+  COLLTEST_FAULT_MATRIX_OUT="$out/fault_matrix.json" \
+    timeout "${TEST_TIMEOUT:-240}" "$bin/gpu_test" --gtest_output="json:$out/gpu_test.json" \
     ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"} >"$out/gpu_test.log" 2>&1
   rc_test=$?
   grep -E '^\[ +(OK|FAILED|PASSED) +\]|Failure|Value of|Which is|Expected' "$out/gpu_test.log" |
@@ -123,6 +126,31 @@ if os.path.exists(bench) and os.path.exists(anchors):
         print("anchor note:", n)
 elif not os.path.exists(anchors):
     print("\nanchors.json missing: no anchor table (see anchors.log)")
+PY
+fi
+
+if [ -f "$out/fault_matrix.json" ]; then
+  python3 - "$out/fault_matrix.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+rows = m.get("rows", [])
+print(f"\nfault matrix: W=2 n=7168 bf16, timeout {m.get('timeout_ms')} ms; "
+      "detect = the faulty case's RPC, next = the following case without fault")
+# named: the culprit rank (or, for faults of every rank, the phase or the tolerance verdict).
+head = ["fault", "variant", "mode", "expected", "status", "named", "detect_ms", "next",
+        "next_ms"]
+w = [22, 11, 6, 9, 12, 8, 10, 5, 8]
+print("".join(h.ljust(wi) for h, wi in zip(head, w)))
+bad = 0
+for r in rows:
+    named = r.get("culprit_named")
+    culprit = "-" if named is None else ("yes" if named else "NO")
+    status = r["status"] if r["status"] == r["expected"] else r["status"] + "!"
+    bad += status.endswith("!") or named is False or not r["next_ok"]
+    cells = [r["fault"], r["variant"], r["mode"], r["expected"], status, culprit,
+             f'{r["detect_ms"]:.0f}', "ok" if r["next_ok"] else "FAIL", f'{r["next_case_ms"]:.0f}']
+    print("".join(c.ljust(wi) for c, wi in zip(cells, w)))
+print(f"{len(rows)} rows, {bad} not as expected")
 PY
 fi
 exit $rc_test

@@ -91,6 +91,10 @@ std::unique_ptr<Daemon> Daemon::StartWithBackend(const std::string& backend,
   }
   const std::string rest = line.substr(prefix.size());
   d->address_ = rest.substr(0, rest.find(' '));
+  if (const size_t http = rest.find(" http="); http != std::string::npos) {
+    const std::string tail = rest.substr(http + 6);
+    d->http_address_ = tail.substr(0, tail.find(' '));
+  }
   return d;
 }
 
@@ -135,6 +139,31 @@ pid_t Daemon::WorkerPidForDevice(uint32_t device) const {
     }
   }
   return -1;
+}
+
+std::vector<pid_t> Daemon::ChildPids() const {
+  std::vector<pid_t> pids;
+  // Only the main thread's children are listed there; the daemon forks from other threads too.
+  DIR* tasks = opendir(("/proc/" + std::to_string(pid_) + "/task").c_str());
+  if (tasks == nullptr) return pids;
+  while (dirent* t = readdir(tasks)) {
+    if (t->d_name[0] == '.') continue;
+    std::ifstream list("/proc/" + std::to_string(pid_) + "/task/" + t->d_name + "/children");
+    for (pid_t p; list >> p;) pids.push_back(p);
+  }
+  closedir(tasks);
+  return pids;
+}
+
+size_t Daemon::OpenFds() const {
+  size_t count = 0;
+  DIR* fds = opendir(("/proc/" + std::to_string(pid_) + "/fd").c_str());
+  if (fds == nullptr) return 0;
+  while (dirent* e = readdir(fds)) {
+    if (e->d_name[0] != '.') ++count;
+  }
+  closedir(fds);
+  return count;
 }
 
 std::vector<std::string> Daemon::ShmSegments() const {

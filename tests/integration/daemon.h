@@ -28,12 +28,18 @@ class Daemon {
   ~Daemon();
 
   const std::string& address() const { return address_; }
+  // The metrics address from the "http=" field of the listening line ("" without --http).
+  const std::string& http_address() const { return http_address_; }
   pid_t pid() const { return pid_; }
   std::unique_ptr<colltest::v1::CollectiveTest::Stub> Stub() const;
   // colltest-worker processes whose parent is this daemon.
   std::vector<pid_t> WorkerPids() const;
   // The worker serving `device` (from its --device argument), -1 if none.
   pid_t WorkerPidForDevice(uint32_t device) const;
+  // Every child process of the daemon, zombies included (a child not reaped is a leak too).
+  std::vector<pid_t> ChildPids() const;
+  // File descriptors the daemon holds open.
+  size_t OpenFds() const;
   // Shared-memory segments created for this daemon's workers.
   std::vector<std::string> ShmSegments() const;
   // SIGTERM and wait (SIGKILL after 10 s); returns the exit status as waitpid reports it.
@@ -42,6 +48,7 @@ class Daemon {
  private:
   pid_t pid_ = -1;
   std::string address_;
+  std::string http_address_;
   bool stopped_ = false;
 };
 

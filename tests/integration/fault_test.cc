@@ -1,10 +1,16 @@
-// Fault injection through a real colltestd (cpu backend, 4 ranks): each fault gives the failure it
-// names, the culprit is named, a hang is reported within timeout + 1 s, and the next request runs.
+// Fault injection through a real colltestd (cpu backend, 4 and 8 ranks): each fault gives the
+// failure it names, the culprit is named, a hang is reported within timeout + 1 s, the group is
+// back to SERVING (canary passed) within 3 s, and the next request runs.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <cstdio>
+#include <ostream>
 #include <string>
+#include <thread>
+#include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/integration/daemon.h"
 
@@ -21,12 +27,16 @@ struct Fault {
   uint32_t stress_calls = 0;
 };
 
+// Keeps test logs readable: "missing_rank:1" instead of the bytes of the struct.
+void PrintTo(const Fault& f, std::ostream* os) { *os << f.spec; }
+
 colltest::v1::RunResult RunWithFault(const Daemon& daemon, const std::string& fault,
                                      colltest::v1::Variant variant, colltest::v1::Pattern pattern,
-                                     grpc::Status* status, uint32_t stress_calls = 0) {
+                                     grpc::Status* status, uint32_t stress_calls = 0,
+                                     uint32_t world = 4) {
   colltest::v1::RunRequest req;
   auto* s = req.mutable_spec();
-  s->set_world_size(4);
+  s->set_world_size(world);
   s->add_m(8);
   s->add_n(256);
   s->add_variants(variant);
@@ -43,26 +53,57 @@ colltest::v1::RunResult RunWithFault(const Daemon& daemon, const std::string& fa
   return result;
 }
 
-class FaultInjection : public ::testing::TestWithParam<Fault> {
+// The state of the group of the first `world` devices, as ListDevices reports it.
+colltest::v1::GroupHealth GroupState(const Daemon& daemon, uint32_t world) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  colltest::v1::ListDevicesResponse devices;
+  if (!daemon.Stub()->ListDevices(&ctx, colltest::v1::ListDevicesRequest(), &devices).ok())
+    return {};
+  for (const auto& g : devices.groups()) {
+    if (static_cast<uint32_t>(g.devices_size()) == world && g.devices(0) == 0) return g;
+  }
+  return {};
+}
+
+// Seconds until the group is SERVING again (bounded by `limit`), or -1.
+double SecondsToServing(const Daemon& daemon, uint32_t world, double limit) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (true) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (GroupState(daemon, world).state() == colltest::v1::GROUP_STATE_SERVING) return s;
+    if (s > limit) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+class FaultInjection : public ::testing::TestWithParam<std::tuple<int, Fault>> {
  protected:
-  static void SetUpTestSuite() {
-    daemon_ = Daemon::Start(4, {"--allow-fault-injection"}).release();
-    ASSERT_NE(daemon_, nullptr);
-  }
   static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
+    for (Daemon*& d : daemons_) {
+      delete d;
+      d = nullptr;
+    }
   }
-  static Daemon* daemon_;
+  // One daemon per world size, shared by the suite's tests.
+  static Daemon* DaemonFor(int world) {
+    Daemon*& d = daemons_[world == 8 ? 1 : 0];
+    if (d == nullptr) d = Daemon::Start(world, {"--allow-fault-injection"}).release();
+    return d;
+  }
+  static Daemon* daemons_[2];
 };
-Daemon* FaultInjection::daemon_ = nullptr;
+Daemon* FaultInjection::daemons_[2] = {nullptr, nullptr};
 
 TEST_P(FaultInjection, GivesTheFailureItNamesAndTheServerGoesOn) {
-  const Fault& f = GetParam();
+  const auto& [world_int, f] = GetParam();
+  const auto world = static_cast<uint32_t>(world_int);
+  Daemon* daemon = DaemonFor(world_int);
+  ASSERT_NE(daemon, nullptr);
   grpc::Status status;
   const auto t0 = std::chrono::steady_clock::now();
   const colltest::v1::RunResult r =
-      RunWithFault(*daemon_, f.spec, f.variant, f.pattern, &status, f.stress_calls);
+      RunWithFault(*daemon, f.spec, f.variant, f.pattern, &status, f.stress_calls, world);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -75,36 +116,78 @@ TEST_P(FaultInjection, GivesTheFailureItNamesAndTheServerGoesOn) {
   if (f.status == colltest::v1::CASE_STATUS_HANG && std::string(f.spec).rfind("delay", 0) != 0) {
     EXPECT_LT(seconds, 1.0 + 1.0) << f.spec << " detected after " << seconds << " s";
   }
+  // Reset or respawned, then the canary: SERVING again within 3 s of the failure's report.
+  const double to_serving = SecondsToServing(*daemon, world, 10.0);
+  EXPECT_GE(to_serving, 0.0) << GroupState(*daemon, world).ShortDebugString();
+  EXPECT_LT(to_serving, 3.0) << f.spec;
+  const colltest::v1::GroupHealth group = GroupState(*daemon, world);
+  EXPECT_GT(group.recoveries(), 0u);
+  EXPECT_LT(group.last_recovery_ms(), 3000.0) << f.spec;
+  std::printf("[ fault ] W=%u %s: %s in %.2f s; SERVING again %.0f ms after the failure\n", world,
+              f.spec, colltest::v1::CaseStatus_Name(c.status()).c_str(), seconds,
+              group.last_recovery_ms());
   // The next request runs on healthy (reset or respawned) workers.
-  const colltest::v1::RunResult next = RunWithFault(*daemon_, "", f.variant, f.pattern, &status);
+  const colltest::v1::RunResult next =
+      RunWithFault(*daemon, "", f.variant, f.pattern, &status, 0, world);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(next.cases(0).status(), colltest::v1::CASE_STATUS_OK) << next.cases(0).message();
 }
 
+std::string FaultName(const ::testing::TestParamInfo<std::tuple<int, Fault>>& info) {
+  std::string name = absl::StrCat("W", std::get<0>(info.param), "_", std::get<1>(info.param).spec);
+  for (char& ch : name) {
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
 INSTANTIATE_TEST_SUITE_P(
-    Faults, FaultInjection,
-    ::testing::Values(
-        Fault{"missing_rank:1", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
-              colltest::v1::CASE_STATUS_HANG, "rank 1 never arrived"},
-        Fault{"delay_rank:2:1500000", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
-              colltest::v1::CASE_STATUS_HANG, "waited for rank 2"},
-        Fault{"skip_rearm", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
-              colltest::v1::CASE_STATUS_WRONG, "outside tolerance"},
-        Fault{"poison_staging", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
-              colltest::v1::CASE_STATUS_WRONG, "outside tolerance", 200},
-        Fault{"skip_canonicalize", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_NEG_ZERO,
-              colltest::v1::CASE_STATUS_HANG, "lamport phase B"},
-        Fault{"crash_rank:3", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
-              colltest::v1::CASE_STATUS_ERROR, "rank 3 (pid"},
-        Fault{"hang_end_sync:1", colltest::v1::VARIANT_ONE_STAGE, colltest::v1::PATTERN_INTEGERS,
-              colltest::v1::CASE_STATUS_HANG, "rank 1 never arrived"}),
-    [](const ::testing::TestParamInfo<Fault>& info) {
-      std::string name = info.param.spec;
-      for (char& ch : name) {
-        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return name;
-    });
+    WorldFour, FaultInjection,
+    ::testing::Combine(
+        ::testing::Values(4),
+        ::testing::Values(
+            Fault{"missing_rank:1", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
+                  colltest::v1::CASE_STATUS_HANG, "rank 1 never arrived"},
+            Fault{"delay_rank:2:1500000", colltest::v1::VARIANT_LAMPORT,
+                  colltest::v1::PATTERN_INTEGERS, colltest::v1::CASE_STATUS_HANG,
+                  "waited for rank 2"},
+            Fault{"skip_rearm", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
+                  colltest::v1::CASE_STATUS_WRONG, "outside tolerance"},
+            Fault{"poison_staging", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
+                  colltest::v1::CASE_STATUS_WRONG, "outside tolerance", 200},
+            Fault{"skip_canonicalize", colltest::v1::VARIANT_LAMPORT,
+                  colltest::v1::PATTERN_NEG_ZERO, colltest::v1::CASE_STATUS_HANG,
+                  "lamport phase B"},
+            Fault{"crash_rank:3", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
+                  colltest::v1::CASE_STATUS_ERROR, "rank 3 (pid"},
+            Fault{"hang_end_sync:1", colltest::v1::VARIANT_ONE_STAGE,
+                  colltest::v1::PATTERN_INTEGERS, colltest::v1::CASE_STATUS_HANG,
+                  "rank 1 never arrived"})),
+    FaultName);
+
+// At W = 8 the culprits sit in the upper half, so a verdict that always named a low rank fails.
+INSTANTIATE_TEST_SUITE_P(
+    WorldEight, FaultInjection,
+    ::testing::Combine(
+        ::testing::Values(8),
+        ::testing::Values(
+            Fault{"missing_rank:6", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
+                  colltest::v1::CASE_STATUS_HANG, "rank 6 never arrived"},
+            Fault{"delay_rank:5:1500000", colltest::v1::VARIANT_LAMPORT_TB,
+                  colltest::v1::PATTERN_INTEGERS, colltest::v1::CASE_STATUS_HANG,
+                  "rank 5 never arrived"},
+            Fault{"skip_rearm", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
+                  colltest::v1::CASE_STATUS_WRONG, "outside tolerance"},
+            Fault{"poison_staging", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
+                  colltest::v1::CASE_STATUS_WRONG, "outside tolerance", 200},
+            Fault{"skip_canonicalize", colltest::v1::VARIANT_LAMPORT_TB,
+                  colltest::v1::PATTERN_NEG_ZERO, colltest::v1::CASE_STATUS_HANG, "lamport_tb"},
+            Fault{"crash_rank:7", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
+                  colltest::v1::CASE_STATUS_ERROR, "rank 7 (pid"},
+            Fault{"hang_end_sync:6", colltest::v1::VARIANT_TWO_KERNEL,
+                  colltest::v1::PATTERN_INTEGERS, colltest::v1::CASE_STATUS_HANG,
+                  "rank 6 never arrived"})),
+    FaultName);
 
 TEST(FaultRefused, UnknownFaultIsAnErrorNamingTheFieldAndKeepsTheWorkers) {
   auto daemon = Daemon::Start(4, {"--allow-fault-injection"});

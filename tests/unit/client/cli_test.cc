@@ -90,6 +90,51 @@ TEST_F(CliTest, RunFlagsAreKeptAsTyped) {
   EXPECT_EQ(inv.out_path, "/tmp/x.xml");
 }
 
+TEST_F(CliTest, StopOnFailureOnRunAndSweep) {
+  for (const char* command : {"run", "sweep"}) {
+    Parsed p = Parse({command, "--stop-on-failure"});
+    ASSERT_TRUE(std::holds_alternative<Invocation>(p.result)) << p.err;
+    EXPECT_TRUE(std::get<Invocation>(p.result).sweep.stop_on_failure) << command;
+  }
+  Parsed unset = Parse({"run"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(unset.result)) << unset.err;
+  EXPECT_FALSE(std::get<Invocation>(unset.result).sweep.stop_on_failure);
+}
+
+TEST_F(CliTest, HealthFlagsAreKeptAsTyped) {
+  Parsed p = Parse({"--server", "gpu-3:50051", "health", "--pairs", "--timeout", "2s", "--devices",
+                    "0,1", "--fault", "missing_rank:1", "--warn-ratio", "1.8", "--format", "junit",
+                    "--out", "/tmp/h.xml"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(p.result)) << p.err;
+  const Invocation& inv = std::get<Invocation>(p.result);
+  EXPECT_EQ(inv.command, "health");
+  EXPECT_EQ(inv.connection.server, "gpu-3:50051");
+  EXPECT_TRUE(inv.health.pairs);
+  EXPECT_EQ(inv.health.timeout, "2s");
+  EXPECT_EQ(inv.health.devices, "0,1");
+  EXPECT_EQ(inv.health.fault, "missing_rank:1");
+  EXPECT_EQ(inv.health.warn_ratio, "1.8");
+  EXPECT_EQ(inv.format, "junit");
+  EXPECT_EQ(inv.out_path, "/tmp/h.xml");
+}
+
+TEST_F(CliTest, HealthDefaults) {
+  Parsed p = Parse({"health"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(p.result)) << p.err;
+  const Invocation& inv = std::get<Invocation>(p.result);
+  EXPECT_FALSE(inv.health.pairs);
+  EXPECT_FALSE(inv.health.timeout.has_value());
+  EXPECT_FALSE(inv.health.warn_ratio.has_value());
+  EXPECT_EQ(inv.format, "table");
+}
+
+TEST_F(CliTest, HealthDoesNotTakeSweepFlags) {
+  Parsed p = Parse({"health", "--m", "64"});
+  ASSERT_TRUE(std::holds_alternative<int>(p.result));
+  EXPECT_EQ(std::get<int>(p.result), 3);
+  EXPECT_THAT(p.err, HasSubstr("--m"));
+}
+
 TEST_F(CliTest, GetCancelAndRuns) {
   Parsed get = Parse({"get", "r-1", "--format", "json"});
   ASSERT_TRUE(std::holds_alternative<Invocation>(get.result)) << get.err;
@@ -166,6 +211,27 @@ TEST_F(CliTest, BadFormatIsExitThree) {
   EXPECT_THAT(err, HasSubstr("--format: cannot parse 'yaml'"));
   EXPECT_EQ(Cli({"devices", "--format", "junit"}, &out, &err), 3);
   EXPECT_THAT(err, HasSubstr("--format: devices prints table or json"));
+}
+
+TEST_F(CliTest, BadHealthTimeoutIsExitThreeNamingTheFlag) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"health", "--timeout", "soon"}, &out, &err), 3);
+  EXPECT_THAT(err, StartsWith("colltest: INVALID_ARGUMENT: --timeout: cannot parse 'soon'"));
+  EXPECT_EQ(out, "");
+}
+
+TEST_F(CliTest, WarnRatioNotAboveOneIsExitThreeNamingTheFlag) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"health", "--warn-ratio", "1"}, &out, &err), 3);
+  EXPECT_THAT(err, StartsWith("colltest: INVALID_ARGUMENT: --warn-ratio: '1' is not above 1"));
+  EXPECT_EQ(Cli({"health", "--warn-ratio", "0.9"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--warn-ratio: '0.9' is not above 1"));
+}
+
+TEST_F(CliTest, BadHealthFormatIsExitThree) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"health", "--format", "yaml"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--format: cannot parse 'yaml'"));
 }
 
 TEST_F(CliTest, BadLimitIsExitThree) {

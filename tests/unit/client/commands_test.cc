@@ -1,18 +1,24 @@
 // The CLI end to end against an in-process fake colltestd on a loopback port: metadata, streaming,
 // error mapping and exit codes, without the real server.
+#include "client/commands.h"
+
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/app.h"
+#include "client/rpc.h"
 #include "colltest/v1/colltest.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/unit/client/sample_health.h"
 #include "tests/unit/client/sample_run.h"
 
 namespace colltest::client {
@@ -34,6 +40,41 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
     d->set_index(0);
     d->set_name("cpu0");
     d->set_backend("cpu");
+    v1::GroupHealth* g = response->add_groups();
+    g->add_devices(0);
+    g->set_state(v1::GROUP_STATE_DEGRADED);
+    g->set_message("canary failed");
+    return grpc::Status::OK;
+  }
+
+  // The fault's kind selects the verdict, so each test can ask for the one it checks.
+  grpc::Status Health(grpc::ServerContext* context, const v1::HealthRequest* request,
+                      v1::HealthResponse* response) override {
+    Record(context);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_health_ = *request;
+      health_deadline_ = context->deadline() - std::chrono::system_clock::now();
+    }
+    const std::string kind = request->fault().substr(0, request->fault().find(':'));
+    if (kind == "sleep") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    } else if (kind == "expire") {
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded");
+    } else if (kind == "unavailable") {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker pool shutting down");
+    }
+    if (kind == "hang") {
+      *response = testing::SampleHealthHang();
+    } else if (kind == "error") {
+      *response = testing::SampleHealthError();
+    } else {
+      *response = testing::SampleHealthOk();
+      if (kind == "wrong") {
+        response->set_status(v1::CASE_STATUS_WRONG);
+        response->mutable_pairs(2)->set_status(v1::CASE_STATUS_WRONG);
+      }
+    }
     return grpc::Status::OK;
   }
 
@@ -107,6 +148,15 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
     std::lock_guard<std::mutex> lock(mu_);
     return last_limit_;
   }
+  v1::HealthRequest last_health() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_health_;
+  }
+  // What was left of the client's deadline when the call arrived.
+  std::chrono::system_clock::duration health_deadline() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return health_deadline_;
+  }
 
  private:
   // The label selects the run's outcome, so each test can ask for the verdict it checks.
@@ -137,6 +187,8 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
   std::string authorization_;
   v1::SweepSpec last_spec_;
   uint32_t last_limit_ = 0;
+  v1::HealthRequest last_health_;
+  std::chrono::system_clock::duration health_deadline_{};
 };
 
 class CommandsTest : public ::testing::Test {
@@ -176,6 +228,16 @@ TEST_F(CommandsTest, DevicesJson) {
   EXPECT_EQ(json["backend"], "cpu");
   EXPECT_EQ(json["devices"][0]["name"], "cpu0");
   EXPECT_EQ(json["variants"][0], "lamport");
+}
+
+TEST_F(CommandsTest, DevicesShowsGroupStates) {
+  ASSERT_EQ(Cli({"devices"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("\ngroup  state     recoveries  last recovery ms  message\n"
+                              "0      DEGRADED           0                 -  canary failed\n"));
+  ASSERT_EQ(Cli({"devices", "--format", "json"}), 0) << err_;
+  nlohmann::json json = nlohmann::json::parse(out_);
+  EXPECT_EQ(json["groups"][0]["state"], "DEGRADED");
+  EXPECT_EQ(json["groups"][0]["devices"], nlohmann::json::array({0}));
 }
 
 TEST_F(CommandsTest, SendsBearerTokenFromFile) {
@@ -266,6 +328,102 @@ TEST_F(CommandsTest, RunsPassesLimit) {
 TEST_F(CommandsTest, CancelPrintsPreviousState) {
   EXPECT_EQ(Cli({"cancel", "r-42"}), 0) << err_;
   EXPECT_EQ(out_, "run r-42 cancelled (was QUEUED)\n");
+}
+
+TEST_F(CommandsTest, RunAndSweepSendStopOnFailure) {
+  EXPECT_EQ(Cli({"run", "--label", "all-ok", "--stop-on-failure"}), 0) << err_;
+  EXPECT_TRUE(service_.last_spec().stop_on_failure());
+  EXPECT_EQ(Cli({"sweep", "--label", "all-ok", "--stop-on-failure"}), 0) << err_;
+  EXPECT_TRUE(service_.last_spec().stop_on_failure());
+  EXPECT_EQ(Cli({"run", "--label", "all-ok"}), 0) << err_;
+  EXPECT_FALSE(service_.last_spec().stop_on_failure());
+}
+
+// gRPC sends a deadline as a timeout rounded up to its wire units, so the server may see a little
+// more than the client set; the margin still tells 120, 200 and 400 s apart.
+void ExpectRemaining(std::chrono::system_clock::duration remaining, std::chrono::seconds set) {
+  EXPECT_GT(remaining, set - std::chrono::seconds(10));
+  EXPECT_LT(remaining, set + std::chrono::seconds(3));
+}
+
+TEST_F(CommandsTest, HealthOkWithASlowPairIsZero) {
+  EXPECT_EQ(Cli({"health", "--pairs"}), 0) << err_;
+  EXPECT_EQ(err_, "");
+  EXPECT_THAT(out_, StartsWith("OK: healthy: 3 ranks, 3 pairs"));
+  EXPECT_THAT(out_, HasSubstr("WARN"));
+  EXPECT_THAT(out_, HasSubstr("\nhealth: OK in 4.3 s (2 cases)\n"));
+  const v1::HealthRequest request = service_.last_health();
+  EXPECT_TRUE(request.pairs());
+  EXPECT_EQ(request.timeout_ms(), 0u);
+  EXPECT_EQ(request.warn_ratio(), 0.0);
+  // The default per-case timeout is 5 s: 40 x 5 s.
+  ExpectRemaining(service_.health_deadline(), std::chrono::seconds(200));
+}
+
+TEST_F(CommandsTest, HealthSendsItsFlagsAndScalesTheDeadlineWithTheTimeout) {
+  EXPECT_EQ(Cli({"health", "--timeout", "10s", "--devices", "0,1", "--warn-ratio", "2", "--fault",
+                 "wrong:1", "--format", "csv"}),
+            1)
+      << err_;
+  const v1::HealthRequest request = service_.last_health();
+  EXPECT_FALSE(request.pairs());
+  EXPECT_EQ(request.timeout_ms(), 10000u);
+  EXPECT_EQ(request.devices_size(), 2);
+  EXPECT_EQ(request.fault(), "wrong:1");
+  EXPECT_DOUBLE_EQ(request.warn_ratio(), 2.0);
+  ExpectRemaining(service_.health_deadline(), std::chrono::seconds(400));
+  EXPECT_THAT(out_, StartsWith("kind,devices,status,"));
+  EXPECT_THAT(out_, HasSubstr("\npair,1-2,WRONG,"));
+}
+
+TEST_F(CommandsTest, HealthHangIsTwoAndNamesTheSuspect) {
+  EXPECT_EQ(Cli({"health", "--fault", "hang:1", "--format", "json"}), 2) << err_;
+  nlohmann::json json = nlohmann::json::parse(out_);
+  EXPECT_EQ(json["status"], "HANG");
+  EXPECT_EQ(json["ranks"][1]["suspect_peer"], 0);
+  EXPECT_EQ(json["ranks"][1]["phase"], "lamport phase B");
+}
+
+TEST_F(CommandsTest, HealthErrorIsThreeAndStillReported) {
+  const std::string path = ::testing::TempDir() + "/colltest_health.xml";
+  EXPECT_EQ(Cli({"health", "--fault", "error", "--format", "junit", "--out", path}), 3);
+  EXPECT_EQ(out_, "");
+  std::ifstream in(path);
+  std::stringstream xml;
+  xml << in.rdbuf();
+  EXPECT_THAT(xml.str(), HasSubstr("<failure type=\"ERROR\""));
+}
+
+TEST_F(CommandsTest, HealthRpcFailureIsThree) {
+  EXPECT_EQ(Cli({"health", "--fault", "unavailable"}), 3);
+  EXPECT_EQ(err_, "colltest: UNAVAILABLE: worker pool shutting down\n");
+  EXPECT_EQ(out_, "");
+}
+
+TEST_F(CommandsTest, HealthPastItsDeadlineIsThreeSayingWhichDeadline) {
+  EXPECT_EQ(Cli({"health", "--fault", "expire", "--timeout", "1s"}), 3);
+  EXPECT_THAT(err_, StartsWith("colltest: DEADLINE_EXCEEDED: no health verdict within 2m "
+                               "(max of 2m and 40 x --timeout)"));
+  EXPECT_EQ(out_, "");
+}
+
+TEST_F(CommandsTest, HealthCallCarriesTheDeadline) {
+  Client client(v1::CollectiveTest::NewStub(
+                    grpc::CreateChannel(address_, grpc::InsecureChannelCredentials())),
+                "");
+  v1::HealthRequest request;
+  request.set_fault("sleep");
+  absl::StatusOr<v1::HealthResponse> response = client.Health(request, absl::Milliseconds(100));
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded) << response.status();
+}
+
+TEST(HealthDeadlineTest, FortyTimesTheCaseTimeoutAndAtLeastTwoMinutes) {
+  EXPECT_EQ(HealthDeadline(0), absl::Seconds(200));  // the server's default 5 s
+  EXPECT_EQ(HealthDeadline(5000), absl::Seconds(200));
+  EXPECT_EQ(HealthDeadline(1000), absl::Seconds(120));
+  EXPECT_EQ(HealthDeadline(1), absl::Seconds(120));
+  EXPECT_EQ(HealthDeadline(10000), absl::Seconds(400));
+  EXPECT_EQ(HealthDeadline(4294967295u), 40 * absl::Milliseconds(4294967295u));
 }
 
 TEST(UnreachableTest, RpcFailureIsThreeWithGrpcCodeName) {

@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "gtest/gtest.h"
+#include "tests/unit/client/sample_health.h"
 #include "tests/unit/client/sample_run.h"
 
 namespace colltest::client {
@@ -59,6 +60,47 @@ TEST(ExitCodeForRunTest, CancelledOrFailedRunIsThree) {
 
 TEST(ExitCodeForRunTest, SampleRunIsAHang) {
   EXPECT_EQ(ExitCodeForRun(testing::SampleRun()), kExitHang);
+}
+
+TEST(ExitCodeForHealthTest, SlowWarnAloneIsHealthy) {
+  const v1::HealthResponse health = testing::SampleHealthOk();
+  ASSERT_TRUE(health.pairs(1).slow());
+  EXPECT_EQ(ExitCodeForHealth(health), kExitOk);
+}
+
+TEST(ExitCodeForHealthTest, WrongIsOne) {
+  v1::HealthResponse health = testing::SampleHealthOk();
+  health.set_status(v1::CASE_STATUS_WRONG);
+  health.mutable_pairs(0)->set_status(v1::CASE_STATUS_WRONG);
+  EXPECT_EQ(ExitCodeForHealth(health), kExitWrong);
+}
+
+TEST(ExitCodeForHealthTest, HangIsTwo) {
+  EXPECT_EQ(ExitCodeForHealth(testing::SampleHealthHang()), kExitHang);
+}
+
+TEST(ExitCodeForHealthTest, ErrorIsThree) {
+  EXPECT_EQ(ExitCodeForHealth(testing::SampleHealthError()), kExitError);
+}
+
+TEST(ExitCodeForHealthTest, UnsetStatusIsAnErrorNotASuccess) {
+  v1::HealthResponse health = testing::SampleHealthOk();
+  health.clear_status();
+  EXPECT_EQ(ExitCodeForHealth(health), kExitError);
+}
+
+TEST(ExitCodeForHealthTest, WorstDetailWinsOverAnOptimisticSummary) {
+  v1::HealthResponse pair_hangs = testing::SampleHealthOk();
+  pair_hangs.mutable_pairs(2)->set_status(v1::CASE_STATUS_HANG);
+  EXPECT_EQ(ExitCodeForHealth(pair_hangs), kExitHang);
+
+  v1::HealthResponse rank_wrong = testing::SampleHealthOk();
+  rank_wrong.mutable_ranks(0)->set_status(v1::CASE_STATUS_WRONG);
+  EXPECT_EQ(ExitCodeForHealth(rank_wrong), kExitWrong);
+
+  v1::HealthResponse case_error = testing::SampleHealthOk();
+  case_error.mutable_cases(0)->set_status(v1::CASE_STATUS_ERROR);
+  EXPECT_EQ(ExitCodeForHealth(case_error), kExitError);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ TEST(BuildSweepSpecTest, UnsetFlagsLeaveServerDefaults) {
   EXPECT_EQ(spec->variants_size(), 0);
   EXPECT_EQ(spec->timeout_ms(), 0u);
   EXPECT_FALSE(spec->no_residual());
+  EXPECT_FALSE(spec->stop_on_failure());
   EXPECT_FALSE(spec->has_knobs());
 }
 
@@ -50,6 +51,7 @@ TEST(BuildSweepSpecTest, TranslatesEveryFlag) {
   flags.lamport_min_bytes = "65536";
   flags.arm_repeat = "2";
   flags.label = "nightly h200";
+  flags.stop_on_failure = true;
 
   absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -76,6 +78,7 @@ TEST(BuildSweepSpecTest, TranslatesEveryFlag) {
   EXPECT_EQ(spec->knobs().lamport_min_bytes(), 65536u);
   EXPECT_EQ(spec->knobs().arm_repeat(), 2u);
   EXPECT_EQ(spec->label(), "nightly h200");
+  EXPECT_TRUE(spec->stop_on_failure());
 }
 
 TEST(BuildSweepSpecTest, AllVariantsIsAllSixInEnumOrder) {
@@ -202,6 +205,68 @@ TEST(ParseVariantsFlagTest, IsCaseInsensitiveAndTrimsBlanks) {
       ParseVariantsFlag("--variants", " One_Stage , TWO_KERNEL");
   ASSERT_TRUE(variants.ok()) << variants.status();
   EXPECT_THAT(*variants, ElementsAre(v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL));
+}
+
+TEST(BuildHealthRequestTest, UnsetFlagsLeaveServerDefaults) {
+  absl::StatusOr<v1::HealthRequest> request = BuildHealthRequest(HealthFlags{});
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_FALSE(request->pairs());
+  EXPECT_EQ(request->timeout_ms(), 0u);
+  EXPECT_EQ(request->devices_size(), 0);
+  EXPECT_EQ(request->fault(), "");
+  EXPECT_EQ(request->warn_ratio(), 0.0);
+}
+
+TEST(BuildHealthRequestTest, TranslatesEveryFlag) {
+  HealthFlags flags;
+  flags.pairs = true;
+  flags.timeout = "2s";
+  flags.devices = "0, 1,3";
+  flags.fault = "missing_rank:1";
+  flags.warn_ratio = "1.25";
+  absl::StatusOr<v1::HealthRequest> request = BuildHealthRequest(flags);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_TRUE(request->pairs());
+  EXPECT_EQ(request->timeout_ms(), 2000u);
+  EXPECT_THAT(request->devices(), ElementsAre(0, 1, 3));
+  EXPECT_EQ(request->fault(), "missing_rank:1");
+  EXPECT_DOUBLE_EQ(request->warn_ratio(), 1.25);
+}
+
+class BadHealthFlagTest : public ::testing::TestWithParam<BadFlagCase> {};
+
+TEST_P(BadHealthFlagTest, IsRejectedNamingTheFlag) {
+  const BadFlagCase& param = GetParam();
+  HealthFlags flags;
+  if (param.flag == "--timeout") flags.timeout = param.value;
+  if (param.flag == "--devices") flags.devices = param.value;
+  if (param.flag == "--fault") flags.fault = param.value;
+  if (param.flag == "--warn-ratio") flags.warn_ratio = param.value;
+  absl::StatusOr<v1::HealthRequest> request = BuildHealthRequest(flags);
+  ASSERT_FALSE(request.ok()) << param.flag << " " << param.value;
+  EXPECT_EQ(request.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(request.status().message(), HasSubstr(param.flag + ":"));
+  EXPECT_THAT(request.status().message(), HasSubstr(param.expected_in_message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Syntax, BadHealthFlagTest,
+    ::testing::Values(
+        BadFlagCase{"--timeout", "soon", "'soon'"}, BadFlagCase{"--timeout", "-1s", "'-1s'"},
+        BadFlagCase{"--devices", "0,,1", "'0,,1'"}, BadFlagCase{"--fault", ":1", "KIND"},
+        BadFlagCase{"--warn-ratio", "fast", "'fast'"}, BadFlagCase{"--warn-ratio", "inf", "'inf'"},
+        // 0 is the proto's "default"; at or below 1 every target above the median
+        // would be slow.
+        BadFlagCase{"--warn-ratio", "0", "'0' is not above 1"},
+        BadFlagCase{"--warn-ratio", "1", "'1' is not above 1"},
+        BadFlagCase{"--warn-ratio", "0.5", "'0.5' is not above 1"},
+        BadFlagCase{"--warn-ratio", "-2", "'-2' is not above 1"}),
+    BadFlagName);
+
+TEST(ParseWarnRatioFlagTest, AcceptsAnythingAboveOne) {
+  EXPECT_DOUBLE_EQ(*ParseWarnRatioFlag("--warn-ratio", "1.5"), 1.5);
+  EXPECT_DOUBLE_EQ(*ParseWarnRatioFlag("--warn-ratio", " 1.01 "), 1.01);
+  EXPECT_DOUBLE_EQ(*ParseWarnRatioFlag("--warn-ratio", "10"), 10.0);
 }
 
 TEST(ParseFaultFlagTest, KeepsKindAndRankAsTyped) {

@@ -5,6 +5,7 @@
 #include "client/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/unit/client/sample_health.h"
 #include "tests/unit/client/sample_run.h"
 
 namespace colltest::client {
@@ -44,6 +45,32 @@ TEST(FormatRunCsvTest, QuotesFieldsWithCommasAndQuotes) {
 
 TEST(FormatRunCsvTest, EmptyRunIsHeaderOnly) {
   EXPECT_EQ(Lines(FormatRunCsv(v1::RunResult())).size(), 1u);
+}
+
+TEST(FormatHealthCsvTest, HeaderThenRanksThenPairs) {
+  std::vector<std::string> lines = Lines(FormatHealthCsv(testing::SampleHealthOk()));
+  ASSERT_EQ(lines.size(), 7u);
+  EXPECT_EQ(lines[0],
+            "kind,devices,status,latency_us,median_ratio,slow,suspect_peer,phase,message");
+  EXPECT_EQ(lines[1], "rank,0,OK,12.5,1,false,-1,,");
+  EXPECT_EQ(lines[3], "rank,2,OK,13,1.04,false,-1,,");
+  EXPECT_EQ(lines[4], "pair,0-1,OK,8,1,false,-1,,");
+  EXPECT_EQ(lines[5], "pair,0-2,OK,16.8,2.1,true,-1,,");
+  EXPECT_EQ(lines[6], "pair,1-2,OK,7.9,0.99,false,-1,,");
+}
+
+TEST(FormatHealthCsvTest, HangRowNamesItsSuspectAndPhase) {
+  v1::HealthResponse health = testing::SampleHealthHang();
+  health.mutable_ranks(1)->set_message("timed out, after 5000 ms");
+  std::vector<std::string> lines = Lines(FormatHealthCsv(health));
+  ASSERT_EQ(lines.size(), 3u);
+  // suspect_peer left at the proto default 0 on an OK rank is not a suspect.
+  EXPECT_EQ(lines[1], "rank,0,OK,11,1,false,-1,,");
+  EXPECT_EQ(lines[2], "rank,1,HANG,0,0,false,0,lamport phase B,\"timed out, after 5000 ms\"");
+}
+
+TEST(FormatHealthCsvTest, ErrorWithoutTargetsIsHeaderOnly) {
+  EXPECT_EQ(Lines(FormatHealthCsv(testing::SampleHealthError())).size(), 1u);
 }
 
 }  // namespace

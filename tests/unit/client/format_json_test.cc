@@ -1,13 +1,17 @@
 #include <string>
+#include <vector>
 
 #include "client/format.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/unit/client/sample_health.h"
 #include "tests/unit/client/sample_run.h"
 
 namespace colltest::client {
 namespace {
 
+using ::testing::ElementsAre;
 using Json = nlohmann::json;
 
 Json Parse(const v1::RunResult& run) { return Json::parse(FormatRunJson(run)); }
@@ -121,6 +125,78 @@ TEST(FormatRunJsonTest, EmptyRunStillHasCasesArray) {
   ASSERT_TRUE(json.contains("cases"));
   EXPECT_TRUE(json["cases"].is_array());
   EXPECT_TRUE(json["cases"].empty());
+}
+
+Json ParseHealth(const v1::HealthResponse& health) { return Json::parse(FormatHealthJson(health)); }
+
+TEST(FormatHealthJsonTest, TopLevelObjectInOrder) {
+  Json json = ParseHealth(testing::SampleHealthOk());
+  // Parsed again keeping the order, since the order is part of what is checked.
+  const nlohmann::ordered_json ordered =
+      nlohmann::ordered_json::parse(FormatHealthJson(testing::SampleHealthOk()));
+  std::vector<std::string> keys;
+  for (const auto& item : ordered.items()) keys.push_back(item.key());
+  EXPECT_THAT(keys, ElementsAre("status", "message", "wall_ms", "ranks", "pairs", "groups", "cases",
+                                "run_ids"));
+  EXPECT_EQ(json["status"], "OK");
+  EXPECT_EQ(json["message"],
+            "healthy: 3 ranks, 3 pairs, 2 cases; WARN slow (x median): pair 0-2 at 2.10");
+  EXPECT_DOUBLE_EQ(json["wall_ms"].get<double>(), 4321);
+  EXPECT_EQ(json["ranks"].size(), 3u);
+  EXPECT_EQ(json["pairs"].size(), 3u);
+  EXPECT_EQ(json["groups"].size(), 2u);
+  EXPECT_EQ(json["cases"].size(), 2u);
+  EXPECT_EQ(json["run_ids"], Json::array({"r-7", "r-8"}));
+}
+
+TEST(FormatHealthJsonTest, SlowPairIsAWarnNotAFailure) {
+  Json pair = ParseHealth(testing::SampleHealthOk())["pairs"][1];
+  EXPECT_EQ(pair["devices"], Json::array({0, 2}));
+  EXPECT_EQ(pair["status"], "OK");
+  EXPECT_EQ(pair["slow"], true);
+  EXPECT_DOUBLE_EQ(pair["latency_us"].get<double>(), 16.8);
+  EXPECT_DOUBLE_EQ(pair["median_ratio"].get<double>(), 2.1);
+  EXPECT_EQ(pair["suspect_peer"], -1);
+  EXPECT_EQ(pair["cases"], 12);
+  EXPECT_EQ(ParseHealth(testing::SampleHealthOk())["pairs"][0]["slow"], false);
+}
+
+TEST(FormatHealthJsonTest, HangNamesTheRankItsSuspectAndPhase) {
+  Json json = ParseHealth(testing::SampleHealthHang());
+  EXPECT_EQ(json["status"], "HANG");
+  EXPECT_EQ(json["ranks"][1]["devices"], Json::array({1}));
+  EXPECT_EQ(json["ranks"][1]["status"], "HANG");
+  EXPECT_EQ(json["ranks"][1]["suspect_peer"], 0);
+  EXPECT_EQ(json["ranks"][1]["phase"], "lamport phase B");
+  EXPECT_EQ(json["ranks"][1]["message"], "timed out after 5000 ms");
+  // An OK rank whose suspect_peer was left at the proto default must not accuse device 0.
+  EXPECT_EQ(json["ranks"][0]["suspect_peer"], -1);
+  EXPECT_TRUE(json["pairs"].is_array());
+  EXPECT_TRUE(json["pairs"].empty());
+  EXPECT_EQ(json["groups"][0]["devices"], Json::array({0, 1}));
+  EXPECT_EQ(json["groups"][0]["state"], "RECOVERING");
+  EXPECT_EQ(json["groups"][0]["recoveries"], 1);
+  EXPECT_DOUBLE_EQ(json["groups"][0]["last_recovery_ms"].get<double>(), 850.5);
+  EXPECT_EQ(json["groups"][0]["since_unix_ms"], 1700000000000);
+}
+
+TEST(FormatHealthJsonTest, CasesHaveTheRunJsonShape) {
+  const v1::HealthResponse health = testing::SampleHealthHang();
+  v1::RunResult run;
+  *run.mutable_cases() = health.cases();
+  EXPECT_EQ(ParseHealth(health)["cases"], Parse(run)["cases"]);
+  EXPECT_EQ(ParseHealth(health)["cases"][0]["ranks"][0]["phase"], "lamport phase B");
+}
+
+TEST(FormatHealthJsonTest, ErrorKeepsEveryKeyWithEmptyArrays) {
+  Json json = ParseHealth(testing::SampleHealthError());
+  EXPECT_EQ(json["status"], "ERROR");
+  for (const char* key : {"ranks", "pairs", "cases", "run_ids"}) {
+    ASSERT_TRUE(json.contains(key)) << key;
+    EXPECT_TRUE(json[key].is_array()) << key;
+    EXPECT_TRUE(json[key].empty()) << key;
+  }
+  EXPECT_EQ(json["groups"][0]["state"], "DEGRADED");
 }
 
 }  // namespace

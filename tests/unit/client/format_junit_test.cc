@@ -3,6 +3,7 @@
 #include "client/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/unit/client/sample_health.h"
 #include "tests/unit/client/sample_run.h"
 
 namespace colltest::client {
@@ -90,6 +91,55 @@ TEST(FormatRunJunitTest, DropsControlCharactersXmlCannotHold) {
   const std::string xml = FormatRunJunit(run);
   EXPECT_THAT(xml, HasSubstr("message=\"badbyte\""));
   EXPECT_EQ(xml.find('\x01'), std::string::npos);
+}
+
+TEST(FormatHealthJunitTest, OneTestcasePerRankAndPairSlowOneStillPasses) {
+  const std::string xml = FormatHealthJunit(testing::SampleHealthOk());
+  EXPECT_THAT(xml, StartsWith("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite "
+                              "name=\"colltest.health\" tests=\"6\" failures=\"0\" errors=\"0\" "
+                              "skipped=\"0\" time=\"4.321\">\n"));
+  EXPECT_EQ(Count(xml, "<testcase "), 6);
+  EXPECT_EQ(Count(xml, "<failure "), 0);
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health.rank\" name=\"device 0\"/>"));
+  EXPECT_THAT(xml,
+              HasSubstr("<testcase classname=\"colltest.health.pair\" name=\"devices 0-1\"/>"));
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health.pair\" name=\"devices 0-2\">\n"
+                             "    <system-out>WARN: 16.8 us, 2.10 x the median</system-out>\n"
+                             "  </testcase>"));
+  EXPECT_THAT(xml, HasSubstr("<property name=\"run_ids\" value=\"r-7,r-8\"/>"));
+  EXPECT_THAT(xml, HasSubstr("<property name=\"status\" value=\"OK\"/>"));
+}
+
+TEST(FormatHealthJunitTest, HangIsAFailureNamingTheSuspectAndPhase) {
+  const std::string xml = FormatHealthJunit(testing::SampleHealthHang());
+  EXPECT_THAT(xml, HasSubstr("tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\""));
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health.rank\" name=\"device 0\"/>"));
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health.rank\" name=\"device 1\">\n"
+                             "    <failure type=\"HANG\" message=\"timed out after 5000 ms\">"
+                             "timed out after 5000 ms\ndevice 1: HANG waited for device 0 in "
+                             "lamport phase B</failure>\n  </testcase>"));
+  EXPECT_EQ(Count(xml, "<failure "), 1);
+}
+
+TEST(FormatHealthJunitTest, WrongPairIsAFailureWithEscapedMessage) {
+  v1::HealthResponse health = testing::SampleHealthOk();
+  health.set_status(v1::CASE_STATUS_WRONG);
+  v1::HealthTarget* pair = health.mutable_pairs(2);
+  pair->set_status(v1::CASE_STATUS_WRONG);
+  pair->set_message("3 mismatches <out> & \"more\"");
+  const std::string xml = FormatHealthJunit(health);
+  EXPECT_THAT(xml, HasSubstr("tests=\"6\" failures=\"1\""));
+  EXPECT_THAT(xml, HasSubstr("name=\"devices 1-2\">\n    <failure type=\"WRONG\" message=\"3 "
+                             "mismatches &lt;out&gt; &amp; &quot;more&quot;\">"));
+  EXPECT_THAT(xml, Not(HasSubstr("<out>")));
+}
+
+TEST(FormatHealthJunitTest, ErrorWithoutTargetsIsNotAGreenEmptySuite) {
+  const std::string xml = FormatHealthJunit(testing::SampleHealthError());
+  EXPECT_THAT(xml, HasSubstr("tests=\"1\" failures=\"1\""));
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health\" name=\"verdict\">\n"
+                             "    <failure type=\"ERROR\" message=\"ERROR: workers for devices 0,1 "
+                             "failed to start (lamport eager m=1)\">"));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "client/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/unit/client/sample_health.h"
 #include "tests/unit/client/sample_run.h"
 
 namespace colltest::client {
@@ -12,6 +13,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 std::vector<std::string> Lines(const std::string& text) {
@@ -73,7 +75,93 @@ TEST(FormatDevicesTest, TableAndJson) {
   EXPECT_THAT(*json, HasSubstr("\"variants\": [\n    \"lamport\",\n    \"nccl\"\n  ]"));
   EXPECT_THAT(*json, HasSubstr("\"memory_bytes\": 151397597184"));
 
+  // A server without groups (or an older one) still gives scripts the key.
+  EXPECT_THAT(*json, HasSubstr("\"groups\": []"));
+
   EXPECT_FALSE(FormatDevices(devices, OutputFormat::kCsv).ok());
+}
+
+TEST(FormatDevicesTest, GroupsFollowTheDevicesInTableAndJson) {
+  v1::ListDevicesResponse devices;
+  devices.set_backend("cpu");
+  v1::Device* d = devices.add_devices();
+  d->set_index(0);
+  d->set_name("cpu0");
+  absl::StatusOr<std::string> without = FormatDevices(devices, OutputFormat::kTable);
+  ASSERT_TRUE(without.ok());
+  EXPECT_THAT(*without, Not(HasSubstr("group")));
+
+  *devices.mutable_groups() = testing::SampleHealthHang().groups();
+  absl::StatusOr<std::string> with = FormatDevices(devices, OutputFormat::kTable);
+  ASSERT_TRUE(with.ok());
+  std::vector<std::string> lines = Lines(*with);
+  ASSERT_EQ(lines.size(), 7u) << *with;
+  EXPECT_EQ(lines[4], "");
+  EXPECT_THAT(lines[5], MatchesRegex("group +state +recoveries +last recovery ms +message"));
+  EXPECT_THAT(lines[6], MatchesRegex("0,1 +RECOVERING +1 +850\\.5 +respawned after a hang; "
+                                     "canary pending"));
+
+  absl::StatusOr<std::string> json = FormatDevices(devices, OutputFormat::kJson);
+  ASSERT_TRUE(json.ok());
+  EXPECT_THAT(*json,
+              HasSubstr("\"groups\": [\n    {\n      \"devices\": [\n        0,\n        1\n"
+                        "      ],\n      \"state\": \"RECOVERING\",\n      \"message\": "
+                        "\"respawned after a hang; canary pending\",\n      \"since_unix_ms\": "
+                        "1700000000000,\n      \"recoveries\": 1,\n      "
+                        "\"last_recovery_ms\": 850.5\n    }\n  ]"));
+}
+
+TEST(FormatHealthTableTest, OkWithASlowPairWarn) {
+  std::vector<std::string> lines = Lines(FormatHealthTable(testing::SampleHealthOk()));
+  ASSERT_EQ(lines.size(), 17u);
+  // The server's message does not lead with the status here, so the line adds it.
+  EXPECT_EQ(lines[0],
+            "OK: healthy: 3 ranks, 3 pairs, 2 cases; WARN slow (x median): pair 0-2 at 2.10");
+  EXPECT_EQ(lines[1], "");
+  EXPECT_THAT(lines[2], MatchesRegex("device +status +latency us +x median +warn +suspect +phase "
+                                     "+message"));
+  EXPECT_THAT(lines[3], MatchesRegex("0 +OK +12\\.5 +1\\.00"));
+  EXPECT_THAT(lines[4], MatchesRegex("1 +OK +12\\.0 +0\\.96"));
+  EXPECT_THAT(lines[5], MatchesRegex("2 +OK +13\\.0 +1\\.04"));
+  EXPECT_EQ(lines[6], "");
+  EXPECT_THAT(lines[7], MatchesRegex("pair +status +latency us +x median +warn +suspect +phase "
+                                     "+message"));
+  EXPECT_THAT(lines[8], MatchesRegex("0-1 +OK +8\\.0 +1\\.00"));
+  EXPECT_THAT(lines[9], MatchesRegex("0-2 +OK +16\\.8 +2\\.10 +WARN"));
+  EXPECT_THAT(lines[10], MatchesRegex("1-2 +OK +7\\.9 +0\\.99"));
+  EXPECT_EQ(lines[11], "");
+  EXPECT_THAT(lines[12], StartsWith("group"));
+  EXPECT_THAT(lines[13], MatchesRegex("0,1,2 +SERVING +0 +-"));
+  EXPECT_THAT(lines[14], MatchesRegex("0,2 +SERVING +0 +-"));
+  EXPECT_EQ(lines[15], "");
+  EXPECT_EQ(lines[16], "health: OK in 4.3 s (2 cases)");
+}
+
+TEST(FormatHealthTableTest, HangNamesTheRankItsSuspectAndPhase) {
+  std::vector<std::string> lines = Lines(FormatHealthTable(testing::SampleHealthHang()));
+  ASSERT_EQ(lines.size(), 10u);
+  // Already led by the status: not repeated.
+  EXPECT_EQ(lines[0], "HANG: rank 1 waited for rank 0 in lamport phase B (lamport eager m=1)");
+  // Device 0 is OK with suspect_peer at its proto default 0: no suspect, no WARN.
+  EXPECT_THAT(lines[3], MatchesRegex("0 +OK +11\\.0 +1\\.00"));
+  // No timing for a hang: dashes; the suspect is device 0, in lamport phase B.
+  EXPECT_THAT(lines[4], MatchesRegex("1 +HANG +- +- +0 +lamport phase B +timed out after 5000 ms"));
+  const size_t suspect_column = lines[2].find("suspect");
+  ASSERT_NE(suspect_column, std::string::npos);
+  EXPECT_EQ(lines[4][suspect_column + std::string("suspect").size() - 1], '0');
+  EXPECT_THAT(lines[7], MatchesRegex("0,1 +RECOVERING +1 +850\\.5 +respawned after a hang; "
+                                     "canary pending"));
+  EXPECT_EQ(lines[9], "health: HANG in 5.2 s (1 case)");
+}
+
+TEST(FormatHealthTableTest, ErrorWithoutTargetsShowsNoEmptyTables) {
+  std::vector<std::string> lines = Lines(FormatHealthTable(testing::SampleHealthError()));
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0], "ERROR: workers for devices 0,1 failed to start (lamport eager m=1)");
+  EXPECT_EQ(lines[1], "");
+  EXPECT_THAT(lines[2], StartsWith("group"));
+  EXPECT_THAT(lines[3], MatchesRegex("0,1 +DEGRADED +0 +- +respawn failed"));
+  EXPECT_EQ(lines[5], "health: ERROR in 0.1 s (0 cases)");
 }
 
 TEST(FormatRunsTest, TableShowsUtcTimes) {

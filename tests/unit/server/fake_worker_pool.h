@@ -93,6 +93,14 @@ class FakeWorkerPool final : public WorkerPool {
   }
   std::vector<int> LivePids() const override { return {}; }
   uint64_t Restarts() const override { return 0; }
+  std::vector<colltest::v1::GroupHealth> GroupStates() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return group_states_;
+  }
+  void SetGroupStates(std::vector<colltest::v1::GroupHealth> states) {
+    std::lock_guard<std::mutex> lock(mu_);
+    group_states_ = std::move(states);
+  }
 
  private:
   mutable std::mutex mu_;
@@ -102,6 +110,7 @@ class FakeWorkerPool final : public WorkerPool {
   size_t entered_ = 0;
   std::vector<Call> calls_;
   bool shut_down_ = false;
+  std::vector<colltest::v1::GroupHealth> group_states_;
 };
 
 }  // namespace colltest::server::testing

@@ -19,6 +19,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -103,6 +104,8 @@ class WorkerPoolTest : public ::testing::Test {
     options_.runtime_dir = parent_;
     options_.spawn_timeout = absl::Seconds(10);
     options_.grace = absl::Milliseconds(300);
+    // These tests look at the pool right after a failure; the recovery tests below turn it on.
+    options_.eager_recovery = false;
   }
 
   void TearDown() override {
@@ -405,6 +408,137 @@ TEST_F(WorkerPoolTest, SegmentsOfDeadControllersAreRemovedAtCreation) {
   EXPECT_TRUE(std::filesystem::exists("/dev/shm" + live));
   shm_unlink(live.c_str());
   shm_unlink(stale.c_str());
+}
+
+// The state of the group of `devices` once it has left RECOVERING, waiting at most `limit`.
+colltest::v1::GroupHealth SettledState(WorkerPool& pool, const std::vector<uint32_t>& devices,
+                                       absl::Duration limit) {
+  const absl::Time end = absl::Now() + limit;
+  colltest::v1::GroupHealth found;
+  while (absl::Now() < end) {
+    for (const colltest::v1::GroupHealth& g : pool.GroupStates()) {
+      if (std::vector<uint32_t>(g.devices().begin(), g.devices().end()) == devices) found = g;
+    }
+    if (found.state() != colltest::v1::GROUP_STATE_RECOVERING &&
+        found.state() != colltest::v1::GROUP_STATE_UNSPECIFIED) {
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return found;
+}
+
+class RecoveryTest : public WorkerPoolTest {
+ protected:
+  void SetUp() override {
+    WorkerPoolTest::SetUp();
+    options_.eager_recovery = true;
+    options_.canary = Case();
+    options_.canary.set_variant(colltest::v1::VARIANT_LAMPORT);
+    options_.on_state_change = [this](const colltest::v1::GroupHealth& g) {
+      absl::MutexLock lock(&mu_);
+      transitions_.push_back(g.state());
+    };
+  }
+  std::vector<colltest::v1::GroupState> Transitions() {
+    absl::MutexLock lock(&mu_);
+    return transitions_;
+  }
+
+  absl::Mutex mu_;
+  std::vector<colltest::v1::GroupState> transitions_;
+};
+
+TEST_F(RecoveryTest, FailedGroupIsRespawnedAndServesAfterItsCanaryWithoutWaitingForARequest) {
+  const std::vector<int> before = Pids(Run({0, 1, 2, 3}, Case()));
+  Run({0, 1, 2, 3}, Case("crash:2"));
+  const colltest::v1::GroupHealth state = SettledState(Pool(), {0, 1, 2, 3}, absl::Seconds(10));
+  EXPECT_EQ(state.state(), colltest::v1::GROUP_STATE_SERVING) << state.message();
+  EXPECT_EQ(state.message(), "respawned and passed the canary");
+  EXPECT_EQ(state.recoveries(), 1u);
+  EXPECT_EQ(state.respawns(), 1u);
+  EXPECT_GT(state.last_recovery_ms(), 0.0);
+  EXPECT_LT(state.last_recovery_ms(), 3000.0);
+  // Respawned before any request asked for it.
+  const std::vector<int> respawned = Pool().LivePids();
+  ASSERT_THAT(respawned, SizeIs(4));
+  for (int pid : respawned) EXPECT_THAT(before, ::testing::Not(::testing::Contains(pid)));
+  EXPECT_THAT(Transitions(),
+              ElementsAre(colltest::v1::GROUP_STATE_SERVING, colltest::v1::GROUP_STATE_RECOVERING,
+                          colltest::v1::GROUP_STATE_SERVING));
+  // The next case runs on the recovered workers; the canary was their first case.
+  const std::vector<RankResult> next = Run({0, 1, 2, 3}, Case());
+  ExpectAllOk(next, {0, 1, 2, 3});
+  EXPECT_THAT(Pids(next), UnorderedElementsAreArray(respawned));
+}
+
+TEST_F(RecoveryTest, GroupWhoseRanksAnsweredAFailureIsResetAndCanariedOnTheSameWorkers) {
+  const std::vector<int> before = Pids(Run({0, 1}, Case()));
+  Run({0, 1}, Case("wrong:1"));
+  const colltest::v1::GroupHealth state = SettledState(Pool(), {0, 1}, absl::Seconds(10));
+  EXPECT_EQ(state.state(), colltest::v1::GROUP_STATE_SERVING) << state.message();
+  EXPECT_EQ(state.message(), "reset and passed the canary");
+  EXPECT_EQ(state.recoveries(), 1u);
+  EXPECT_EQ(state.respawns(), 0u);
+  const std::vector<RankResult> next = Run({0, 1}, Case());
+  EXPECT_EQ(Pids(next), before);
+  // One Reset after the failed case; the canary passed and needed none.
+  for (const RankResult& r : next) EXPECT_THAT(r.message(), HasSubstr("resets=1"));
+}
+
+TEST_F(RecoveryTest, CaseArrivingDuringRecoveryWaitsForItAndRuns) {
+  Run({0, 1}, Case());
+  Run({0, 1}, Case("crash:1"));
+  // No wait: this case finds the group recovering (or just recovered) and must run on it.
+  const std::vector<RankResult> next = Run({0, 1}, Case());
+  ExpectAllOk(next, {0, 1});
+  EXPECT_EQ(SettledState(Pool(), {0, 1}, absl::Seconds(1)).state(),
+            colltest::v1::GROUP_STATE_SERVING);
+  EXPECT_EQ(Pool().Restarts(), 1u);
+}
+
+TEST_F(RecoveryTest, OverlappingGroupWaitsForTheRecoveryToSettle) {
+  Run({0, 1, 2, 3}, Case());
+  Run({0, 1, 2, 3}, Case("hang:3", 500));
+  ExpectAllOk(Run({2, 3}, Case()), {2, 3});
+  // The pair displaced the recovered group; the group's record keeps its last verdict.
+  EXPECT_EQ(SettledState(Pool(), {0, 1, 2, 3}, absl::Seconds(1)).state(),
+            colltest::v1::GROUP_STATE_SERVING);
+  EXPECT_THAT(Pool().LivePids(), SizeIs(2));
+}
+
+TEST_F(RecoveryTest, GroupFailingItsCanaryIsDegradedAndRefusesCasesNamingWhy) {
+  options_.canary.set_fault("wrong:1");
+  Run({0, 1}, Case());
+  Run({0, 1}, Case("crash:0"));
+  const colltest::v1::GroupHealth state = SettledState(Pool(), {0, 1}, absl::Seconds(10));
+  EXPECT_EQ(state.state(), colltest::v1::GROUP_STATE_DEGRADED);
+  EXPECT_THAT(state.message(), HasSubstr("canary failed: rank 1"));
+  EXPECT_THAT(Pool().LivePids(), IsEmpty());
+  // Every request is a new attempt; this one fails its canary again and says so.
+  absl::StatusOr<std::vector<RankResult>> refused = Pool().RunCase({0, 1}, Case());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused.status().message(), HasSubstr("devices 0,1 are DEGRADED"));
+  EXPECT_THAT(OurShm(), IsEmpty());
+}
+
+TEST_F(RecoveryTest, WorkerKilledWhileIdleIsRecoveredThroughTheCanary) {
+  const std::vector<int> before = Pids(Run({0, 1}, Case()));
+  ASSERT_EQ(kill(before[1], SIGKILL), 0);
+  while (Pool().LivePids().size() == 2) std::this_thread::yield();
+  ExpectAllOk(Run({0, 1}, Case()), {0, 1});
+  const colltest::v1::GroupHealth state = SettledState(Pool(), {0, 1}, absl::Seconds(1));
+  EXPECT_EQ(state.state(), colltest::v1::GROUP_STATE_SERVING);
+  EXPECT_EQ(state.recoveries(), 1u);
+  EXPECT_EQ(state.message(), "respawned and passed the canary");
+}
+
+TEST_F(RecoveryTest, ShutdownDuringARecoveryLeavesNothing) {
+  Run({0, 1, 2, 3}, Case());
+  Run({0, 1, 2, 3}, Case("crash:1"));
+  Pool().Shutdown();  // TearDown checks processes, segments and the directory
+  EXPECT_THAT(Pool().LivePids(), IsEmpty());
 }
 
 TEST(CaseDeadlineTest, ScalesTheTimeoutWithTheNumberOfCalls) {

@@ -47,6 +47,7 @@ enum class Phase : int32_t {
   kLamportPhaseB,
   kLamportTbConsume,
   kHostBarrier,
+  kFaultHangEndSync,  // not a wait: a rank that stopped by injected fault (hang_end_sync)
 };
 
 // Written by the device into host-mapped pinned memory; `valid` is stored last.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <string>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "worker/backends/gpu/gpu_backend.h"
 #include "worker/case_config.h"
+#include "worker/fault_plan.h"
 #include "worker/numerics/diff.h"
 #include "worker/numerics/input_hash.h"
 #include "worker/rank_report.h"
@@ -73,6 +75,8 @@ const char* PhaseName(int32_t phase) {
       return "lamport_tb consume";
     case Phase::kHostBarrier:
       return "host barrier";
+    case Phase::kFaultHangEndSync:
+      return "fault: hang_end_sync";
     default:
       return "unknown";
   }
@@ -94,6 +98,10 @@ void AppendFloat(std::string& s, float f) {
   const auto r = std::to_chars(buf, buf + sizeof buf, f);
   s.append(buf, r.ptr);
 }
+
+// The injected crash (crash_rank), run by the runtime in stream order: in graph mode it is a host
+// node of the captured calls.
+void CrashWorker(void*) { std::abort(); }
 
 // Events of timed calls, read after the stream drained.
 class EventPairs {
@@ -157,9 +165,10 @@ struct GpuBackend::CaseState {
   DiffAccum* accum = nullptr;
   uint64_t timeout_ns = 0;
   uint32_t world = 0;
-  // Fault injection "never_arrive:R": rank R launches no collective, so its peers must report a
-  // HANG naming R (proves the bounded spins and the hang records end to end).
-  bool skip_collectives = false;
+  worker::FaultPlan fault;
+  // hang_end_sync fired on this rank: it launches no further call, as the cpu backend's rank
+  // stops after the call that skipped its end barrier.
+  bool stopped = false;
   ToleranceProfile profile;
   DiffSummary diff;
   int64_t calls = 0;
@@ -223,10 +232,33 @@ absl::Status GpuBackend::Launch(CaseState& cs, Variant variant, uint32_t m, uint
   a.out = cs.out;
   a.arm_repeat = std::max(1u, cs.req->knobs().arm_repeat());
   a.timeout_ns = cs.timeout_ns;
-  if (cs.skip_collectives) {
-    ++cs.calls;
-    return absl::OkStatus();
+  if (cs.stopped) return absl::OkStatus();
+  // Every fault is enqueued on the stream or carried in the call's arguments, never done by the
+  // host at launch time: a graph captures it with the call, so replays run it too.
+  using Fault = worker::FaultPlan::Kind;
+  const Fault fault = cs.fault.Targets(rank_) ? cs.fault.kind : Fault::kNone;
+  if (fault == Fault::kDelayRank) {
+    const absl::Status s = GpuOk(
+        LaunchFaultDelay(group_, uint64_t{cs.fault.delay_us} * 1000, stream_), "delay (fault)");
+    if (!s.ok()) return s;
   }
+  if (fault == Fault::kCrashRank && cs.calls == 1) {
+    const absl::Status s = GpuOk(LaunchHostFunc(stream_, &CrashWorker, nullptr), "crash (fault)");
+    if (!s.ok()) return s;
+  }
+  if (fault == Fault::kPoisonStaging && variant == colltest::v1::VARIANT_LAMPORT) {
+    // Data where sentinels should be, as another kernel staging through the region between two
+    // Lamport calls would leave it. Before this rank's start barrier, so no peer's store of this
+    // call is overwritten.
+    const absl::Status s =
+        GpuOk(MemsetAsync(own_ + layout_.lamport_offset, 0x3f,
+                          static_cast<size_t>(m) * cs.shape.n * cs.elem, stream_),
+              "poison staging (fault)");
+    if (!s.ok()) return s;
+  }
+  if (fault == Fault::kSkipRearm) a.arm_repeat = 0;
+  if (fault == Fault::kSkipCanonicalize) a.faults |= kFaultSkipCanonicalize;
+  if (fault == Fault::kHangEndSync) a.faults |= kFaultSkipEndSync;
   const uint32_t grid = GridFor(cs, variant, m);
   const DType t = cs.shape.dtype;
   Error e = kSuccess;
@@ -260,6 +292,12 @@ absl::Status GpuBackend::Launch(CaseState& cs, Variant variant, uint32_t m, uint
       return absl::InvalidArgumentError("variant has no kernel");
   }
   ++cs.calls;
+  if (e == kSuccess && fault == Fault::kHangEndSync) {
+    // This rank left without its end barrier and stops here, so its peers wait for it until
+    // their timeout and name it.
+    e = LaunchFaultStop(group_, stream_);
+    cs.stopped = true;
+  }
   return GpuOk(e, "launch");
 }
 
@@ -397,9 +435,24 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
   cs.weight = scratch_ + 7 * cap;
   cs.accum = reinterpret_cast<DiffAccum*>(scratch_ + 7 * cap + kWeightBytes);
   cs.profile = ProfileFor(worker::ToTolerance(req.tolerance()), cs.shape.dtype);
-  cs.skip_collectives = req.fault() == absl::StrCat("never_arrive:", rank_);
   if (req.n() * cs.elem > kWeightBytes) {
     return unsupported(absl::StrCat(name, ": n = ", req.n(), " exceeds the weight buffer"));
+  }
+  absl::StatusOr<worker::FaultPlan> fault = worker::ParseFault(req.fault(), world_);
+  if (!fault.ok()) {
+    // A result, not an RPC error: a bad fault spec must not cost the group its workers.
+    result.set_status(colltest::v1::CASE_STATUS_ERROR);
+    result.set_message(std::string(fault.status().message()));
+    return result;
+  }
+  cs.fault = *fault;
+  if (cs.fault.kind == worker::FaultPlan::Kind::kMissingRank && cs.fault.Targets(rank_)) {
+    // The injected absence: this rank does nothing, not even the host barrier after arming; its
+    // peers must time out there naming it.
+    result.set_status(colltest::v1::CASE_STATUS_HANG);
+    result.set_phase("fault: missing_rank");
+    result.set_message(absl::StrCat("fault injected: rank ", rank_, " did not run the case"));
+    return result;
   }
 
   if (auto s = ClearHang(); !s.ok()) return s;
@@ -558,13 +611,16 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
     if (!hung) {
       Graph graph = nullptr;
       GraphExec exec = nullptr;
+      const int64_t calls_before = cs.calls;
       COLLTEST_RETURN_IF_ERROR(GpuOk(BeginCapture(stream_), "begin capture"));
       absl::Status captured = absl::OkStatus();
       for (uint32_t c = 0; c < k && captured.ok(); ++c) {
         captured = Launch(cs, variant, req.m(), c % used_slots);
       }
       const absl::Status ended = GpuOk(EndCapture(stream_, &graph), "end capture");
-      cs.calls -= k;  // captured, not run
+      // Fewer than k when an injected fault stopped this rank inside the capture.
+      const int64_t per_replay = cs.calls - calls_before;
+      cs.calls = calls_before;  // captured, not run
       COLLTEST_RETURN_IF_ERROR(captured);
       COLLTEST_RETURN_IF_ERROR(ended);
       absl::Status inst = GpuOk(GraphInstantiate(&exec, graph), "instantiate graph");
@@ -572,14 +628,14 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
       COLLTEST_RETURN_IF_ERROR(inst);
       // One untimed replay: the first launch of a graph uploads it.
       absl::Status run = GpuOk(GraphLaunch(exec, stream_), "replay graph");
-      cs.calls += k;
+      cs.calls += per_replay;
       const uint32_t replays = (iters + k - 1) / k;
       EventPairs ev;
       for (uint32_t r = 0; r < replays && run.ok(); ++r) {
         run = ev.Record(stream_, true);
         if (run.ok()) run = GpuOk(GraphLaunch(exec, stream_), "replay graph");
         if (run.ok()) run = ev.Record(stream_, false);
-        cs.calls += k;
+        cs.calls += per_replay;
       }
       absl::StatusOr<bool> hh = drained_hang();
       GraphExecDestroy(exec);
@@ -620,9 +676,12 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
     result.set_status(colltest::v1::CASE_STATUS_HANG);
     result.set_suspect_peer(r->peer);
     result.set_phase(PhaseName(r->phase));
-    result.set_message(absl::StrCat("rank ", rank_, " waited for rank ", r->peer, " in ",
-                                    PhaseName(r->phase), " (block ", r->block, ", pack ", r->pack,
-                                    ") past the ", timeout_ms, " ms timeout"));
+    // No awaited peer: the rank stopped itself (an injected fault), as on the cpu backend.
+    result.set_message(r->peer < 0
+                           ? absl::StrCat("rank ", rank_, ": ", PhaseName(r->phase))
+                           : absl::StrCat("rank ", rank_, " waited for rank ", r->peer, " in ",
+                                          PhaseName(r->phase), " (block ", r->block, ", pack ",
+                                          r->pack, ") past the ", timeout_ms, " ms timeout"));
   }
   return result;
 }

@@ -103,6 +103,28 @@ inline Error StreamCreate(Stream* s) {
 }
 inline Error StreamDestroy(Stream s) { return COLLTEST_GPU_API(StreamDestroy)(s); }
 inline Error StreamSynchronize(Stream s) { return COLLTEST_GPU_API(StreamSynchronize)(s); }
+// A host function in stream order (a host node when captured): the injected crash of a worker.
+using HostFn = void (*)(void*);
+#if COLLTEST_GPU_VENDOR_HIP && HIP_VERSION_MAJOR * 100 + HIP_VERSION_MINOR < 504
+// ROCm declares hipLaunchHostFunc from 5.2 but exports it only from 5.4. Before that, a stream
+// callback: the same in eager mode, but a capture refuses it.
+struct HostFnCall {
+  HostFn fn;
+  void* data;
+};
+inline void RunHostFnCall(hipStream_t, hipError_t, void* call) {
+  const HostFnCall c = *static_cast<HostFnCall*>(call);
+  delete static_cast<HostFnCall*>(call);
+  c.fn(c.data);
+}
+inline Error LaunchHostFunc(Stream s, HostFn fn, void* data) {
+  return hipStreamAddCallback(s, &RunHostFnCall, new HostFnCall{fn, data}, 0);
+}
+#else
+inline Error LaunchHostFunc(Stream s, HostFn fn, void* data) {
+  return COLLTEST_GPU_API(LaunchHostFunc)(s, fn, data);
+}
+#endif
 inline Error EventCreate(Event* e) { return COLLTEST_GPU_API(EventCreate)(e); }
 inline Error EventDestroy(Event e) { return COLLTEST_GPU_API(EventDestroy)(e); }
 inline Error EventRecord(Event e, Stream s) { return COLLTEST_GPU_API(EventRecord)(e, s); }
@@ -146,7 +168,9 @@ inline constexpr int kWarpSize = COLLTEST_GPU_VENDOR_HIP ? 64 : 32;
 // clang's nontemporal and volatile 16-byte accesses need a builtin vector type, not HIP's uint4
 // class: one global_load/store_dwordx4.
 typedef uint32_t ColltestU32x4 __attribute__((ext_vector_type(4)));
-__device__ __forceinline__ uint4 FromU32x4(ColltestU32x4 v) { return make_uint4(v.x, v.y, v.z, v.w); }
+__device__ __forceinline__ uint4 FromU32x4(ColltestU32x4 v) {
+  return make_uint4(v.x, v.y, v.z, v.w);
+}
 #endif
 
 // Nanoseconds (CUDA %globaltimer) or ticks of a fixed-rate counter converted to ns (HIP).

@@ -18,6 +18,13 @@ enum class Kind : uint8_t { kOneStage, kReduceScatter, kLoadNorm, kLamport, kLam
 // A row is held in registers: at most this many 16-byte packs per thread.
 inline constexpr uint32_t kMaxRowPacks = 8;
 
+// Injected faults the kernels obey (DESIGN section 7, worker/fault_plan.h); 0 outside fault
+// injection. A kernel parameter, so a test of it is uniform and costs no memory access.
+enum FaultFlags : uint32_t {
+  kFaultSkipCanonicalize = 1u << 0,  // Lamport producers store -0.0 as is
+  kFaultSkipEndSync = 1u << 1,       // one_stage / reduce-scatter blocks skip their end barrier
+};
+
 struct CallArgs {
   uint32_t m = 0;
   uint32_t n = 0;
@@ -28,7 +35,8 @@ struct CallArgs {
   const void* weight = nullptr;       // private, n
   void* residual_out = nullptr;       // private, m * n
   void* out = nullptr;                // private, m * n
-  uint32_t arm_repeat = 1;
+  uint32_t arm_repeat = 1;  // 0: consumed Lamport packs stay un-armed (the skip_rearm fault)
+  uint32_t faults = 0;      // FaultFlags
   uint64_t timeout_ns = 5'000'000'000ull;
 };
 
@@ -45,6 +53,13 @@ Error LaunchCollective(Kind kind, DType dtype, const DeviceGroup& group, const C
 Error LaunchArm(DType dtype, void* dst, size_t bytes, Stream stream);
 // All ranks' block 0 meet through Signal::host (ordering arming before any peer's stores).
 Error LaunchHostBarrier(const DeviceGroup& group, uint64_t timeout_ns, Stream stream);
+
+// delay_rank: holds the stream for `delay_ns` before the rank's next call; ends early once any
+// rank of the group gave up on the case.
+Error LaunchFaultDelay(const DeviceGroup& group, uint64_t delay_ns, Stream stream);
+// hang_end_sync: records the rank's own stop (Phase::kFaultHangEndSync, no awaited peer) in stream
+// order after the call that skipped its end barrier.
+Error LaunchFaultStop(const DeviceGroup& group, Stream stream);
 
 struct GenerateArgs {
   DType dtype;

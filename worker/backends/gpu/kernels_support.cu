@@ -30,6 +30,23 @@ __global__ void HostBarrierKernel(DeviceGroup g, uint64_t timeout_ns) {
   BlockBarrier(g, BarrierSlot::kHost, clk, Phase::kHostBarrier);
 }
 
+// Ends early once any rank gave up: the delay has then done its work (a peer timed out waiting
+// for this rank), and sleeping on before every later call would only push the case past the
+// controller's deadline.
+__global__ void FaultDelayKernel(DeviceGroup g, uint64_t delay_ns) {
+  const uint64_t end = GlobalTimerNs() + delay_ns;
+  while (GlobalTimerNs() < end) {
+    for (uint32_t r = 0; r < g.world; ++r) {
+      const auto* c = reinterpret_cast<const RankControl*>(g.base[r] + g.layout.control_offset);
+      if (LoadVolatile32(&c->aborted) != 0) return;
+    }
+  }
+}
+
+// Raises the rank's abort flag too: whatever of this rank is still queued (a later replay of the
+// graph that holds the call) then gives up at once instead of waiting for peers.
+__global__ void FaultStopKernel(DeviceGroup g) { RecordHang(g, Phase::kFaultHangEndSync, -1, 0); }
+
 __device__ __forceinline__ void StoreElem(void* base, DType t, size_t i, float v) {
   const uint32_t b = DevStoredBits(t, v);
   if (t == DType::kFp32) {
@@ -174,6 +191,16 @@ Error LaunchArm(DType dtype, void* dst, size_t bytes, Stream stream) {
 
 Error LaunchHostBarrier(const DeviceGroup& group, uint64_t timeout_ns, Stream stream) {
   HostBarrierKernel<<<1, 32, 0, stream>>>(group, timeout_ns);
+  return GetLastError();
+}
+
+Error LaunchFaultDelay(const DeviceGroup& group, uint64_t delay_ns, Stream stream) {
+  FaultDelayKernel<<<1, 1, 0, stream>>>(group, delay_ns);
+  return GetLastError();
+}
+
+Error LaunchFaultStop(const DeviceGroup& group, Stream stream) {
+  FaultStopKernel<<<1, 1, 0, stream>>>(group);
   return GetLastError();
 }
 

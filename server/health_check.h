@@ -1,0 +1,53 @@
+// The Health RPC: a short profile over the whole group and, on request, over every pair of its
+// devices, each run through the RunExecutor (so it queues like any run and lands in the history),
+// then one verdict per rank and per pair, and one line naming the culprit.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "colltest/v1/colltest.pb.h"
+#include "server/run_executor.h"
+#include "server/worker_pool.h"
+
+namespace colltest::server {
+
+// What the check runs on a backend: the shapes, the mode and the variants of the group profile
+// and of each pair. Exposed for tests.
+struct HealthProfile {
+  colltest::v1::SweepSpec group;  // devices, fault and timeout are filled in per check
+  colltest::v1::SweepSpec pair;
+};
+HealthProfile HealthProfileFor(const std::string& backend,
+                               const std::vector<colltest::v1::Variant>& variants);
+
+// Every pair of `devices` once, in rounds of disjoint pairs (the circle method), so that a round
+// runs concurrently. Exposed for tests.
+std::vector<std::vector<std::pair<uint32_t, uint32_t>>> PairRounds(
+    const std::vector<uint32_t>& devices);
+
+// The fault of the group check as it applies to the pair (a, b): a fault naming rank R targets
+// device group_devices[R], so it follows that device into the pairs holding it (with its rank in
+// the pair) and is dropped from the others; a fault without a rank applies everywhere.
+std::string FaultForPair(const std::string& fault, const std::vector<uint32_t>& group_devices,
+                         uint32_t a, uint32_t b);
+
+class HealthChecker {
+ public:
+  // The pointers are not owned and must outlive the checker.
+  HealthChecker(RunExecutor* executor, const WorkerPool* pool, std::string backend,
+                std::vector<colltest::v1::Variant> variants);
+
+  // Errors: INVALID_ARGUMENT naming the field, or what the executor refused (validation,
+  // cancellation while queued).
+  absl::StatusOr<colltest::v1::HealthResponse> Check(const colltest::v1::HealthRequest& request,
+                                                     RunObserver& observer) const;
+
+ private:
+  RunExecutor* const executor_;
+  const WorkerPool* const pool_;
+  const HealthProfile profile_;
+};
+
+}  // namespace colltest::server

@@ -1,0 +1,236 @@
+#include "server/metrics.h"
+
+#include <array>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
+#include "server/names.h"
+
+namespace colltest::server {
+namespace {
+
+namespace v1 = ::colltest::v1;
+
+// Label values are the lower-case short names a user types ("lamport_tb", "hang"), so a query
+// reads like a command line.
+std::string StatusLabel(v1::CaseStatus s) { return absl::AsciiStrToLower(CaseStatusName(s)); }
+// MODE_UNSPECIFIED means eager in the API; one series for both keeps dashboards simple.
+std::string ModeLabel(v1::Mode m) {
+  return ModeName(m == v1::MODE_UNSPECIFIED ? v1::MODE_EAGER : m);
+}
+
+constexpr std::array<v1::GroupState, 3> kGroupStates = {
+    v1::GROUP_STATE_SERVING, v1::GROUP_STATE_DEGRADED, v1::GROUP_STATE_RECOVERING};
+
+std::string GroupStateLabel(v1::GroupState s) {
+  switch (s) {
+    case v1::GROUP_STATE_SERVING:
+      return "serving";
+    case v1::GROUP_STATE_DEGRADED:
+      return "degraded";
+    case v1::GROUP_STATE_RECOVERING:
+      return "recovering";
+    default:
+      return "unspecified";
+  }
+}
+
+// Per-call kernel latencies sit between a few us (small shapes, one-shot kernels) and tens of ms
+// (large shapes on CPU ranks): powers of two from 1 us to 131 ms.
+prometheus::Histogram::BucketBoundaries LatencyBuckets() {
+  prometheus::Histogram::BucketBoundaries b;
+  for (double us = 1; us <= 131072; us *= 2) b.push_back(us);
+  return b;
+}
+
+// A whole case (spawn-free: workers are warm) takes milliseconds to about a minute for stress runs.
+prometheus::Histogram::BucketBoundaries WallBuckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60};
+}
+
+}  // namespace
+
+struct Metrics::Impl {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+
+  prometheus::Family<prometheus::Counter>& cases =
+      prometheus::BuildCounter()
+          .Name("colltest_cases_total")
+          .Help("Finished test cases by status, variant and mode.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& latency =
+      prometheus::BuildHistogram()
+          .Name("colltest_case_latency_us")
+          .Help("Median per-call latency in microseconds of cases that ran (OK or WRONG).")
+          .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& wall =
+      prometheus::BuildHistogram()
+          .Name("colltest_case_wall_seconds")
+          .Help("Wall time in seconds of cases that ran (OK or WRONG).")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& hangs =
+      prometheus::BuildCounter()
+          .Name("colltest_hangs_total")
+          .Help("Hangs whose culprit is known, by the culprit's rank and device.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& restarts = prometheus::BuildCounter()
+                                                          .Name("colltest_worker_restarts_total")
+                                                          .Help("Respawns of a worker group.")
+                                                          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& group_state =
+      prometheus::BuildGauge()
+          .Name("colltest_group_state")
+          .Help("1 for the current state of a worker group, 0 for the others.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& runs = prometheus::BuildGauge()
+                                                    .Name("colltest_runs")
+                                                    .Help("Runs queued and running.")
+                                                    .Register(*registry);
+  prometheus::Family<prometheus::Counter>& health_checks =
+      prometheus::BuildCounter()
+          .Name("colltest_health_checks_total")
+          .Help("Finished Health RPCs by overall status.")
+          .Register(*registry);
+
+  prometheus::Gauge& runs_queued = runs.Add({{"state", "queued"}});
+  prometheus::Gauge& runs_running = runs.Add({{"state", "running"}});
+  prometheus::Counter& restarts_total = restarts.Add({});
+  prometheus::Histogram& wall_seconds = wall.Add({}, WallBuckets());
+
+  // Guards the three gauges of a group so that concurrent updates of one group leave exactly one
+  // of them at 1, and the exposer and its address against a concurrent Serve.
+  mutable std::mutex mu;
+  std::map<std::string, std::array<prometheus::Gauge*, kGroupStates.size()>> groups;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::string bound_address;
+};
+
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
+  // prometheus-cpp leaves a family without series out of a scrape, so every series whose label
+  // values are known up front is created now: rate() and alerts then see a 0 before the first
+  // event instead of no series at all. Hangs and group states appear on first use, as their label
+  // values (ranks, device sets) are not known before.
+  const v1::CaseStatus statuses[] = {v1::CASE_STATUS_OK, v1::CASE_STATUS_WRONG,
+                                     v1::CASE_STATUS_HANG, v1::CASE_STATUS_ERROR,
+                                     v1::CASE_STATUS_UNSUPPORTED};
+  const v1::Variant variants[] = {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL,
+                                  v1::VARIANT_LAMPORT,   v1::VARIANT_LAMPORT_TB,
+                                  v1::VARIANT_NCCL,      v1::VARIANT_AUTO};
+  const v1::Mode modes[] = {v1::MODE_EAGER, v1::MODE_GRAPH};
+  for (v1::CaseStatus s : statuses) {
+    impl_->health_checks.Add({{"status", StatusLabel(s)}});
+  }
+  for (v1::Variant v : variants) {
+    for (v1::Mode m : modes) {
+      const std::string variant = VariantName(v);
+      const std::string mode = ModeLabel(m);
+      impl_->latency.Add({{"variant", variant}, {"mode", mode}}, LatencyBuckets());
+      for (v1::CaseStatus s : statuses) {
+        impl_->cases.Add({{"status", StatusLabel(s)}, {"variant", variant}, {"mode", mode}});
+      }
+    }
+  }
+}
+
+Metrics::~Metrics() = default;
+
+absl::Status Metrics::Serve(const std::string& address) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->exposer) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "metrics: cannot serve on ", address, ": already serving on ", impl_->bound_address));
+  }
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics: cannot serve on \"", address, "\": expected HOST:PORT"));
+  }
+  try {
+    // civetweb throws when it cannot bind (port in use, unknown host); its message does not name
+    // the address, ours does.
+    auto exposer = std::make_unique<prometheus::Exposer>(address, /*num_threads=*/2);
+    const std::vector<int> ports = exposer->GetListeningPorts();
+    if (ports.empty()) {
+      return absl::UnavailableError(
+          absl::StrCat("metrics: cannot serve on ", address, ": no listening port"));
+    }
+    exposer->RegisterCollectable(impl_->registry);
+    impl_->bound_address = absl::StrCat(address.substr(0, colon), ":", ports.front());
+    impl_->exposer = std::move(exposer);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("metrics: cannot serve on ", address, ": ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+std::string Metrics::bound_address() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->bound_address;
+}
+
+void Metrics::ObserveCase(const v1::CaseResult& result) {
+  const std::string variant = VariantName(result.variant());
+  const std::string mode = ModeLabel(result.mode());
+  impl_->cases.Add({{"status", StatusLabel(result.status())}, {"variant", variant}, {"mode", mode}})
+      .Increment();
+  // Hung, failed or unsupported cases have no meaningful timing; they would drag the histograms
+  // toward 0 (or the timeout).
+  if (result.status() != v1::CASE_STATUS_OK && result.status() != v1::CASE_STATUS_WRONG) return;
+  impl_->latency.Add({{"variant", variant}, {"mode", mode}}, LatencyBuckets())
+      .Observe(result.timing().median_us());
+  impl_->wall_seconds.Observe(result.wall_ms() / 1000.0);
+}
+
+void Metrics::ObserveHang(uint32_t culprit_rank, uint32_t culprit_device) {
+  impl_->hangs.Add({{"rank", absl::StrCat(culprit_rank)}, {"device", absl::StrCat(culprit_device)}})
+      .Increment();
+}
+
+void Metrics::ObserveRestart() { impl_->restarts_total.Increment(); }
+
+void Metrics::SetGroupState(const std::vector<uint32_t>& devices, v1::GroupState state) {
+  const std::string group = absl::StrJoin(devices, ",");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->groups.find(group);
+  if (it == impl_->groups.end()) {
+    std::array<prometheus::Gauge*, kGroupStates.size()> gauges;
+    for (size_t i = 0; i < kGroupStates.size(); ++i) {
+      gauges[i] =
+          &impl_->group_state.Add({{"group", group}, {"state", GroupStateLabel(kGroupStates[i])}});
+    }
+    it = impl_->groups.emplace(group, gauges).first;
+  }
+  // GROUP_STATE_UNSPECIFIED matches none of the three and leaves them all at 0.
+  for (size_t i = 0; i < kGroupStates.size(); ++i) {
+    it->second[i]->Set(kGroupStates[i] == state ? 1 : 0);
+  }
+}
+
+void Metrics::SetRuns(size_t queued, size_t running) {
+  impl_->runs_queued.Set(static_cast<double>(queued));
+  impl_->runs_running.Set(static_cast<double>(running));
+}
+
+void Metrics::ObserveHealthCheck(v1::CaseStatus status) {
+  impl_->health_checks.Add({{"status", StatusLabel(status)}}).Increment();
+}
+
+std::string Metrics::Render() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, impl_->registry->Collect());
+  return out.str();
+}
+
+}  // namespace colltest::server
