@@ -38,6 +38,7 @@ nlohmann::ordered_json GroupsJson(const Groups& groups) {
     group["since_unix_ms"] = g.since_unix_ms();
     group["recoveries"] = g.recoveries();
     group["last_recovery_ms"] = g.last_recovery_ms();
+    group["respawns"] = g.respawns();
     list.push_back(std::move(group));
   }
   return list;

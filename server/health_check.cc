@@ -167,7 +167,7 @@ std::string FaultForPair(const std::string& fault, const std::vector<uint32_t>& 
   if (rank >= group_devices.size()) return fault;  // the worker names the bad rank
   const uint32_t device = group_devices[rank];
   if (device != a && device != b) return "";
-  parts[1] = device == a ? "0" : "1";
+  parts[1] = absl::StrCat(device == a ? 0 : 1);
   return absl::StrJoin(parts, ":");
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the GPU box from the repo root with out/gpu-bundle carried: the gpu test suite, then the
 # benchmark sweep (W = 2, n = 7168, bf16, graph and eager, every variant), then the anchors of the
-# same box measured with torch (tests/gpu/anchors.py -> anchors.json), JSON under $OUT, and tables
-# printed last (graph mode: each variant against the anchors). STAGE=test|bench|all (default all);
+# same box measured with torch (tests/gpu/anchors.py -> anchors.json), then the health check,
+# recovery and metrics (tests/gpu/health_on_box.py), JSON under $OUT, and tables printed last
+# (graph mode: each variant against the anchors; the fault matrix). STAGE=test|bench|all (default all);
 # BENCH_M (rows), BENCH_MODES ("graph eager"), ANCHORS=0 (skip the anchors) narrow a run. The test
 # stage also writes the fault matrix (fault_matrix.json), printed as a table at the very end.
 set -uo pipefail
@@ -127,6 +128,23 @@ if os.path.exists(bench) and os.path.exists(anchors):
 elif not os.path.exists(anchors):
     print("\nanchors.json missing: no anchor table (see anchors.log)")
 PY
+fi
+
+if [ "$stage" != "bench" ]; then
+  # Health check, recovery and metrics on a daemon that allows fault injection.
+  log="$out/colltestd_health.log"
+  "$bin/colltestd" --listen 127.0.0.1:0 --backend cuda --allow-fault-injection \
+    --http 127.0.0.1:0 >"$log" 2>&1 &
+  daemon=$!
+  for _ in $(seq 1 240); do
+    grep -q 'listening on' "$log" && break
+    sleep 0.25
+  done
+  addr=$(sed -n 's/^colltestd listening on \([^ ]*\).*/\1/p' "$log" | head -1)
+  http=$(sed -n 's/^colltestd listening on .* http=\([^ ]*\).*/\1/p' "$log" | head -1)
+  timeout 400 python3 tests/gpu/health_on_box.py "$bin/colltest" "$addr" "$http" "$out"
+  echo "health stage rc=$?"
+  stop_daemon
 fi
 
 if [ -f "$out/fault_matrix.json" ]; then
