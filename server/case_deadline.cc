@@ -4,11 +4,14 @@
 
 namespace colltest::server {
 
+absl::Duration CaseTimeout(const colltest::worker::v1::CaseRequest& request) {
+  constexpr uint32_t kDefaultTimeoutMs = 5000;
+  return absl::Milliseconds(request.timeout_ms() == 0 ? kDefaultTimeoutMs : request.timeout_ms());
+}
+
 absl::Duration CaseDeadline(const colltest::worker::v1::CaseRequest& request,
                             absl::Duration grace) {
-  constexpr uint32_t kDefaultTimeoutMs = 5000;
-  const uint32_t timeout_ms = request.timeout_ms() == 0 ? kDefaultTimeoutMs : request.timeout_ms();
-  const absl::Duration timeout = std::max(absl::Milliseconds(timeout_ms), absl::Seconds(1));
+  const absl::Duration timeout = std::max(CaseTimeout(request), absl::Seconds(1));
   const double calls = static_cast<double>(request.stress_calls()) +
                        static_cast<double>(request.warmup()) + static_cast<double>(request.iters());
   // The worker bounds every wait of every call by the timeout itself; this host deadline only

@@ -4,9 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <optional>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "server/case_deadline.h"
 #include "server/fan_out.h"
@@ -19,6 +21,9 @@ namespace {
 // A rank that reported a failure (its own watchdog's HANG, a WRONG result from a skipped re-arm or
 // a poisoned buffer, an ERROR) may have left barrier epochs, Signal slots or staging buffers in a
 // state the next case would trip over, and so may its peers that waited for it.
+// How often the watchdog reads the ranks' heartbeats while a case runs.
+constexpr absl::Duration kWatchdogPeriod = absl::Milliseconds(50);
+
 bool NeedsReset(absl::Span<const colltest::v1::RankResult> ranks) {
   return std::any_of(ranks.begin(), ranks.end(), [](const colltest::v1::RankResult& r) {
     return r.status() != colltest::v1::CASE_STATUS_OK &&
@@ -38,7 +43,7 @@ absl::StatusOr<std::unique_ptr<WorkerGroup>> WorkerGroup::Start(const WorkerPool
                                                                 ForkThread& fork_thread) {
   std::unique_ptr<WorkerGroup> group(
       new WorkerGroup(std::vector<uint32_t>(devices.begin(), devices.end()), options.grace,
-                      options.spawn_timeout, options.backend == "cpu"));
+                      options.heartbeat_grace, options.spawn_timeout, options.backend == "cpu"));
   const size_t world = devices.size();
 
   std::vector<absl::StatusOr<std::unique_ptr<WorkerProcess>>> spawned(world);
@@ -87,6 +92,41 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
   std::vector<CallFailure> failures(world, CallFailure::kError);
   std::vector<grpc::Status> errors(world);
   FirstFailure first([this] { Kill(); });
+  // The watchdog. A worker beats while it computes and while it spins in a bounded wait, so a
+  // heartbeat that stands still means the process is stuck (stopped, deadlocked, wedged in a
+  // driver call), however many calls the case has left. While peers still run, a rank may stand
+  // still for up to max(timeout, 1 s) + the grace; once every other rank has answered (their
+  // waits for it timed out), the grace alone. The host deadline above is only the backstop for a
+  // worker that beats without ever answering.
+  const absl::Duration peers_running_limit =
+      std::max(CaseTimeout(request), absl::Seconds(1)) + heartbeat_grace_;
+  std::unique_ptr<std::atomic<bool>[]> answered(new std::atomic<bool>[world]);
+  for (size_t rank = 0; rank < world; ++rank) answered[rank] = false;
+  std::atomic<size_t> answers_in{0};
+  // Written by the watchdog, read after it is joined.
+  std::vector<absl::Duration> stalled_for(world, absl::ZeroDuration());
+  absl::Notification all_answered;
+  std::thread watchdog([&] {
+    std::vector<uint64_t> last(world);
+    std::vector<absl::Time> moved(world, absl::Now());
+    for (size_t rank = 0; rank < world; ++rank) last[rank] = ranks_[rank]->Heartbeat();
+    while (!all_answered.WaitForNotificationWithTimeout(kWatchdogPeriod)) {
+      const absl::Time now = absl::Now();
+      const bool last_one = answers_in.load() + 1 >= world;
+      for (size_t rank = 0; rank < world; ++rank) {
+        if (answered[rank].load()) continue;
+        const uint64_t beat = ranks_[rank]->Heartbeat();
+        if (beat != last[rank]) {
+          last[rank] = beat;
+          moved[rank] = now;
+        } else if (now - moved[rank] > (last_one ? heartbeat_grace_ : peers_running_limit)) {
+          stalled_for[rank] = now - moved[rank];
+          first.Record(rank);  // kills the group: every call still in flight fails at once
+          return;
+        }
+      }
+    }
+  });
   ParallelFor(world, [&](size_t rank) {
     grpc::ClientContext context;
     context.set_deadline(deadline_at);
@@ -94,11 +134,20 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
     errors[rank] = ranks_[rank]->stub().RunCase(&context, request, &reply);
     if (errors[rank].ok()) {
       answers[rank] = std::move(reply);
+      answered[rank] = true;
+      answers_in.fetch_add(1);
       return;
     }
     failures[rank] = ranks_[rank]->ClassifyFailedCall(errors[rank]);
+    answered[rank] = true;
+    answers_in.fetch_add(1);
     if (failures[rank] != CallFailure::kKilledByUs) first.Record(rank);
   });
+  all_answered.Notify();
+  watchdog.join();
+  for (size_t rank = 0; rank < world; ++rank) {
+    if (stalled_for[rank] > absl::ZeroDuration()) failures[rank] = CallFailure::kStalled;
+  }
 
   CaseOutcome outcome;
   outcome.ranks.resize(world);
@@ -114,6 +163,14 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
         case CallFailure::kDied:
           result.set_status(colltest::v1::CASE_STATUS_ERROR);
           result.set_message(RankDiedMessage(rank, *ranks_[rank]));
+          break;
+        case CallFailure::kStalled:
+          result.set_status(colltest::v1::CASE_STATUS_HANG);
+          result.set_message(absl::StrCat(
+              "rank ", rank, " (pid ", ranks_[rank]->pid(), ") made no progress for ",
+              absl::FormatDuration(absl::Trunc(stalled_for[rank], absl::Milliseconds(100))),
+              " (no heartbeat), alive but stuck: killed"));
+          result.set_phase("watchdog");
           break;
         case CallFailure::kLate:
           result.set_status(colltest::v1::CASE_STATUS_HANG);

@@ -57,10 +57,11 @@ class WorkerGroup {
   void Stop(absl::Duration grace);
 
  private:
-  WorkerGroup(std::vector<uint32_t> devices, absl::Duration grace, absl::Duration reset_timeout,
-              bool exports_shm)
+  WorkerGroup(std::vector<uint32_t> devices, absl::Duration grace, absl::Duration heartbeat_grace,
+              absl::Duration reset_timeout, bool exports_shm)
       : devices_(std::move(devices)),
         grace_(grace),
+        heartbeat_grace_(heartbeat_grace),
         reset_timeout_(reset_timeout),
         exports_shm_(exports_shm) {}
 
@@ -69,6 +70,7 @@ class WorkerGroup {
 
   const std::vector<uint32_t> devices_;
   const absl::Duration grace_;
+  const absl::Duration heartbeat_grace_;
   const absl::Duration reset_timeout_;
   const bool exports_shm_;  // cpu backend: buffer handles are shared-memory names
   // Set once by Start, before the group is shared with any other thread.

@@ -28,6 +28,9 @@ struct WorkerPoolOptions {
   absl::Duration spawn_timeout = absl::Seconds(20);
   // Extra time past a case's own deadline before a silent worker is declared hung and killed.
   absl::Duration grace = absl::Seconds(2);
+  // A rank whose heartbeat stands still for the case timeout plus this is stuck and is killed
+  // with its group (the watchdog), however long the whole case may take.
+  absl::Duration heartbeat_grace = absl::Seconds(1);
   // Run on a respawned group before it serves again; none when its variant is unspecified.
   colltest::worker::v1::CaseRequest canary;
   // Respawn and canary a failed group at once, in the background, so that it is ready (and its

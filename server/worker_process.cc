@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -81,6 +83,7 @@ struct ChildSetup {
   pid_t parent;
   int ready_fd;
   int exec_error_fd;
+  int heartbeat_fd;
   int max_fd;
 };
 
@@ -98,13 +101,19 @@ void CloseRange(int first, int last, int max_fd) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  const int flags = fcntl(setup.ready_fd, F_GETFD);
-  fcntl(setup.ready_fd, F_SETFD, flags & ~FD_CLOEXEC);
-  const int low = std::min(setup.ready_fd, setup.exec_error_fd);
-  const int high = std::max(setup.ready_fd, setup.exec_error_fd);
-  CloseRange(3, low - 1, setup.max_fd);
-  CloseRange(low + 1, high - 1, setup.max_fd);
-  CloseRange(high + 1, INT_MAX, setup.max_fd);
+  // The worker inherits the ready pipe and the heartbeat page; the exec-error pipe stays
+  // close-on-exec (its EOF tells the parent that exec succeeded). Everything else is closed.
+  for (int fd : {setup.ready_fd, setup.heartbeat_fd}) {
+    fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
+  }
+  int keep[] = {setup.ready_fd, setup.exec_error_fd, setup.heartbeat_fd};
+  std::sort(std::begin(keep), std::end(keep));  // in place, no allocation
+  int next = 3;
+  for (int fd : keep) {
+    CloseRange(next, fd - 1, setup.max_fd);
+    next = fd + 1;
+  }
+  CloseRange(next, INT_MAX, setup.max_fd);
   execv(setup.path, setup.argv);
   const int error = errno;
   (void)!write(setup.exec_error_fd, &error, sizeof(error));
@@ -121,7 +130,10 @@ WorkerProcess::WorkerProcess(pid_t pid, uint32_t device, std::string socket_path
 WorkerProcess::~WorkerProcess() {
   Kill();
   if (pidfd_ >= 0) close(pidfd_);
+  if (heartbeat_ != nullptr) munmap(heartbeat_, sizeof(std::atomic<uint64_t>));
 }
+
+uint64_t WorkerProcess::Heartbeat() const { return heartbeat_->load(std::memory_order_relaxed); }
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(const WorkerSpawnSpec& spec,
                                                                     ForkThread& fork_thread) {
@@ -136,6 +148,17 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(const Worker
   UniqueFd ready_read, ready_write, exec_error_read, exec_error_write;
   if (absl::Status s = MakePipe(ready_read, ready_write); !s.ok()) return s;
   if (absl::Status s = MakePipe(exec_error_read, exec_error_write); !s.ok()) return s;
+  UniqueFd heartbeat_fd(memfd_create("colltest-heartbeat", MFD_CLOEXEC));
+  if (heartbeat_fd.get() < 0) return absl::ErrnoToStatus(errno, "memfd_create (heartbeat)");
+  if (ftruncate(heartbeat_fd.get(), sizeof(std::atomic<uint64_t>)) != 0) {
+    return absl::ErrnoToStatus(errno, "ftruncate (heartbeat)");
+  }
+  void* heartbeat = mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE, MAP_SHARED,
+                         heartbeat_fd.get(), 0);
+  if (heartbeat == MAP_FAILED) return absl::ErrnoToStatus(errno, "mmap (heartbeat)");
+  // Owned by the process object from here on (it unmaps it), or unmapped on the failures below.
+  std::unique_ptr<void, void (*)(void*)> heartbeat_page(
+      heartbeat, [](void* page) { munmap(page, sizeof(std::atomic<uint64_t>)); });
 
   std::vector<std::string> args = {spec.worker_binary,
                                    "--socket",
@@ -145,7 +168,9 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(const Worker
                                    "--device",
                                    absl::StrCat(spec.device),
                                    "--ready-fd",
-                                   absl::StrCat(ready_write.get())};
+                                   absl::StrCat(ready_write.get()),
+                                   "--heartbeat-fd",
+                                   absl::StrCat(heartbeat_fd.get())};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -155,6 +180,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(const Worker
                          getpid(),
                          ready_write.get(),
                          exec_error_write.get(),
+                         heartbeat_fd.get(),
                          static_cast<int>(std::clamp<long>(open_max, 1024, 1 << 20))};
 
   pid_t pid = -1;
@@ -167,8 +193,10 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(const Worker
   if (pid < 0) return absl::ErrnoToStatus(fork_errno, "fork");
   // From here on the destructor kills and reaps the child on every early return.
   std::unique_ptr<WorkerProcess> process(new WorkerProcess(pid, spec.device, spec.socket_path));
+  process->heartbeat_ = static_cast<std::atomic<uint64_t>*>(heartbeat_page.release());
   ready_write.reset();
   exec_error_write.reset();
+  heartbeat_fd.reset();  // the mapping stays
 
   // exec either succeeds (the CLOEXEC pipe closes: EOF) or the child reports its errno.
   if (!PollReadable(exec_error_read.get(), deadline)) {

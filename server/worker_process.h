@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -36,6 +37,7 @@ enum class CallFailure {
   kDied,        // the process is gone, and not because the controller killed it
   kKilledByUs,  // the controller killed it (its group was being torn down)
   kLate,        // alive, but the deadline passed
+  kStalled,     // alive, but its heartbeat stood still for longer than the case allows
   kError,       // alive, and it answered with an error
 };
 
@@ -67,6 +69,9 @@ class WorkerProcess {
     Reap();
   }
 
+  // The worker's progress counter (see worker/heartbeat.h): it moves while the worker works.
+  uint64_t Heartbeat() const;
+
   // "exited with status 3", "killed by signal 9", or "still running".
   std::string ExitDescription() const;
   CallFailure ClassifyFailedCall(const grpc::Status& status);
@@ -81,6 +86,7 @@ class WorkerProcess {
   const uint32_t device_;
   const std::string socket_path_;
   int pidfd_ = -1;  // readable once the process exits; -1 on kernels without pidfd_open
+  std::atomic<uint64_t>* heartbeat_ = nullptr;  // a page shared with the worker
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<colltest::worker::v1::Worker::Stub> stub_;
 

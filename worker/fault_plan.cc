@@ -25,6 +25,7 @@ absl::StatusOr<FaultPlan> ParseFault(const std::string& spec, uint32_t world) {
       {"skip_canonicalize", FaultPlan::Kind::kSkipCanonicalize, 0},
       {"crash_rank", FaultPlan::Kind::kCrashRank, 1},
       {"hang_end_sync", FaultPlan::Kind::kHangEndSync, 1},
+      {"stall_rank", FaultPlan::Kind::kStallRank, 1},
   };
   for (const Known& k : kKnown) {
     if (parts[0] != k.name) continue;
@@ -50,7 +51,7 @@ absl::StatusOr<FaultPlan> ParseFault(const std::string& spec, uint32_t world) {
   return absl::InvalidArgumentError(absl::StrCat(
       "fault = '", spec,
       "': unknown (known: missing_rank:R, delay_rank:R:US, skip_rearm, poison_staging, "
-      "skip_canonicalize, crash_rank:R, hang_end_sync:R)"));
+      "skip_canonicalize, crash_rank:R, hang_end_sync:R, stall_rank:R)"));
 }
 
 }  // namespace colltest::worker

@@ -19,6 +19,8 @@ struct FaultPlan {
     kSkipCanonicalize,  // skip_canonicalize  producers store -0.0 as is
     kCrashRank,         // crash_rank:R     rank R's worker dies in the middle of the case
     kHangEndSync,       // hang_end_sync:R  rank R never arrives at an end barrier
+    kStallRank,         // stall_rank:R     rank R's worker stops (SIGSTOP) mid-case: alive but
+                        //                  silent, found only by the controller's watchdog
   };
   Kind kind = Kind::kNone;
   int rank = -1;  // -1: every rank

@@ -17,6 +17,7 @@
 #ifdef COLLTEST_HAVE_GPU_BACKEND
 #include "worker/backends/gpu/gpu_backend.h"
 #endif
+#include "worker/heartbeat.h"
 #include "worker/worker_service.h"
 
 namespace {
@@ -53,12 +54,14 @@ int main(int argc, char** argv) {
   CLI::App app{"colltest worker: runs collective cases for one rank"};
   std::string socket_path, backend = "cpu";
   uint32_t device = 0, cpu_blocks = 2;
-  int ready_fd = -1;
+  int ready_fd = -1, heartbeat_fd = -1;
   bool probe = false;
   app.add_option("--socket", socket_path, "unix socket to serve the Worker protocol on");
   app.add_option("--backend", backend, "cpu|cuda|hip|auto");
   app.add_option("--device", device, "device index (a virtual rank slot on the cpu backend)");
   app.add_option("--ready-fd", ready_fd, "inherited pipe; 'ready <pid>' is written once serving");
+  app.add_option("--heartbeat-fd", heartbeat_fd,
+                 "inherited shared-memory word the controller's watchdog reads");
   app.add_option("--cpu-blocks", cpu_blocks,
                  "threads (co-resident blocks) per rank on the cpu backend")
       ->check(CLI::Range(1, 64));
@@ -68,6 +71,13 @@ int main(int argc, char** argv) {
   if (socket_path.empty()) {
     std::cerr << "colltest-worker: --socket is required\n";
     return 2;
+  }
+  if (heartbeat_fd >= 0) {
+    if (!colltest::worker::AttachHeartbeat(heartbeat_fd)) {
+      std::cerr << "colltest-worker: --heartbeat-fd " << heartbeat_fd << " cannot be mapped\n";
+      return 2;
+    }
+    close(heartbeat_fd);  // the mapping stays
   }
   std::unique_ptr<colltest::worker::Backend> selected;
   if (backend == "cpu") {

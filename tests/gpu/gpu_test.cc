@@ -281,6 +281,10 @@ std::vector<FaultRow> FaultMatrix() {
       rows.push_back(
           {"hang_end_sync:1", v, mode, v1::PATTERN_INTEGERS, v1::CASE_STATUS_HANG, 1, ""});
     }
+    // A stopped worker process (its host thread stops inside the stream, graph replay included):
+    // only the controller's heartbeat watchdog finds it. One variant per mode; each respawns.
+    rows.push_back({"stall_rank:1", eager ? v1::VARIANT_LAMPORT : v1::VARIANT_ONE_STAGE, mode,
+                    v1::PATTERN_INTEGERS, v1::CASE_STATUS_HANG, 1, ""});
   }
   return rows;
 }
@@ -418,6 +422,13 @@ class GpuFaultTest : public GpuTest {
 // next case on the same server OK (after the controller's reset or respawn), timed.
 TEST_F(GpuFaultTest, EveryFaultGivesItsFailureNamesTheCulpritAndTheGroupRecovers) {
   ASSERT_NE(daemon_, nullptr);
+  // Start the workers first, so that no row's detection time includes their start.
+  {
+    double ms = 0;
+    const v1::RunResult warm = TimedRun(FaultSpec(FaultMatrix().front(), false), &ms);
+    ASSERT_EQ(warm.cases_size(), 1);
+    ASSERT_EQ(warm.cases(0).status(), v1::CASE_STATUS_OK) << warm.cases(0).message();
+  }
   std::vector<FaultOutcome> outcomes;
   for (const FaultRow& row : FaultMatrix()) {
     const std::string what =

@@ -111,9 +111,10 @@ TEST_P(FaultInjection, GivesTheFailureItNamesAndTheServerGoesOn) {
   const auto& c = r.cases(0);
   EXPECT_EQ(c.status(), f.status) << f.spec << ": " << c.ShortDebugString();
   EXPECT_NE(c.message().find(f.culprit), std::string::npos) << f.spec << ": " << c.message();
-  // A hang is reported within timeout + 1 s; a delayed rank answers only after its own delay,
-  // so its case takes delay + timeout (its peers still name it).
-  if (f.status == colltest::v1::CASE_STATUS_HANG && std::string(f.spec).rfind("delay", 0) != 0) {
+  // A hang is reported within timeout + 1 s. A delayed or stopped rank does not answer by
+  // itself: its peers time out naming it, and the watchdog kills it once its heartbeat has stood
+  // still for the grace (1 s) with every peer answered.
+  if (f.status == colltest::v1::CASE_STATUS_HANG) {
     EXPECT_LT(seconds, 1.0 + 1.0) << f.spec << " detected after " << seconds << " s";
   }
   // Reset or respawned, then the canary: SERVING again within 3 s of the failure's report.
@@ -150,7 +151,7 @@ INSTANTIATE_TEST_SUITE_P(
                   colltest::v1::CASE_STATUS_HANG, "rank 1 never arrived"},
             Fault{"delay_rank:2:1500000", colltest::v1::VARIANT_LAMPORT,
                   colltest::v1::PATTERN_INTEGERS, colltest::v1::CASE_STATUS_HANG,
-                  "waited for rank 2"},
+                  "rank 2 never arrived"},
             Fault{"skip_rearm", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
                   colltest::v1::CASE_STATUS_WRONG, "outside tolerance"},
             Fault{"poison_staging", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
@@ -162,7 +163,10 @@ INSTANTIATE_TEST_SUITE_P(
                   colltest::v1::CASE_STATUS_ERROR, "rank 3 (pid"},
             Fault{"hang_end_sync:1", colltest::v1::VARIANT_ONE_STAGE,
                   colltest::v1::PATTERN_INTEGERS, colltest::v1::CASE_STATUS_HANG,
-                  "rank 1 never arrived"})),
+                  "rank 1 never arrived"},
+            // A stopped process: found by the heartbeat watchdog, not by any wait of its own.
+            Fault{"stall_rank:2", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
+                  colltest::v1::CASE_STATUS_HANG, "made no progress"})),
     FaultName);
 
 // At W = 8 the culprits sit in the upper half, so a verdict that always named a low rank fails.
@@ -186,7 +190,9 @@ INSTANTIATE_TEST_SUITE_P(
                   colltest::v1::CASE_STATUS_ERROR, "rank 7 (pid"},
             Fault{"hang_end_sync:6", colltest::v1::VARIANT_TWO_KERNEL,
                   colltest::v1::PATTERN_INTEGERS, colltest::v1::CASE_STATUS_HANG,
-                  "rank 6 never arrived"})),
+                  "rank 6 never arrived"},
+            Fault{"stall_rank:7", colltest::v1::VARIANT_ONE_STAGE, colltest::v1::PATTERN_INTEGERS,
+                  colltest::v1::CASE_STATUS_HANG, "rank 7 never arrived"})),
     FaultName);
 
 TEST(FaultRefused, UnknownFaultIsAnErrorNamingTheFieldAndKeepsTheWorkers) {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "worker/heartbeat.h"
 #include "worker/numerics/dtype.h"
 #include "worker/numerics/tolerance.h"
 
@@ -87,6 +88,7 @@ void DiffChecker::CompareRows(int64_t call, uint32_t m, uint32_t n, const float*
   // cause rather than its consequence in the norm.
   size_t i = 0;
   for (uint32_t row = 0; row < m; ++row) {
+    worker::Beat();
     for (uint32_t col = 0; col < n; ++col, ++i) {
       Compare(OutputTensor::kResidualOut, call, row, col, got_residual_out[i],
               want_residual_out[i]);
@@ -94,6 +96,7 @@ void DiffChecker::CompareRows(int64_t call, uint32_t m, uint32_t n, const float*
   }
   i = 0;
   for (uint32_t row = 0; row < m; ++row) {
+    worker::Beat();
     for (uint32_t col = 0; col < n; ++col, ++i) {
       Compare(OutputTensor::kOut, call, row, col, got_out[i], want_out[i]);
     }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "worker/heartbeat.h"
 #include "worker/numerics/dtype.h"
 #include "worker/numerics/input_hash.h"
 
@@ -25,6 +26,7 @@ ReferenceRows ComputeReference(const CaseShape& shape, uint64_t call) {
   const double eps = static_cast<double>(shape.eps);
 
   for (uint32_t row = 0; row < m; ++row) {
+    worker::Beat();
     float* acc = rows.residual_out.data() + static_cast<size_t>(row) * n;
     // Start from rank 0's value rather than from +0.0, because +0.0 + -0.0 is +0.0: an element
     // that is -0.0 on every rank must sum to -0.0.

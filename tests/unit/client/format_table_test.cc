@@ -108,7 +108,7 @@ TEST(FormatDevicesTest, GroupsFollowTheDevicesInTableAndJson) {
                         "      ],\n      \"state\": \"RECOVERING\",\n      \"message\": "
                         "\"respawned after a hang; canary pending\",\n      \"since_unix_ms\": "
                         "1700000000000,\n      \"recoveries\": 1,\n      "
-                        "\"last_recovery_ms\": 850.5\n    }\n  ]"));
+                        "\"last_recovery_ms\": 850.5,\n      \"respawns\": 0\n    }\n  ]"));
 }
 
 TEST(FormatHealthTableTest, OkWithASlowPairWarn) {

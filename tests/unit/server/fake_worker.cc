@@ -7,8 +7,11 @@
 //   crash_wait:R  rank R SIGKILLs itself; the other ranks wait for it forever, as in a barrier
 //   exit:R        rank R calls _exit(3)
 //   hang:R        rank R never answers; the other ranks answer OK
+//   hang_all      no rank answers
 //   wrong:R       rank R answers WRONG; its next Reset succeeds
 //   wrong_stuck:R rank R answers WRONG; its next Reset fails
+// It never beats the heartbeat (--heartbeat-fd is accepted and ignored): a rank that does not
+// answer looks stuck to the controller's watchdog.
 // Environment, read at start:
 //   FAKE_WORKER_FAIL_INIT_DEVICE=D  Init fails on device D
 //   FAKE_WORKER_NO_READY=1          never writes the ready line
@@ -128,6 +131,7 @@ class FakeWorker final : public wv1::Worker::Service {
     if (mine && (what == "crash" || what == "crash_wait")) raise(SIGKILL);
     if (mine && what == "exit") _exit(3);
     if (mine && what == "hang") BlockForever();
+    if (request->fault() == "hang_all") BlockForever();
     if (!mine && what == "crash_wait") BlockForever();
 
     reply->set_rank(rank);
@@ -188,7 +192,7 @@ int main(int argc, char** argv) {
       if (!absl::SimpleAtoi(value, &device)) return 2;
     } else if (flag == "--ready-fd") {
       if (!absl::SimpleAtoi(value, &ready_fd)) return 2;
-    } else if (flag != "--backend") {
+    } else if (flag != "--backend" && flag != "--heartbeat-fd") {
       std::cerr << "fake_worker: unknown flag " << flag << "\n";
       return 2;
     }

@@ -214,6 +214,8 @@ TEST_F(WorkerPoolTest, ExitStatusOfADeadRankIsReported) {
 }
 
 TEST_F(WorkerPoolTest, HungRankIsNamedWithinTheDeadline) {
+  // A worker that keeps beating but never answers: only the host deadline finds it.
+  options_.heartbeat_grace = absl::Hours(1);
   Run({0, 1, 2}, Case());
   const CaseRequest request = Case("hang:1", 1000);
   const absl::Time start = absl::Now();
@@ -231,6 +233,43 @@ TEST_F(WorkerPoolTest, HungRankIsNamedWithinTheDeadline) {
   EXPECT_THAT(Pool().LivePids(), IsEmpty());
   EXPECT_EQ(Pool().Restarts(), 1u);
   ExpectAllOk(Run({0, 1, 2}, Case()), {0, 1, 2});
+}
+
+TEST_F(WorkerPoolTest, RankWhoseHeartbeatStandsStillIsKilledByTheWatchdog) {
+  options_.heartbeat_grace = absl::Milliseconds(400);
+  Run({0, 1, 2}, Case());
+  // The fake never beats; once ranks 0 and 2 have answered, rank 1 has the grace alone.
+  const CaseRequest request = Case("hang:1", 20000);
+  const absl::Time start = absl::Now();
+  const std::vector<RankResult> results = Run({0, 1, 2}, request);
+  const absl::Duration elapsed = absl::Now() - start;
+  EXPECT_LT(elapsed, absl::Milliseconds(400) + absl::Seconds(1)) << "waited for the deadline";
+  ASSERT_THAT(results, SizeIs(3));
+  EXPECT_EQ(results[1].status(), CASE_STATUS_HANG);
+  EXPECT_THAT(results[1].message(), HasSubstr("made no progress for"));
+  EXPECT_THAT(results[1].message(), HasSubstr("alive but stuck: killed"));
+  EXPECT_EQ(results[1].phase(), "watchdog");
+  EXPECT_EQ(results[0].status(), CASE_STATUS_OK);
+  EXPECT_EQ(results[2].status(), CASE_STATUS_OK);
+  EXPECT_THAT(Pool().LivePids(), IsEmpty());
+  ExpectAllOk(Run({0, 1, 2}, Case()), {0, 1, 2});
+}
+
+TEST_F(WorkerPoolTest, WhilePeersStillRunAStillHeartbeatHasTheCaseTimeoutToo) {
+  options_.heartbeat_grace = absl::Milliseconds(300);
+  Run({0, 1}, Case());
+  // Both ranks hang without beating: neither is the last one, so the limit is the case timeout
+  // (1 s) plus the grace, not the grace alone.
+  CaseRequest request = Case("hang_all", 1000);
+  request.set_iters(20);  // a host deadline of 5.3 s, well after the watchdog's 1.3 s
+  const absl::Time start = absl::Now();
+  const std::vector<RankResult> results = Run({0, 1}, request);
+  const absl::Duration elapsed = absl::Now() - start;
+  EXPECT_GE(elapsed, absl::Milliseconds(1300));
+  EXPECT_LT(elapsed, absl::Milliseconds(1300) + absl::Seconds(1));
+  ASSERT_THAT(results, SizeIs(2));
+  EXPECT_TRUE(results[0].phase() == "watchdog" || results[1].phase() == "watchdog")
+      << results[0].ShortDebugString() << " / " << results[1].ShortDebugString();
 }
 
 TEST_F(WorkerPoolTest, EveryRankIsResetAfterACaseThatFailed) {

@@ -1,5 +1,7 @@
 // CpuBackend::RunCase: warm-up, timed calls (eager or graph), stress loops and checks. Timing and
 // launches go through one code path for every variant, so comparisons are fair.
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include "worker/backends/cpu/cpu_backend.h"
 #include "worker/backends/cpu/elem.h"
 #include "worker/case_config.h"
+#include "worker/heartbeat.h"
 #include "worker/numerics/diff.h"
 #include "worker/rank_report.h"
 
@@ -71,6 +74,7 @@ void CpuBackend::GenerateInputs(CaseState& cs, uint32_t slot, uint64_t call, uin
   uint8_t* input = group_.self().input() + slot * cs.slot_stride;
   uint8_t* residual = cs.residual.data() + slot * cs.slot_stride;
   for (uint32_t row = 0; row < m; ++row) {
+    worker::Beat();
     for (uint32_t col = 0; col < s.n; ++col) {
       const size_t i = static_cast<size_t>(row) * s.n + col;
       const uint32_t x =
@@ -120,6 +124,10 @@ bool CpuBackend::LaunchCall(CaseState& cs, Variant variant, uint32_t m, uint32_t
       cs.calls == 1) {
     std::abort();  // the injected crash: a worker that dies in the middle of a case
   }
+  if (fault_.kind == worker::FaultPlan::Kind::kStallRank && fault_.Targets(rank_) &&
+      cs.calls == 1) {
+    raise(SIGSTOP);  // the injected stall: the whole process stops, as if wedged
+  }
   if (fault_.kind == worker::FaultPlan::Kind::kPoisonStaging && fault_.Targets(rank_) &&
       variant == colltest::v1::VARIANT_LAMPORT) {
     // The injected stale staging: data where sentinels should be, as another kernel staging
@@ -153,6 +161,7 @@ bool CpuBackend::LaunchCall(CaseState& cs, Variant variant, uint32_t m, uint32_t
       break;
   }
   ++cs.calls;
+  worker::Beat();
   if (case_breaks_.skip_end_sync) {
     // The injected hang: this rank left without its end barrier and stops here, so its peers wait
     // for it until their timeout and name it.

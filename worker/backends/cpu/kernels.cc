@@ -9,6 +9,7 @@
 #include "worker/backends/cpu/barrier.h"
 #include "worker/backends/cpu/elem.h"
 #include "worker/backends/cpu/lamport_protocol.h"
+#include "worker/heartbeat.h"
 
 namespace colltest::cpu {
 namespace {
@@ -67,6 +68,7 @@ Pack ReducePack(const GroupView& g, size_t input_offset, size_t pack) {
 // residual_out = T(s + residual); out = T(residual_out * rsqrt(mean(residual_out^2) + eps) * w).
 template <DType D>
 void FusedRowEpilogue(const float* sums, uint32_t row, const CallArgs& a) {
+  worker::Beat();  // a large call on a crowded machine computes for long between two spins
   using S = typename Elem<D>::Storage;
   const size_t base = static_cast<size_t>(row) * a.n;
   const S* res = static_cast<const S*>(a.residual_in) + base;

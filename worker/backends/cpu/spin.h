@@ -11,6 +11,7 @@
 #include <string>
 
 #include "worker/backends/cpu/posted_stores.h"
+#include "worker/heartbeat.h"
 
 namespace colltest::cpu {
 
@@ -56,6 +57,7 @@ bool SpinUntil(SpinGuard& guard, PostedStores& posted, int block, int awaited_pe
     if (ready()) return true;
     if (polls % kDrainEveryPolls == kDrainEveryPolls - 1) posted.Drain();
     if ((polls & 15) == 15) {
+      worker::Beat();
       if (guard.aborted()) return false;
       if (std::chrono::steady_clock::now() > guard.deadline()) {
         guard.RecordHang(block, awaited_peer, phase);

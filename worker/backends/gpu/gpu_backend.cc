@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "worker/backends/gpu/stream_wait.h"
 
 namespace colltest::gpu {
 namespace {
@@ -180,7 +181,8 @@ absl::Status GpuBackend::Connect(const colltest::worker::v1::ConnectRequest& req
 absl::StatusOr<bool> GpuBackend::EnsureArmed(colltest::v1::Variant variant, DType dtype,
                                              size_t bytes, uint64_t timeout_ns) {
   // Nothing of earlier calls may land over the arming below.
-  if (auto s = GpuOk(StreamSynchronize(stream_), "synchronize before arming"); !s.ok()) return s;
+  if (auto s = GpuOk(StreamSynchronizeBeating(stream_), "synchronize before arming"); !s.ok())
+    return s;
   auto arm = [&](Armed& a, auto&& regions) -> absl::Status {
     if (a.dtype == dtype && a.bytes >= bytes) return absl::OkStatus();
     // A new dtype has a different sentinel: re-arm everything armed so far.
@@ -211,7 +213,7 @@ absl::StatusOr<bool> GpuBackend::EnsureArmed(colltest::v1::Variant variant, DTyp
   if (auto s = GpuOk(LaunchHostBarrier(group_, timeout_ns, stream_), "host barrier"); !s.ok()) {
     return s;
   }
-  if (auto s = GpuOk(StreamSynchronize(stream_), "host barrier"); !s.ok()) return s;
+  if (auto s = GpuOk(StreamSynchronizeBeating(stream_), "host barrier"); !s.ok()) return s;
   return !HangRecorded();
 }
 
@@ -244,7 +246,7 @@ absl::Status GpuBackend::Reset() {
                 tb_armed_.bytes, stream_);
     }
   }
-  return GpuOk(StreamSynchronize(stream_), "re-arm staging");
+  return GpuOk(StreamSynchronizeBeating(stream_), "re-arm staging");
 }
 
 uint32_t GpuBackend::SpinLimit(uint32_t threads) const {

@@ -1,6 +1,8 @@
 // GpuBackend::RunCase: warm-up, timed calls (eager with per-call events, or graph: capture K
 // calls, replay), stress loops and on-device checks. One launch path for every variant, so
 // comparisons are fair. Mirrors worker/backends/cpu/case_runner.cc.
+#include <signal.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -12,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/backends/gpu/gpu_backend.h"
+#include "worker/backends/gpu/stream_wait.h"
 #include "worker/case_config.h"
 #include "worker/fault_plan.h"
 #include "worker/numerics/diff.h"
@@ -102,6 +105,7 @@ void AppendFloat(std::string& s, float f) {
 // The injected crash (crash_rank), run by the runtime in stream order: in graph mode it is a host
 // node of the captured calls.
 void CrashWorker(void*) { std::abort(); }
+void StallWorker(void*) { raise(SIGSTOP); }
 
 // Events of timed calls, read after the stream drained.
 class EventPairs {
@@ -246,6 +250,10 @@ absl::Status GpuBackend::Launch(CaseState& cs, Variant variant, uint32_t m, uint
     const absl::Status s = GpuOk(LaunchHostFunc(stream_, &CrashWorker, nullptr), "crash (fault)");
     if (!s.ok()) return s;
   }
+  if (fault == Fault::kStallRank && cs.calls == 1) {
+    const absl::Status s = GpuOk(LaunchHostFunc(stream_, &StallWorker, nullptr), "stall (fault)");
+    if (!s.ok()) return s;
+  }
   if (fault == Fault::kPoisonStaging && variant == colltest::v1::VARIANT_LAMPORT) {
     // Data where sentinels should be, as another kernel staging through the region between two
     // Lamport calls would leave it. Before this rank's start barrier, so no peer's store of this
@@ -357,7 +365,7 @@ absl::Status GpuBackend::Check(CaseState& cs, uint64_t call, uint32_t m) {
   if (auto s = ClearAccums(cs.accum, 1, stream_); !s.ok()) return s;
   const CheckArgs c = CheckArgsFor(cs, call, m, cs.accum);
   if (auto s = GpuOk(LaunchCheck(c, stream_), "check"); !s.ok()) return s;
-  if (auto s = GpuOk(StreamSynchronize(stream_), "check"); !s.ok()) return s;
+  if (auto s = GpuOk(StreamSynchronizeBeating(stream_), "check"); !s.ok()) return s;
   DiffAccum d;
   if (auto s = GpuOk(MemcpyToHost(&d, cs.accum, sizeof d), "read diff"); !s.ok()) return s;
   return FoldDiff(cs, d, static_cast<int64_t>(call), true, "");
@@ -469,7 +477,7 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
   absl::StatusOr<bool> armed = EnsureArmed(variant, cs.shape.dtype, bytes, cs.timeout_ns);
   if (!armed.ok()) return armed.status();
   auto drained_hang = [&]() -> absl::StatusOr<bool> {
-    if (auto s = GpuOk(StreamSynchronize(stream_), "run calls"); !s.ok()) return s;
+    if (auto s = GpuOk(StreamSynchronizeBeating(stream_), "run calls"); !s.ok()) return s;
     return HangRecorded();
   };
 #define COLLTEST_RETURN_IF_ERROR(expr) \
@@ -525,7 +533,7 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
       COLLTEST_RETURN_IF_ERROR(Generate(cs, s, slot_key(s), req.m()));
     }
     COLLTEST_RETURN_IF_ERROR(ClearAccums(cs.accum, k, stream_));
-    COLLTEST_RETURN_IF_ERROR(GpuOk(StreamSynchronize(stream_), "prepare graph stress"));
+    COLLTEST_RETURN_IF_ERROR(GpuOk(StreamSynchronizeBeating(stream_), "prepare graph stress"));
     Graph graph = nullptr;
     GraphExec exec = nullptr;
     const int64_t calls_before = cs.calls;
@@ -667,7 +675,7 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
     }
   }
 #undef COLLTEST_RETURN_IF_ERROR
-  if (auto s = GpuOk(StreamSynchronize(stream_), "finish case"); !s.ok()) return s;
+  if (auto s = GpuOk(StreamSynchronizeBeating(stream_), "finish case"); !s.ok()) return s;
 
   worker::ReportCase(name, cs.calls, GridFor(cs, variant, req.m()), std::move(samples), cs.diff,
                      hung, &result);

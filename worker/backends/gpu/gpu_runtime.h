@@ -103,6 +103,8 @@ inline Error StreamCreate(Stream* s) {
 }
 inline Error StreamDestroy(Stream s) { return COLLTEST_GPU_API(StreamDestroy)(s); }
 inline Error StreamSynchronize(Stream s) { return COLLTEST_GPU_API(StreamSynchronize)(s); }
+inline constexpr Error kNotReady = COLLTEST_GPU_API(ErrorNotReady);
+inline Error StreamQuery(Stream s) { return COLLTEST_GPU_API(StreamQuery)(s); }
 // A host function in stream order (a host node when captured): the injected crash of a worker.
 using HostFn = void (*)(void*);
 #if COLLTEST_GPU_VENDOR_HIP && HIP_VERSION_MAJOR * 100 + HIP_VERSION_MINOR < 504
