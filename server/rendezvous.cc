@@ -40,7 +40,8 @@ absl::Status OnEveryRank(absl::Span<const std::unique_ptr<WorkerProcess>> ranks,
             absl::StrCat(RankDiedMessage(rank, process), " (during ", phase, ")"));
         break;
       case CallFailure::kLate:
-      case CallFailure::kStalled:  // not found during rendezvous (no heartbeat watch there)
+      case CallFailure::kStalled:  // these two are found only while a case runs
+      case CallFailure::kAbandoned:
         errors[rank] = absl::DeadlineExceededError(
             absl::StrCat("rank ", rank, " (device ", process.device(), ") did not answer ", phase,
                          " within ", absl::FormatDuration(timeout)));

@@ -23,6 +23,16 @@ namespace {
 // state the next case would trip over, and so may its peers that waited for it.
 // How often the watchdog reads the ranks' heartbeats while a case runs.
 constexpr absl::Duration kWatchdogPeriod = absl::Milliseconds(50);
+// How long the last rank may still take to answer once every peer timed out waiting for it.
+constexpr absl::Duration kCulpritGrace = absl::Milliseconds(250);
+
+// True when every rank but `culprit` answered HANG naming it.
+bool AllWaitedFor(const std::atomic<int32_t>* waited_for, size_t world, size_t culprit) {
+  for (size_t rank = 0; rank < world; ++rank) {
+    if (rank != culprit && waited_for[rank].load() != static_cast<int32_t>(culprit)) return false;
+  }
+  return true;
+}
 
 bool NeedsReset(absl::Span<const colltest::v1::RankResult> ranks) {
   return std::any_of(ranks.begin(), ranks.end(), [](const colltest::v1::RankResult& r) {
@@ -103,8 +113,13 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
   std::unique_ptr<std::atomic<bool>[]> answered(new std::atomic<bool>[world]);
   for (size_t rank = 0; rank < world; ++rank) answered[rank] = false;
   std::atomic<size_t> answers_in{0};
+  // What each rank that answered HANG waited for (-1: it did not, or has not answered yet).
+  std::unique_ptr<std::atomic<int32_t>[]> waited_for(new std::atomic<int32_t>[world]);
+  for (size_t rank = 0; rank < world; ++rank) waited_for[rank] = -1;
+  std::atomic<int64_t> last_answer_ns{0};
   // Written by the watchdog, read after it is joined.
   std::vector<absl::Duration> stalled_for(world, absl::ZeroDuration());
+  std::vector<bool> abandoned(world, false);
   absl::Notification all_answered;
   std::thread watchdog([&] {
     std::vector<uint64_t> last(world);
@@ -124,6 +139,21 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
           first.Record(rank);  // kills the group: every call still in flight fails at once
           return;
         }
+        // Every peer timed out waiting for this rank: the verdict is known, and what is left of
+        // the rank's calls waits for peers that are gone. Waiting for it to time out in turn
+        // would double the time to detect.
+        if (last_one && world > 1 &&
+            now - absl::FromUnixNanos(last_answer_ns.load()) > kCulpritGrace &&
+            AllWaitedFor(waited_for.get(), world, rank)) {
+          // Say which: a still heartbeat means the process is stuck, a moving one that it works on.
+          if (now - moved[rank] > kCulpritGrace) {
+            stalled_for[rank] = now - moved[rank];
+          } else {
+            abandoned[rank] = true;
+          }
+          first.Record(rank);
+          return;
+        }
       }
     }
   });
@@ -133,8 +163,10 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
     RankResult reply;
     errors[rank] = ranks_[rank]->stub().RunCase(&context, request, &reply);
     if (errors[rank].ok()) {
+      if (reply.status() == colltest::v1::CASE_STATUS_HANG) waited_for[rank] = reply.suspect_peer();
       answers[rank] = std::move(reply);
       answered[rank] = true;
+      last_answer_ns = absl::ToUnixNanos(absl::Now());
       answers_in.fetch_add(1);
       return;
     }
@@ -147,6 +179,7 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
   watchdog.join();
   for (size_t rank = 0; rank < world; ++rank) {
     if (stalled_for[rank] > absl::ZeroDuration()) failures[rank] = CallFailure::kStalled;
+    if (abandoned[rank]) failures[rank] = CallFailure::kAbandoned;
   }
 
   CaseOutcome outcome;
@@ -163,6 +196,13 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
         case CallFailure::kDied:
           result.set_status(colltest::v1::CASE_STATUS_ERROR);
           result.set_message(RankDiedMessage(rank, *ranks_[rank]));
+          break;
+        case CallFailure::kAbandoned:
+          result.set_status(colltest::v1::CASE_STATUS_HANG);
+          result.set_message(absl::StrCat("rank ", rank, " (pid ", ranks_[rank]->pid(),
+                                          ") had not answered when every peer had timed out "
+                                          "waiting for it: killed"));
+          result.set_phase("watchdog");
           break;
         case CallFailure::kStalled:
           result.set_status(colltest::v1::CASE_STATUS_HANG);

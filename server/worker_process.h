@@ -38,6 +38,7 @@ enum class CallFailure {
   kKilledByUs,  // the controller killed it (its group was being torn down)
   kLate,        // alive, but the deadline passed
   kStalled,     // alive, but its heartbeat stood still for longer than the case allows
+  kAbandoned,   // alive and working, but every peer had timed out waiting for it
   kError,       // alive, and it answered with an error
 };
 

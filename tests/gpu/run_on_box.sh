@@ -171,4 +171,5 @@ for r in rows:
 print(f"{len(rows)} rows, {bad} not as expected")
 PY
 fi
+python3 bench/render_results.py "$out" >"$out/tables.md" 2>/dev/null || true
 exit $rc_test

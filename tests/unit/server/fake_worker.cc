@@ -10,8 +10,9 @@
 //   hang_all      no rank answers
 //   wrong:R       rank R answers WRONG; its next Reset succeeds
 //   wrong_stuck:R rank R answers WRONG; its next Reset fails
-// It never beats the heartbeat (--heartbeat-fd is accepted and ignored): a rank that does not
-// answer looks stuck to the controller's watchdog.
+//   busy:R        rank R beats its heartbeat but never answers; the others answer HANG naming R
+// Only `busy` beats the heartbeat (--heartbeat-fd): any other rank that does not answer looks
+// stuck to the controller's watchdog.
 // Environment, read at start:
 //   FAKE_WORKER_FAIL_INIT_DEVICE=D  Init fails on device D
 //   FAKE_WORKER_NO_READY=1          never writes the ready line
@@ -27,6 +28,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -37,6 +39,7 @@
 #include "absl/synchronization/notification.h"
 #include "colltest/v1/worker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "worker/heartbeat.h"
 
 namespace {
 
@@ -131,6 +134,20 @@ class FakeWorker final : public wv1::Worker::Service {
     if (mine && (what == "crash" || what == "crash_wait")) raise(SIGKILL);
     if (mine && what == "exit") _exit(3);
     if (mine && what == "hang") BlockForever();
+    if (mine && what == "busy") {
+      while (true) {
+        colltest::worker::Beat();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+    if (!mine && what == "busy") {
+      reply->set_status(v1::CASE_STATUS_HANG);
+      reply->set_suspect_peer(static_cast<int32_t>(target));
+      reply->set_phase("fake barrier");
+      reply->set_rank(rank);
+      reply->set_device(device_);
+      return grpc::Status::OK;
+    }
     if (request->fault() == "hang_all") BlockForever();
     if (!mine && what == "crash_wait") BlockForever();
 
@@ -192,7 +209,10 @@ int main(int argc, char** argv) {
       if (!absl::SimpleAtoi(value, &device)) return 2;
     } else if (flag == "--ready-fd") {
       if (!absl::SimpleAtoi(value, &ready_fd)) return 2;
-    } else if (flag != "--backend" && flag != "--heartbeat-fd") {
+    } else if (flag == "--heartbeat-fd") {
+      int fd = -1;
+      if (!absl::SimpleAtoi(value, &fd) || !colltest::worker::AttachHeartbeat(fd)) return 2;
+    } else if (flag != "--backend") {
       std::cerr << "fake_worker: unknown flag " << flag << "\n";
       return 2;
     }

@@ -255,6 +255,23 @@ TEST_F(WorkerPoolTest, RankWhoseHeartbeatStandsStillIsKilledByTheWatchdog) {
   ExpectAllOk(Run({0, 1, 2}, Case()), {0, 1, 2});
 }
 
+TEST_F(WorkerPoolTest, RankEveryPeerTimedOutWaitingForIsNotWaitedForInTurn) {
+  Run({0, 1, 2}, Case());
+  // Rank 2 keeps working (it beats) but ranks 0 and 1 already report waiting for it: the verdict
+  // is known, and the rank gets a short grace, not its own timeout.
+  const absl::Time start = absl::Now();
+  const std::vector<RankResult> results = Run({0, 1, 2}, Case("busy:2", 20000));
+  const absl::Duration elapsed = absl::Now() - start;
+  EXPECT_LT(elapsed, absl::Seconds(1)) << "waited for the busy rank";
+  ASSERT_THAT(results, SizeIs(3));
+  EXPECT_EQ(results[2].status(), CASE_STATUS_HANG);
+  EXPECT_THAT(results[2].message(),
+              HasSubstr("had not answered when every peer had timed out waiting for it"));
+  EXPECT_EQ(results[2].phase(), "watchdog");
+  EXPECT_EQ(results[0].suspect_peer(), 2);
+  ExpectAllOk(Run({0, 1, 2}, Case()), {0, 1, 2});
+}
+
 TEST_F(WorkerPoolTest, WhilePeersStillRunAStillHeartbeatHasTheCaseTimeoutToo) {
   options_.heartbeat_grace = absl::Milliseconds(300);
   Run({0, 1}, Case());
