@@ -16,6 +16,9 @@ for b in "${bins[@]}"; do
   cp "$build_dir/bin/$b" "$out/bin/"
   strip "$out/bin/$b"
 done
+# The measured tune tables, where colltestd looks for them by default (`auto`).
+mkdir -p "$out/share/colltest/tune"
+cp tune/*.json "$out/share/colltest/tune/" 2>/dev/null || true
 # glibc, the loader, the driver and NCCL come from the box.
 for b in "${bins[@]}"; do ldd "$build_dir/bin/$b"; done |
   awk '/=> \// {print $3}' | sort -u |

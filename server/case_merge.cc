@@ -256,6 +256,15 @@ v1::CaseResult MergeCase(uint32_t index, absl::Span<const uint32_t> devices,
   return c;
 }
 
+v1::CaseResult UnsupportedCase(uint32_t index, absl::Span<const uint32_t> devices,
+                               const wv1::CaseRequest& request, const std::string& reason) {
+  v1::CaseResult c = Header(index, devices, request);
+  c.set_status(v1::CASE_STATUS_UNSUPPORTED);
+  c.set_message(reason);
+  c.mutable_diff()->set_first_bad_call(-1);
+  return c;
+}
+
 v1::CaseResult FailedCase(uint32_t index, absl::Span<const uint32_t> devices,
                           const wv1::CaseRequest& request, const absl::Status& error) {
   v1::CaseResult c = Header(index, devices, request);

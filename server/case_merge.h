@@ -30,6 +30,11 @@ colltest::v1::CaseResult FailedCase(uint32_t index, absl::Span<const uint32_t> d
                                     const colltest::worker::v1::CaseRequest& request,
                                     const absl::Status& error);
 
+// A case the controller answers itself as UNSUPPORTED (`auto` without a tune table), no worker run.
+colltest::v1::CaseResult UnsupportedCase(uint32_t index, absl::Span<const uint32_t> devices,
+                                         const colltest::worker::v1::CaseRequest& request,
+                                         const std::string& reason);
+
 // "rank 1 never arrived: ranks 0, 2, 3 waited for it in lamport phase B", built from every hung
 // rank's suspect_peer and phase. Exposed for tests.
 std::string HangVerdict(absl::Span<const colltest::v1::RankResult> ranks);

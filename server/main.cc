@@ -22,6 +22,7 @@
 #include "server/options.h"
 #include "server/service.h"
 #include "server/serving_state.h"
+#include "server/tune_table.h"
 #include "server/worker_pool.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -122,6 +123,13 @@ int Main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<WorkerPool>> pool = CreateWorkerPool(pool_options);
   if (!pool.ok()) return Fail(absl::StrCat("worker pool: ", pool.status().message()));
 
+  absl::StatusOr<TuneTables> tune = TuneTables::LoadDir(options.tune_dir);
+  if (!tune.ok()) return Fail(std::string(tune.status().message()));
+  for (const TuneTable& t : tune->tables()) {
+    spdlog::info("auto: tune table {} ({} W={} n={}, {} rows)", t.source, t.backend, t.world, t.n,
+                 t.rows.size());
+  }
+
   ServiceOptions service_options;
   service_options.backend = backend->backend;
   service_options.devices = backend->devices;
@@ -131,6 +139,7 @@ int Main(int argc, char** argv) {
   service_options.token = token;
   service_options.version = Version();
   service_options.metrics = &metrics;
+  service_options.tune = &*tune;
   CollectiveTestService service(std::move(service_options), pool->get());
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -23,6 +23,18 @@ std::string DefaultWorkerPath() {
   return (self.parent_path() / "colltest-worker").string();
 }
 
+std::string DefaultTuneDir() {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return "";
+  const std::filesystem::path bin = self.parent_path();
+  for (const std::filesystem::path& dir : {bin.parent_path() / "share" / "colltest" / "tune",
+                                           bin.parent_path().parent_path() / "tune"}) {
+    if (std::filesystem::is_directory(dir, error)) return dir.string();
+  }
+  return "";
+}
+
 std::string ListenHost(const std::string& listen) {
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos) return listen;
@@ -74,6 +86,9 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
                  "largest m * n * element size of one case, per rank (e.g. 32MiB)")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(true));
+  app.add_option("--tune-dir", o.tune_dir,
+                 "directory of tune tables (colltest tune --out) that `auto` dispatches with")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--runtime-dir", o.runtime_dir,
                  "parent of the workers' private socket directory (default $XDG_RUNTIME_DIR or "
                  "/tmp)");
@@ -87,6 +102,7 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
     return ParsedOptions{std::nullopt, code == 0 ? 0 : 2};
   }
   if (o.worker.empty()) o.worker = DefaultWorkerPath();
+  if (o.tune_dir.empty()) o.tune_dir = DefaultTuneDir();
   if (o.max_case_bytes == 0) {
     std::cerr << "--max-case-bytes: must be > 0\n";
     return ParsedOptions{std::nullopt, 2};

@@ -16,7 +16,7 @@ struct ServerOptions {
   std::string backend = "auto";            // auto, cpu, cuda or hip
   uint32_t cpu_ranks = 4;
   std::vector<uint32_t> devices;  // restrict the server to these device indices; empty = all
-  std::string http;               // metrics and dashboard address (accepted, not served yet)
+  std::string http;               // Prometheus metrics address; empty = not served
   std::string state_dir;          // persistent history (accepted, not used yet)
   std::string tls_cert;
   std::string tls_key;
@@ -26,6 +26,7 @@ struct ServerOptions {
   std::string worker;  // colltest-worker; empty = next to this binary
   uint64_t max_case_bytes = kDefaultMaxCaseBytes;
   std::string runtime_dir;
+  std::string tune_dir;  // tune tables for `auto`; empty = DefaultTuneDir()
 };
 
 // Either the options to run with, or the exit code to leave with (after --help, --version or a
@@ -40,6 +41,9 @@ ParsedOptions ParseOptions(int argc, const char* const* argv);
 // colltest-worker in the directory of the running executable, found through /proc/self/exe so
 // that an installed or copied bundle finds its own worker and not one on $PATH.
 std::string DefaultWorkerPath();
+// Where `auto` looks for tune tables without --tune-dir: share/colltest/tune next to the binary's
+// directory (an installed or bundled tree), else the source tree's tune/ (build/bin/../../tune).
+std::string DefaultTuneDir();
 
 // "127.0.0.1" of "127.0.0.1:50051", "[::1]" of "[::1]:0".
 std::string ListenHost(const std::string& listen);

@@ -17,6 +17,7 @@
 namespace colltest::server {
 
 namespace v1 = ::colltest::v1;
+namespace wv1 = ::colltest::worker::v1;
 
 namespace {
 
@@ -39,12 +40,54 @@ std::string CountByStatus(const v1::RunResult& run) {
 }  // namespace
 
 RunExecutor::RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* history,
-                         DeviceArbiter* arbiter, Metrics* metrics)
+                         DeviceArbiter* arbiter, Metrics* metrics, const TuneTables* tune)
     : limits_(std::move(limits)),
       pool_(pool),
       history_(history),
       arbiter_(arbiter),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      tune_(tune) {}
+
+v1::CaseResult RunExecutor::RunOne(uint32_t index, const std::vector<uint32_t>& devices,
+                                   const wv1::CaseRequest& request, uint32_t& pool_failures,
+                                   absl::Status& last_failure) {
+  wv1::CaseRequest concrete = request;
+  std::optional<AutoChoice> choice;
+  if (request.variant() == v1::VARIANT_AUTO) {
+    const auto world = static_cast<uint32_t>(devices.size());
+    if (tune_ != nullptr) {
+      choice = tune_->Resolve(limits_.backend, world, request.dtype(), request.mode(), request.m(),
+                              request.n());
+    }
+    if (!choice.has_value()) {
+      return UnsupportedCase(
+          index, devices, request,
+          absl::StrCat("auto: no tune table for ", limits_.backend, " W=", world, " ",
+                       DTypeName(request.dtype()),
+                       " (measure one with `colltest tune` and put it in colltestd's --tune-dir)"));
+    }
+    concrete.set_variant(choice->variant);
+  }
+  absl::StatusOr<std::vector<v1::RankResult>> replies = pool_->RunCase(devices, concrete);
+  v1::CaseResult result;
+  if (replies.ok()) {
+    result = MergeCase(index, devices, concrete, *std::move(replies));
+  } else {
+    // The pool tears the group down and respawns it for the next case; one bad case must not
+    // cost the rest of the sweep.
+    ++pool_failures;
+    last_failure = replies.status();
+    result = FailedCase(index, devices, concrete, replies.status());
+  }
+  if (choice.has_value()) {
+    result.set_variant(v1::VARIANT_AUTO);
+    result.set_resolved_variant(choice->variant);
+    result.set_message(result.message().empty()
+                           ? absl::StrCat("auto -> ", choice->why)
+                           : absl::StrCat("auto -> ", choice->why, "; ", result.message()));
+  }
+  return result;
+}
 
 void RunExecutor::Count(const v1::CaseResult& result, const std::vector<uint32_t>& devices) {
   if (metrics_ == nullptr) return;
@@ -108,17 +151,7 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
     if (!stop.empty()) break;
     const auto& request_i = plan.cases[i];
     const absl::Time start = absl::Now();
-    absl::StatusOr<std::vector<v1::RankResult>> replies = pool_->RunCase(plan.devices, request_i);
-    v1::CaseResult result;
-    if (replies.ok()) {
-      result = MergeCase(i, plan.devices, request_i, *std::move(replies));
-    } else {
-      // The pool tears the group down and respawns it for the next case; one bad case must not
-      // cost the rest of the sweep.
-      ++pool_failures;
-      last_failure = replies.status();
-      result = FailedCase(i, plan.devices, request_i, replies.status());
-    }
+    v1::CaseResult result = RunOne(i, plan.devices, request_i, pool_failures, last_failure);
     result.set_wall_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
     if (result.status() != v1::CASE_STATUS_OK) {
       spdlog::warn("run {} case {} ({} {} m={} n={}): {} {}", id, i, VariantName(result.variant()),

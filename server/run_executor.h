@@ -12,6 +12,7 @@
 #include "server/metrics.h"
 #include "server/run_history.h"
 #include "server/run_queue.h"
+#include "server/tune_table.h"
 #include "server/validation.h"
 #include "server/worker_pool.h"
 
@@ -33,9 +34,10 @@ class RunObserver {
 
 class RunExecutor {
  public:
-  // The pointers are not owned and must outlive the executor; `metrics` may be null.
+  // The pointers are not owned and must outlive the executor; `metrics` and `tune` may be null
+  // (no tables: `auto` is UNSUPPORTED).
   RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* history, DeviceArbiter* arbiter,
-              Metrics* metrics = nullptr);
+              Metrics* metrics = nullptr, const TuneTables* tune = nullptr);
 
   // Returns the run as recorded, in state DONE, CANCELLED (stopped after a case), or FAILED (no
   // case could be run at all). Errors: the validation error (nothing is recorded), or CANCELLED
@@ -57,12 +59,17 @@ class RunExecutor {
   std::string StopReason(const std::string& run_id, RunObserver& observer) const;
   void Count(const colltest::v1::CaseResult& result, const std::vector<uint32_t>& devices);
   void CountRuns();
+  // Runs one case of the plan, resolving `auto` through the tune tables first.
+  colltest::v1::CaseResult RunOne(uint32_t index, const std::vector<uint32_t>& devices,
+                                  const colltest::worker::v1::CaseRequest& request,
+                                  uint32_t& pool_failures, absl::Status& last_failure);
 
   const ServerLimits limits_;
   WorkerPool* const pool_;
   RunHistory* const history_;
   DeviceArbiter* const arbiter_;
   Metrics* const metrics_;
+  const TuneTables* const tune_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<uint64_t> next_case_id_{1};
 };

@@ -100,7 +100,7 @@ CollectiveTestService::CollectiveTestService(ServiceOptions options, WorkerPool*
       auth_(options_.token),
       history_(options_.history_capacity),
       arbiter_(options_.queue_poll),
-      executor_(LimitsFor(options_), pool, &history_, &arbiter_, options_.metrics),
+      executor_(LimitsFor(options_), pool, &history_, &arbiter_, options_.metrics, options_.tune),
       pool_(pool),
       health_(&executor_, pool, options_.backend, options_.variants) {}
 

@@ -27,7 +27,8 @@ struct ServiceOptions {
   std::string version;
   absl::Duration queue_poll = absl::Milliseconds(50);
   size_t history_capacity = kDefaultHistoryCapacity;
-  Metrics* metrics = nullptr;  // not owned; null: no metrics
+  Metrics* metrics = nullptr;        // not owned; null: no metrics
+  const TuneTables* tune = nullptr;  // not owned; null: `auto` is UNSUPPORTED
 };
 
 // The variants a backend can run: the four protocol variants everywhere, plus the NCCL/RCCL anchor

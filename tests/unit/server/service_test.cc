@@ -2,6 +2,7 @@
 // worker pool.
 #include "server/service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -20,6 +21,7 @@ namespace colltest::server {
 namespace {
 
 namespace v1 = ::colltest::v1;
+namespace wv1 = ::colltest::worker::v1;
 using testing::FakeWorkerPool;
 using ::testing::HasSubstr;
 
@@ -515,6 +517,102 @@ TEST_F(ServiceTest, ShutdownCancelsQueuedRuns) {
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(events.back().summary().state(), v1::RUN_STATE_CANCELLED);
   EXPECT_EQ(events.back().summary().cases_size(), 1);
+}
+
+// The verdicts come from the replies: pairs holding device 3 are 4x slower (a WARN, still
+// healthy); with the fault, every rank waits for device 2 wherever it is, and the pairs isolate it.
+FakeWorkerPool::Handler SlowThreeBadTwo() {
+  return [](absl::Span<const uint32_t> devices,
+            const wv1::CaseRequest& request) -> absl::StatusOr<std::vector<v1::RankResult>> {
+    const auto at = [&](uint32_t d) { return std::find(devices.begin(), devices.end(), d); };
+    const bool pair_with_three = devices.size() == 2 && at(3) != devices.end();
+    std::vector<v1::RankResult> ranks = FakeWorkerPool::AllOk(devices, pair_with_three ? 40 : 10);
+    if (request.fault() == "bad" && at(2) != devices.end()) {
+      for (v1::RankResult& r : ranks) {
+        if (devices[r.rank()] == 2) continue;
+        r.set_status(v1::CASE_STATUS_HANG);
+        r.set_suspect_peer(static_cast<int32_t>(at(2) - devices.begin()));
+        r.set_phase("lamport phase B");
+      }
+    }
+    return ranks;
+  };
+}
+
+TEST_F(ServiceTest, HealthWarnsOfTheSlowPairsAndStaysHealthy) {
+  Start();
+  pool_.SetHandler(SlowThreeBadTwo());
+  v1::HealthRequest request;
+  request.set_pairs(true);
+  v1::HealthResponse health;
+  ASSERT_TRUE(stub_->Health(Context().get(), request, &health).ok());
+  EXPECT_EQ(health.status(), v1::CASE_STATUS_OK);
+  ASSERT_EQ(health.pairs_size(), 6);
+  for (const v1::HealthTarget& p : health.pairs()) {
+    const bool with_three = p.devices(0) == 3 || p.devices(1) == 3;
+    EXPECT_EQ(p.slow(), with_three) << p.ShortDebugString();
+    EXPECT_EQ(p.status(), v1::CASE_STATUS_OK);
+  }
+  EXPECT_THAT(health.message(), HasSubstr("healthy: 4 ranks, 6 pairs"));
+  EXPECT_THAT(health.message(), HasSubstr("WARN slow (x median): pair 0-3 at 1.58"));
+  // The fault needs the server's consent.
+  request.set_fault("bad");
+  EXPECT_EQ(stub_->Health(Context().get(), request, &health).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST_F(ServiceTest, HealthIsolatesTheDeviceEveryFailingPairHolds) {
+  ServiceOptions options = CpuOptions();
+  options.allow_fault_injection = true;
+  Start(std::move(options));
+  pool_.SetHandler(SlowThreeBadTwo());
+  v1::HealthRequest request;
+  request.set_pairs(true);
+  request.set_fault("bad");
+  v1::HealthResponse health;
+  ASSERT_TRUE(stub_->Health(Context().get(), request, &health).ok());
+  EXPECT_EQ(health.status(), v1::CASE_STATUS_HANG);
+  EXPECT_THAT(health.message(), HasSubstr("rank 2 never arrived"));
+  EXPECT_THAT(health.message(), HasSubstr("pairs failing: 0-2, 1-2, 2-3; isolated: device 2"));
+  for (const v1::HealthTarget& r : health.ranks()) {
+    if (r.devices(0) == 2) continue;
+    EXPECT_EQ(r.status(), v1::CASE_STATUS_HANG);
+    EXPECT_EQ(r.suspect_peer(), 2);
+    EXPECT_EQ(r.phase(), "lamport phase B");
+  }
+  for (const v1::HealthTarget& p : health.pairs()) {
+    if (p.devices(0) == 2 || p.devices(1) == 2) EXPECT_EQ(p.suspect_peer(), 2);
+  }
+  // Stopped at the first failure: one group case, one case per failing pair, four per healthy one.
+  EXPECT_EQ(health.cases_size(), 1 + 3 * 1 + 3 * 4);
+}
+
+TEST_F(ServiceTest, AutoIsResolvedFromTheTuneTableAndReportedOrUnsupportedWithoutOne) {
+  const std::string table = R"({"kind": "colltest-tune-table", "version": 1, "backend": "cpu",
+      "world": 2, "dtype": "bf16", "mode": "eager", "n": 1024, "rows": [
+      {"m": 1, "best": "lamport_tb"}, {"m": 64, "best": "one_stage"}]})";
+  const TuneTables tables({*ParseTuneTable(table, "cpu_w2.json")});
+  ServiceOptions options = CpuOptions();
+  options.tune = &tables;
+  Start(std::move(options));
+  v1::RunResult run;
+  ASSERT_TRUE(stub_->Run(Context().get(), Request(2, {8, 64}, {v1::VARIANT_AUTO}), &run).ok());
+  ASSERT_EQ(run.cases_size(), 2);
+  EXPECT_EQ(run.cases(0).variant(), v1::VARIANT_AUTO);
+  EXPECT_EQ(run.cases(0).resolved_variant(), v1::VARIANT_LAMPORT_TB);
+  EXPECT_EQ(run.cases(1).resolved_variant(), v1::VARIANT_ONE_STAGE);
+  EXPECT_THAT(run.cases(1).message(), HasSubstr("auto -> one_stage: tune table cpu_w2.json"));
+  const auto calls = pool_.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].request.variant(), v1::VARIANT_LAMPORT_TB) << "workers run concrete variants";
+  EXPECT_EQ(calls[1].request.variant(), v1::VARIANT_ONE_STAGE);
+
+  // No table for W = 4: reported, not failed, and no worker is asked.
+  ASSERT_TRUE(stub_->Run(Context().get(), Request(4, {8}, {v1::VARIANT_AUTO}), &run).ok());
+  ASSERT_EQ(run.cases_size(), 1);
+  EXPECT_EQ(run.cases(0).status(), v1::CASE_STATUS_UNSUPPORTED);
+  EXPECT_THAT(run.cases(0).message(), HasSubstr("auto: no tune table for cpu W=4 bf16"));
+  EXPECT_EQ(pool_.calls().size(), 2u);
 }
 
 }  // namespace

@@ -1,0 +1,130 @@
+#include "server/tune_table.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "server/names.h"
+
+namespace colltest::server {
+
+namespace v1 = ::colltest::v1;
+
+namespace {
+
+uint64_t ElementBytes(v1::DType dtype) { return dtype == v1::DTYPE_FP32 ? 4 : 2; }
+
+std::optional<v1::DType> DTypeNamed(const std::string& name) {
+  if (name == "bf16") return v1::DTYPE_BF16;
+  if (name == "fp16") return v1::DTYPE_FP16;
+  if (name == "fp32") return v1::DTYPE_FP32;
+  return std::nullopt;
+}
+
+std::optional<v1::Variant> ConcreteVariantNamed(const std::string& name) {
+  for (v1::Variant v : {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
+                        v1::VARIANT_LAMPORT_TB, v1::VARIANT_NCCL}) {
+    if (VariantName(v) == name) return v;
+  }
+  return std::nullopt;
+}
+
+std::string Describe(const TuneTable& t) {
+  return absl::StrCat(t.backend, " W=", t.world, " ", DTypeName(t.dtype), " ", ModeName(t.mode),
+                      " n=", t.n);
+}
+
+}  // namespace
+
+absl::StatusOr<TuneTable> ParseTuneTable(const std::string& text, const std::string& source) {
+  const auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("tune table ", source, ": ", what));
+  };
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
+  if (j.value("kind", "") != "colltest-tune-table") {
+    return bad("kind: expected \"colltest-tune-table\"");
+  }
+  if (j.value("version", 0) != 1) return bad("version: expected 1");
+  TuneTable t;
+  t.source = source;
+  t.backend = j.value("backend", "");
+  t.device = j.value("device", "");
+  t.world = j.value("world", 0u);
+  t.n = j.value("n", 0u);
+  if (t.backend.empty()) return bad("backend: missing");
+  if (t.world < 1) return bad("world: must be >= 1");
+  if (t.n < 1) return bad("n: must be >= 1");
+  const std::optional<v1::DType> dtype = DTypeNamed(j.value("dtype", ""));
+  if (!dtype) return bad("dtype: must be bf16, fp16 or fp32");
+  t.dtype = *dtype;
+  const std::string mode = j.value("mode", "graph");
+  if (mode != "graph" && mode != "eager") return bad("mode: must be graph or eager");
+  t.mode = mode == "graph" ? v1::MODE_GRAPH : v1::MODE_EAGER;
+  if (!j.contains("rows") || !j["rows"].is_array() || j["rows"].empty()) {
+    return bad("rows: must be a non-empty array");
+  }
+  for (const nlohmann::json& r : j["rows"]) {
+    TuneTable::Row row;
+    row.m = r.value("m", 0u);
+    if (row.m < 1) return bad("rows[].m: must be >= 1");
+    row.bytes = uint64_t{row.m} * t.n * ElementBytes(t.dtype);
+    const std::optional<v1::Variant> best = ConcreteVariantNamed(r.value("best", ""));
+    if (!best) return bad(absl::StrCat("rows[m=", row.m, "].best: not a variant that runs"));
+    row.best = *best;
+    t.rows.push_back(row);
+  }
+  std::sort(t.rows.begin(), t.rows.end(),
+            [](const TuneTable::Row& a, const TuneTable::Row& b) { return a.bytes < b.bytes; });
+  return t;
+}
+
+absl::StatusOr<TuneTables> TuneTables::LoadDir(const std::string& dir) {
+  std::vector<TuneTable> tables;
+  std::error_code error;
+  if (dir.empty() || !std::filesystem::is_directory(dir, error)) return TuneTables();
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& path : files) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<TuneTable> table = ParseTuneTable(text.str(), path.string());
+    if (!table.ok()) return table.status();
+    tables.push_back(*std::move(table));
+  }
+  return TuneTables(std::move(tables));
+}
+
+std::optional<AutoChoice> TuneTables::Resolve(const std::string& backend, uint32_t world,
+                                              v1::DType dtype, v1::Mode mode, uint32_t m,
+                                              uint32_t n) const {
+  const TuneTable* chosen = nullptr;
+  const auto score = [&](const TuneTable& t) {
+    // Same mode first, then the nearest hidden size.
+    return std::make_pair(t.mode == mode ? 0 : 1, std::llabs(int64_t{t.n} - int64_t{n}));
+  };
+  for (const TuneTable& t : tables_) {
+    if (t.backend != backend || t.world != world || t.dtype != dtype) continue;
+    if (chosen == nullptr || score(t) < score(*chosen)) chosen = &t;
+  }
+  if (chosen == nullptr) return std::nullopt;
+  const uint64_t bytes = uint64_t{m} * n * ElementBytes(dtype);
+  const TuneTable::Row* row = &chosen->rows.front();
+  for (const TuneTable::Row& r : chosen->rows) {
+    if (r.bytes <= bytes) row = &r;
+  }
+  return AutoChoice{row->best,
+                    absl::StrCat(VariantName(row->best), ": tune table ",
+                                 std::filesystem::path(chosen->source).filename().string(), " (",
+                                 Describe(*chosen), "), row m=", row->m, " (", row->bytes, " B)")};
+}
+
+}  // namespace colltest::server

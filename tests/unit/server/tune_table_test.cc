@@ -1,0 +1,107 @@
+#include "server/tune_table.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace colltest::server {
+namespace {
+
+namespace v1 = ::colltest::v1;
+using ::testing::HasSubstr;
+
+std::string Table(int world = 2, const std::string& mode = "graph", int n = 7168) {
+  return R"({"kind": "colltest-tune-table", "version": 1, "backend": "cuda",
+    "device": "NVIDIA H200", "world": )" +
+         std::to_string(world) + R"(, "dtype": "bf16", "mode": ")" + mode + R"(", "n": )" +
+         std::to_string(n) + R"(, "rows": [
+      {"m": 64, "bytes": 917504, "best": "lamport", "us": {"lamport": 11.8}},
+      {"m": 1, "bytes": 14336, "best": "lamport_tb", "us": {"lamport_tb": 7.3}},
+      {"m": 1024, "bytes": 14680064, "best": "one_stage", "us": {"one_stage": 58.7}}]})";
+}
+
+TEST(TuneTableTest, ParsesATableAndSortsItsRowsByBytes) {
+  absl::StatusOr<TuneTable> t = ParseTuneTable(Table(), "h200_w2.json");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->world, 2u);
+  EXPECT_EQ(t->mode, v1::MODE_GRAPH);
+  ASSERT_EQ(t->rows.size(), 3u);
+  EXPECT_EQ(t->rows[0].m, 1u);
+  EXPECT_EQ(t->rows[0].bytes, 14336u);  // recomputed from m * n * 2, not trusted from the file
+  EXPECT_EQ(t->rows[2].best, v1::VARIANT_ONE_STAGE);
+}
+
+TEST(TuneTableTest, BadTablesAreRefusedNamingTheFileAndTheField) {
+  struct Bad {
+    std::string json;
+    std::string field;
+  };
+  for (const Bad& b : {Bad{"[]", "not a JSON object"}, Bad{"{", "not a JSON object"},
+                       Bad{R"({"kind": "x"})", "kind"},
+                       Bad{R"({"kind": "colltest-tune-table", "version": 2})", "version"},
+                       Bad{Table(0), "world"}, Bad{Table(2, "replay"), "mode"},
+                       Bad{R"({"kind": "colltest-tune-table", "version": 1, "backend": "cuda",
+                              "world": 2, "dtype": "bf16", "n": 8, "rows": []})",
+                           "rows"},
+                       Bad{R"({"kind": "colltest-tune-table", "version": 1, "backend": "cuda",
+                              "world": 2, "dtype": "bf16", "n": 8,
+                              "rows": [{"m": 1, "best": "auto"}]})",
+                           "rows[m=1].best"}}) {
+    absl::StatusOr<TuneTable> t = ParseTuneTable(b.json, "bad.json");
+    ASSERT_FALSE(t.ok()) << b.json;
+    EXPECT_THAT(t.status().message(), HasSubstr("tune table bad.json: " + b.field));
+  }
+}
+
+TEST(TuneTableTest, ResolvesTheRowAtOrBelowTheCasesBytes) {
+  TuneTables tables({*ParseTuneTable(Table(), "h200_w2.json")});
+  auto pick = [&](uint32_t m, uint32_t n = 7168) {
+    return tables.Resolve("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, m, n);
+  };
+  EXPECT_EQ(pick(1)->variant, v1::VARIANT_LAMPORT_TB);
+  EXPECT_EQ(pick(63)->variant, v1::VARIANT_LAMPORT_TB);
+  EXPECT_EQ(pick(64)->variant, v1::VARIANT_LAMPORT);
+  EXPECT_EQ(pick(1023)->variant, v1::VARIANT_LAMPORT);
+  EXPECT_EQ(pick(4096)->variant, v1::VARIANT_ONE_STAGE);
+  // Bytes, not rows: 128 rows of 3584 are 917504 B, the m = 64 row of n = 7168.
+  EXPECT_EQ(pick(128, 3584)->variant, v1::VARIANT_LAMPORT);
+  EXPECT_THAT(pick(64)->why, HasSubstr("lamport: tune table h200_w2.json (cuda W=2 bf16 graph "
+                                       "n=7168), row m=64 (917504 B)"));
+  // Nothing for another world size, dtype or backend.
+  EXPECT_FALSE(tables.Resolve("cuda", 4, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168).has_value());
+  EXPECT_FALSE(tables.Resolve("cuda", 2, v1::DTYPE_FP16, v1::MODE_GRAPH, 1, 7168).has_value());
+  EXPECT_FALSE(tables.Resolve("hip", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168).has_value());
+}
+
+TEST(TuneTableTest, PrefersTheSameModeThenTheNearestHiddenSize) {
+  TuneTables tables({*ParseTuneTable(Table(2, "eager"), "eager.json"),
+                     *ParseTuneTable(Table(2, "graph", 4096), "graph_4096.json"),
+                     *ParseTuneTable(Table(2, "graph", 8192), "graph_8192.json")});
+  EXPECT_THAT(tables.Resolve("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168)->why,
+              HasSubstr("graph_8192.json"));
+  EXPECT_THAT(tables.Resolve("cuda", 2, v1::DTYPE_BF16, v1::MODE_EAGER, 1, 4096)->why,
+              HasSubstr("eager.json"));
+}
+
+TEST(TuneTableTest, LoadsEveryJsonOfADirectoryAndRefusesABrokenOne) {
+  const std::string dir = ::testing::TempDir() + "tune_table_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/a.json") << Table();
+  std::ofstream(dir + "/notes.txt") << "not a table";
+  absl::StatusOr<TuneTables> loaded = TuneTables::LoadDir(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->tables().size(), 1u);
+  std::ofstream(dir + "/b.json") << "{";
+  loaded = TuneTables::LoadDir(dir);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr("b.json"));
+  EXPECT_TRUE(TuneTables::LoadDir(dir + "/absent")->tables().empty());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace colltest::server
