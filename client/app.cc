@@ -49,6 +49,14 @@ int Dispatch(const Invocation& inv, Streams streams) {
     }
     spec = *std::move(built);
   }
+  if (inv.command == "tune") {
+    absl::StatusOr<v1::SweepSpec> built = BuildTuneSpec(inv.tune);
+    if (!built.ok()) {
+      PrintError(streams.err, built.status());
+      return kExitError;
+    }
+    spec = *std::move(built);
+  }
   v1::HealthRequest health;
   if (inv.command == "health") {
     absl::StatusOr<v1::HealthRequest> built = BuildHealthRequest(inv.health);
@@ -81,6 +89,7 @@ int Dispatch(const Invocation& inv, Streams streams) {
   if (inv.command == "runs") return RunsCommand(c, limit, *output, streams);
   if (inv.command == "cancel") return CancelCommand(c, inv.run_id, streams);
   if (inv.command == "health") return HealthCommand(c, health, *output, streams);
+  if (inv.command == "tune") return TuneCommand(c, spec, *output, streams);
   PrintError(streams.err, absl::InternalError(absl::StrCat("unhandled command ", inv.command)));
   return kExitError;
 }

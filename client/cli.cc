@@ -71,6 +71,23 @@ void AddHealthFlags(CLI::App* app, HealthFlags* f) {
               "WARN when a rank or pair is X times slower than the median (default 1.5)");
 }
 
+void AddTuneFlags(CLI::App* app, TuneFlags* f, Invocation* inv) {
+  AddOptional(app, "--world", "N", &f->world, "Ranks (required): the W the table is for");
+  AddOptional(app, "--n", "N", &f->n, "Hidden size, one (default 7168)");
+  AddOptional(app, "--dtype", "DTYPE", &f->dtype, "bf16|fp16|fp32 (default bf16)");
+  AddOptional(app, "--m", "LIST", &f->m, "Rows (tokens) (default 1,8,16,32,64,128,256,512,1024)");
+  AddOptional(app, "--modes", "MODE", &f->modes, "eager or graph, one (default graph)");
+  AddOptional(app, "--variants", "LIST", &f->variants,
+              "Variants to rank, not auto (default one_stage,two_kernel,lamport,lamport_tb)");
+  AddOptional(app, "--warmup", "N", &f->warmup, "Warm-up calls (default 20)");
+  AddOptional(app, "--iters", "N", &f->iters, "Timed calls (default 200)");
+  AddOptional(app, "--timeout", "DURATION", &f->timeout, "Per-case timeout (default 5s)");
+  app->add_option("--format", inv->format, "table|json")->capture_default_str();
+  // Unlike the other commands' --out, the file does not replace stdout: it is the table colltestd
+  // loads, so it is JSON whatever --format shows.
+  app->add_option("--out", inv->out_path, "Also write the table as JSON to this file");
+}
+
 }  // namespace
 
 std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& args,
@@ -126,6 +143,10 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
       "health", "Check that collectives complete, correctly, on every device (and pair)");
   AddHealthFlags(health, &inv.health);
   AddOutputFlags(health, &inv, run_formats);
+
+  CLI::App* tune = app.add_subcommand(
+      "tune", "Sweep the variants over m and build the crossover table that auto dispatches from");
+  AddTuneFlags(tune, &inv.tune, &inv);
 
   std::vector<const char*> argv;
   argv.reserve(args.size());

@@ -16,9 +16,10 @@ namespace colltest::client {
 
 struct Invocation {
   ConnectionOptions connection;
-  std::string command;  // devices, run, sweep, get, runs, cancel or health
+  std::string command;  // devices, run, sweep, get, runs, cancel, health or tune
   SweepFlags sweep;     // run and sweep
   HealthFlags health;   // health
+  TuneFlags tune;       // tune
   std::string format = "table";
   std::string out_path;
   std::string run_id;                // get and cancel

@@ -10,6 +10,7 @@
 #include "client/output.h"
 #include "client/result_view.h"
 #include "client/sweep_progress.h"
+#include "client/tune.h"
 
 namespace colltest::client {
 namespace {
@@ -114,6 +115,46 @@ int HealthCommand(Client& client, const v1::HealthRequest& request, const Output
     return code;
   }
   return ExitCodeForHealth(*health);
+}
+
+int TuneCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& output,
+                Streams streams) {
+  // Asked before the sweep: an unreachable server then fails before a long run is queued.
+  absl::StatusOr<v1::ListDevicesResponse> devices = client.ListDevices();
+  if (!devices.ok()) return Fail(streams, devices.status());
+  SweepCollector collector(&streams.err, ExpectedCaseCount(spec));
+  absl::Status status =
+      client.Sweep(spec, [&](const v1::SweepEvent& event) { collector.OnEvent(event); });
+  if (!status.ok()) return Fail(streams, status);
+  // A partial run would make a table whose missing rows look measured-and-failed; `auto` would
+  // then dispatch from it, so nothing is written.
+  if (!collector.has_summary()) {
+    return Fail(streams, absl::DataLossError(
+                             "the sweep stream ended without a summary: no tune table written"));
+  }
+  const v1::RunResult run = collector.Result();
+  if (RunAborted(run.state())) {
+    streams.err << "colltest: run " << run.run_id() << " " << RunStateName(run.state())
+                << (run.message().empty() ? "" : ": ") << run.message()
+                << ": no tune table written\n";
+    return kExitError;
+  }
+  const TuneTable table = BuildTuneTable(spec, run, *devices, absl::ToUnixMillis(absl::Now()));
+  for (const DroppedTuneRow& row : table.dropped) {
+    streams.err << "colltest: warning: " << DroppedRowWarning(row) << "\n";
+  }
+  if (table.rows.empty()) {
+    return Fail(streams,
+                absl::FailedPreconditionError(absl::StrCat(
+                    "run ", run.run_id(), ": no m had an OK variant: no tune table written")));
+  }
+  streams.out << FormatTune(table, output.format);
+  streams.out.flush();
+  if (!output.out_path.empty()) {
+    absl::Status written = WriteOutput(FormatTuneJson(table), output.out_path, streams.out);
+    if (!written.ok()) return Fail(streams, written);
+  }
+  return ExitCodeForRun(run);
 }
 
 }  // namespace colltest::client

@@ -38,6 +38,14 @@ int CancelCommand(Client& client, const std::string& run_id, Streams streams);
 int HealthCommand(Client& client, const v1::HealthRequest& request, const OutputOptions& output,
                   Streams streams);
 
+// `tune`: one sweep of `spec` (from BuildTuneSpec) with progress on `err`, then its crossover
+// table (tune.h) on `out` as table or json and, with --out, as JSON in that file whatever the
+// format. No table is written when the run did not complete or no m had an OK variant (3);
+// otherwise the exit code is the run's verdict, so a WRONG or HANG case is not hidden by a table
+// built from the other variants.
+int TuneCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& output,
+                Streams streams);
+
 // How long `health` waits for its verdict: max(120 s, 40 x the per-case timeout). The check runs
 // dozens of cases, each of which may take up to its timeout when it hangs, and it queues behind
 // other runs like any run; the deadline only exists so that the check itself cannot hang.

@@ -1,10 +1,12 @@
 #include "client/flags.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -277,6 +279,107 @@ absl::StatusOr<v1::HealthRequest> BuildHealthRequest(const HealthFlags& flags) {
   if (!status.ok()) return status;
   request.set_pairs(flags.pairs);
   return request;
+}
+
+absl::StatusOr<v1::SweepSpec> BuildTuneSpec(const TuneFlags& flags) {
+  v1::SweepSpec spec;
+  spec.add_n(7168);
+  spec.set_dtype(v1::DTYPE_BF16);
+  for (uint32_t m : {1, 8, 16, 32, 64, 128, 256, 512, 1024}) spec.add_m(m);
+  spec.add_modes(v1::MODE_GRAPH);
+  for (v1::Variant v : {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
+                        v1::VARIANT_LAMPORT_TB}) {
+    spec.add_variants(v);
+  }
+  spec.set_pattern(v1::PATTERN_NORMAL);
+  spec.set_tolerance(v1::TOLERANCE_STRICT);
+  spec.set_warmup(20);
+  spec.set_iters(200);
+  spec.set_timeout_ms(5000);
+  spec.set_label("tune");
+
+  auto u32 = [](absl::string_view flag, absl::string_view text) {
+    return ParseUint32Flag(flag, text);
+  };
+  auto dtype = [](absl::string_view flag, absl::string_view text) {
+    return ParseEnumFlag<v1::DType>(flag, text, ParseDTypeName, "bf16, fp16 or fp32");
+  };
+  auto world = [](absl::string_view flag, absl::string_view text) -> absl::StatusOr<uint32_t> {
+    absl::StatusOr<uint32_t> value = ParseUint32Flag(flag, text);
+    if (value.ok() && *value == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": '", text, "' is not a rank count: expected 1 or more"));
+    }
+    return value;
+  };
+  auto one_n = [](absl::string_view flag, absl::string_view text) -> absl::StatusOr<uint32_t> {
+    if (absl::StrContains(text, ',')) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": '", text,
+                       "' is a list: a tune table is for one hidden size, tune each n apart"));
+    }
+    return ParseUint32Flag(flag, text);
+  };
+
+  absl::Status status;
+  if (!flags.world.has_value()) {
+    status.Update(
+        absl::InvalidArgumentError("--world: required: the number of ranks the table is for"));
+  }
+  status.Update(
+      ApplyFlag(flags.world, "--world", world, [&](uint32_t v) { spec.set_world_size(v); }));
+  status.Update(ApplyFlag(flags.n, "--n", one_n, [&](uint32_t v) { spec.set_n(0, v); }));
+  status.Update(ApplyFlag(flags.dtype, "--dtype", dtype, [&](v1::DType v) { spec.set_dtype(v); }));
+  status.Update(ApplyFlag(flags.m, "--m", ParseUint32ListFlag, [&](std::vector<uint32_t> v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    spec.clear_m();
+    spec.mutable_m()->Add(v.begin(), v.end());
+  }));
+  status.Update(ApplyFlag(
+      flags.modes, "--modes",
+      [](absl::string_view flag, absl::string_view text) -> absl::StatusOr<v1::Mode> {
+        absl::StatusOr<std::vector<v1::Mode>> modes = ParseModesFlag(flag, text);
+        if (!modes.ok()) return modes.status();
+        if (std::any_of(modes->begin(), modes->end(),
+                        [&](v1::Mode m) { return m != modes->front(); })) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              flag, ": '", text,
+              "' names more than one mode: a tune table is for one mode, tune each apart"));
+        }
+        return modes->front();
+      },
+      [&](v1::Mode v) { spec.set_modes(0, v); }));
+  status.Update(ApplyFlag(
+      flags.variants, "--variants",
+      [](absl::string_view flag,
+         absl::string_view text) -> absl::StatusOr<std::vector<v1::Variant>> {
+        absl::StatusOr<std::vector<v1::Variant>> parsed = ParseVariantsFlag(flag, text);
+        if (!parsed.ok()) return parsed.status();
+        std::vector<v1::Variant> variants;
+        for (v1::Variant v : *parsed) {
+          if (v == v1::VARIANT_AUTO) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                flag, ": '", text,
+                "' includes auto, which dispatches through the table being built: list the "
+                "variants it may pick"));
+          }
+          if (std::find(variants.begin(), variants.end(), v) == variants.end()) {
+            variants.push_back(v);
+          }
+        }
+        return variants;
+      },
+      [&](const std::vector<v1::Variant>& v) {
+        spec.clear_variants();
+        for (v1::Variant variant : v) spec.add_variants(variant);
+      }));
+  status.Update(ApplyFlag(flags.warmup, "--warmup", u32, [&](uint32_t v) { spec.set_warmup(v); }));
+  status.Update(ApplyFlag(flags.iters, "--iters", u32, [&](uint32_t v) { spec.set_iters(v); }));
+  status.Update(ApplyFlag(flags.timeout, "--timeout", ParseTimeoutMsFlag,
+                          [&](uint32_t v) { spec.set_timeout_ms(v); }));
+  if (!status.ok()) return status;
+  return spec;
 }
 
 }  // namespace colltest::client

@@ -1,10 +1,10 @@
-// Translation of the `run` / `sweep` command-line flags into a SweepSpec, and of the `health` flags
-// into a HealthRequest.
+// Translation of the `run` / `sweep` command-line flags into a SweepSpec, of the `health` flags
+// into a HealthRequest, and of the `tune` flags into the SweepSpec of its one sweep.
 //
 // Only syntax is checked here: a value that does not parse (or cannot be represented in the proto
 // field) is rejected with a message naming the flag. Ranges and combinations are left to the
-// server, which is the authority and answers INVALID_ARGUMENT naming the field. The one exception
-// is --warn-ratio (see ParseWarnRatioFlag).
+// server, which is the authority and answers INVALID_ARGUMENT naming the field. The exceptions are
+// --warn-ratio (see ParseWarnRatioFlag) and the `tune` rules (see BuildTuneSpec).
 #ifndef COLLTEST_CLIENT_FLAGS_H_
 #define COLLTEST_CLIENT_FLAGS_H_
 
@@ -58,6 +58,28 @@ struct HealthFlags {
 };
 
 absl::StatusOr<v1::HealthRequest> BuildHealthRequest(const HealthFlags& flags);
+
+// `tune` has its own defaults (below), so unset flags do not fall back to the server's.
+struct TuneFlags {
+  std::optional<std::string> world;
+  std::optional<std::string> n;
+  std::optional<std::string> dtype;
+  std::optional<std::string> m;
+  std::optional<std::string> modes;
+  std::optional<std::string> variants;
+  std::optional<std::string> warmup;
+  std::optional<std::string> iters;
+  std::optional<std::string> timeout;
+};
+
+// Defaults: n 7168, bf16, m 1,8,16,32,64,128,256,512,1024, graph, variants one_stage, two_kernel,
+// lamport, lamport_tb, 20 warm-up and 200 timed calls, 5 s timeout; always pattern normal, strict
+// tolerance, residual on, label "tune". A table stands for one (world, dtype, mode, n), so these
+// are refused rather than passed on: --world missing or 0 (the proto's 0 means "every device", a
+// world the table could not name), more than one n or mode, and `auto` among the variants (it
+// would be timed through the very table being built). Repeated m and variants are dropped and m
+// sorted, so that each table row is one m, in order.
+absl::StatusOr<v1::SweepSpec> BuildTuneSpec(const TuneFlags& flags);
 
 // The parsers below take the flag name only to put it in the error message.
 

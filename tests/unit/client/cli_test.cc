@@ -135,6 +135,37 @@ TEST_F(CliTest, HealthDoesNotTakeSweepFlags) {
   EXPECT_THAT(p.err, HasSubstr("--m"));
 }
 
+TEST_F(CliTest, TuneFlagsAreKeptAsTyped) {
+  Parsed p = Parse(
+      {"tune",  "--world",    "2",       "--n",       "4096",       "--dtype",           "fp16",
+       "--m",   "1,8",        "--modes", "eager",     "--variants", "lamport,one_stage", "--warmup",
+       "3",     "--iters",    "9",       "--timeout", "1s",         "--format",          "json",
+       "--out", "/tmp/t.json"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(p.result)) << p.err;
+  const Invocation& inv = std::get<Invocation>(p.result);
+  EXPECT_EQ(inv.command, "tune");
+  EXPECT_EQ(inv.tune.world, "2");
+  EXPECT_EQ(inv.tune.n, "4096");
+  EXPECT_EQ(inv.tune.dtype, "fp16");
+  EXPECT_EQ(inv.tune.m, "1,8");
+  EXPECT_EQ(inv.tune.modes, "eager");
+  EXPECT_EQ(inv.tune.variants, "lamport,one_stage");
+  EXPECT_EQ(inv.tune.warmup, "3");
+  EXPECT_EQ(inv.tune.iters, "9");
+  EXPECT_EQ(inv.tune.timeout, "1s");
+  EXPECT_EQ(inv.format, "json");
+  EXPECT_EQ(inv.out_path, "/tmp/t.json");
+}
+
+TEST_F(CliTest, TuneFixesPatternAndTolerance) {
+  for (const char* flag : {"--pattern", "--tolerance", "--stress"}) {
+    Parsed p = Parse({"tune", "--world", "2", flag, "1"});
+    ASSERT_TRUE(std::holds_alternative<int>(p.result)) << flag;
+    EXPECT_EQ(std::get<int>(p.result), 3);
+    EXPECT_THAT(p.err, HasSubstr(flag));
+  }
+}
+
 TEST_F(CliTest, GetCancelAndRuns) {
   Parsed get = Parse({"get", "r-1", "--format", "json"});
   ASSERT_TRUE(std::holds_alternative<Invocation>(get.result)) << get.err;
@@ -177,7 +208,7 @@ TEST_F(CliTest, CommandIsRequired) {
 }
 
 TEST_F(CliTest, RemovedOrFutureCommandsAreNotAccepted) {
-  Parsed p = Parse({"tune"});
+  Parsed p = Parse({"history"});
   ASSERT_TRUE(std::holds_alternative<int>(p.result));
   EXPECT_EQ(std::get<int>(p.result), 3);
 }
@@ -211,6 +242,29 @@ TEST_F(CliTest, BadFormatIsExitThree) {
   EXPECT_THAT(err, HasSubstr("--format: cannot parse 'yaml'"));
   EXPECT_EQ(Cli({"devices", "--format", "junit"}, &out, &err), 3);
   EXPECT_THAT(err, HasSubstr("--format: devices prints table or json"));
+}
+
+TEST_F(CliTest, TuneWithTwoModesIsExitThreeNamingModes) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"tune", "--world", "2", "--modes", "eager,graph"}, &out, &err), 3);
+  EXPECT_THAT(err, StartsWith("colltest: INVALID_ARGUMENT: --modes: 'eager,graph' names more "
+                              "than one mode"));
+  EXPECT_EQ(out, "");
+}
+
+TEST_F(CliTest, TuneWorldZeroOrMissingIsExitThreeNamingWorld) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"tune", "--world", "0"}, &out, &err), 3);
+  EXPECT_THAT(err, StartsWith("colltest: INVALID_ARGUMENT: --world: '0' is not a rank count"));
+  EXPECT_EQ(Cli({"tune"}, &out, &err), 3);
+  EXPECT_THAT(err, StartsWith("colltest: INVALID_ARGUMENT: --world: required"));
+  EXPECT_EQ(out, "");
+}
+
+TEST_F(CliTest, TunePrintsTableOrJsonOnly) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"tune", "--world", "2", "--format", "csv"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--format: tune prints table or json, not csv"));
 }
 
 TEST_F(CliTest, BadHealthTimeoutIsExitThreeNamingTheFlag) {

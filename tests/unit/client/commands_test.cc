@@ -3,6 +3,7 @@
 #include "client/commands.h"
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -24,8 +25,19 @@
 namespace colltest::client {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
+
+// The outcome of a `tune` sweep by its --world: 2 is all OK.
+constexpr uint32_t kTuneWrong = 3;      // lamport WRONG at the last m
+constexpr uint32_t kTuneHang = 4;       // two_kernel HANG at the last m
+constexpr uint32_t kTuneNoRow = 5;      // every case UNSUPPORTED
+constexpr uint32_t kTuneCancelled = 6;  // the run was cancelled
+constexpr uint32_t kTuneError = 7;      // one_stage ERROR at the last m
+constexpr uint32_t kTuneNoSummary = 8;  // the stream ends without its summary
+constexpr uint32_t kTuneRefused = 9;    // the Sweep call fails (too many ranks)
 
 class FakeColltestd final : public v1::CollectiveTest::Service {
  public:
@@ -92,6 +104,10 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
   grpc::Status Sweep(grpc::ServerContext* context, const v1::RunRequest* request,
                      grpc::ServerWriter<v1::SweepEvent>* writer) override {
     Record(context, &request->spec());
+    if (request->spec().label() == "tune" && request->spec().world_size() == kTuneRefused) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "spec.world_size: 9 ranks requested, 4 devices available");
+    }
     const v1::RunResult run = RunFor(request->spec());
     v1::SweepEvent event;
     event.set_run_id(run.run_id());
@@ -102,7 +118,10 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
       *event.mutable_result() = c;
       writer->Write(event);
     }
-    if (request->spec().label() == "no-summary") return grpc::Status::OK;
+    if (request->spec().label() == "no-summary" ||
+        (request->spec().label() == "tune" && request->spec().world_size() == kTuneNoSummary)) {
+      return grpc::Status::OK;
+    }
     *event.mutable_summary() = run;
     writer->Write(event);
     return grpc::Status::OK;
@@ -161,6 +180,7 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
  private:
   // The label selects the run's outcome, so each test can ask for the verdict it checks.
   static v1::RunResult RunFor(const v1::SweepSpec& spec) {
+    if (spec.label() == "tune") return TuneRunFor(spec);
     v1::RunResult run = testing::SampleRun();
     if (spec.label() == "all-ok") {
       run.clear_cases();
@@ -170,6 +190,48 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
       run.set_state(v1::RUN_STATE_CANCELLED);
       run.set_message("cancelled by user");
       run.mutable_cases()->DeleteSubrange(1, run.cases_size() - 1);
+    }
+    return run;
+  }
+
+  // Every case of the spec, timed so that lamport_tb is the fastest at m = 1 and two_kernel at
+  // m = 64; the world size selects the failures (kTune* above).
+  static v1::RunResult TuneRunFor(const v1::SweepSpec& spec) {
+    const uint32_t world = spec.world_size();
+    v1::RunResult run;
+    run.set_run_id("r-tune");
+    run.set_backend("cpu");
+    run.set_state(world == kTuneCancelled ? v1::RUN_STATE_CANCELLED : v1::RUN_STATE_DONE);
+    if (world == kTuneCancelled) run.set_message("cancelled by user");
+    const uint32_t last_m = spec.m(spec.m_size() - 1);
+    for (uint32_t m : spec.m()) {
+      for (int v : spec.variants()) {
+        const v1::Variant variant = static_cast<v1::Variant>(v);
+        v1::CaseStatus status = v1::CASE_STATUS_OK;
+        if (world == kTuneNoRow) status = v1::CASE_STATUS_UNSUPPORTED;
+        if (world == kTuneWrong && variant == v1::VARIANT_LAMPORT && m == last_m) {
+          status = v1::CASE_STATUS_WRONG;
+        }
+        if (world == kTuneHang && variant == v1::VARIANT_TWO_KERNEL && m == last_m) {
+          status = v1::CASE_STATUS_HANG;
+        }
+        if (world == kTuneError && variant == v1::VARIANT_ONE_STAGE && m == last_m) {
+          status = v1::CASE_STATUS_ERROR;
+        }
+        v1::CaseResult c = testing::MakeCase(variant, status);
+        c.set_index(run.cases_size());
+        c.set_mode(spec.modes(0));
+        c.set_world_size(world);
+        c.set_m(m);
+        c.set_n(spec.n(0));
+        c.set_dtype(spec.dtype());
+        const double base[] = {0, 10, 12, 8, 7};
+        const double per_m[] = {0, 0.1, 0.04, 0.2, 0.3};
+        if (status == v1::CASE_STATUS_OK || status == v1::CASE_STATUS_WRONG) {
+          c.mutable_timing()->set_median_us(base[v] + per_m[v] * m);
+        }
+        *run.add_cases() = c;
+      }
     }
     return run;
   }
@@ -417,6 +479,142 @@ TEST_F(CommandsTest, HealthCallCarriesTheDeadline) {
   EXPECT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded) << response.status();
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool Exists(const std::string& path) { return std::ifstream(path).good(); }
+
+TEST_F(CommandsTest, TuneSweepsOnceAndWritesTheTable) {
+  const std::string path = ::testing::TempDir() + "/colltest_tune.json";
+  std::remove(path.c_str());
+  const int64_t before = absl::ToUnixMillis(absl::Now());
+  ASSERT_EQ(Cli({"tune", "--world", "2", "--m", "64,1", "--out", path}), 0) << err_;
+  const int64_t after = absl::ToUnixMillis(absl::Now());
+
+  const v1::SweepSpec spec = service_.last_spec();
+  EXPECT_EQ(spec.world_size(), 2u);
+  EXPECT_THAT(spec.m(), ElementsAre(1, 64));
+  EXPECT_THAT(spec.n(), ElementsAre(7168));
+  EXPECT_THAT(spec.modes(), ElementsAre(v1::MODE_GRAPH));
+  EXPECT_EQ(spec.variants_size(), 4);
+  EXPECT_EQ(spec.pattern(), v1::PATTERN_NORMAL);
+  EXPECT_EQ(spec.tolerance(), v1::TOLERANCE_STRICT);
+  EXPECT_EQ(spec.warmup(), 20u);
+  EXPECT_EQ(spec.iters(), 200u);
+  EXPECT_EQ(spec.timeout_ms(), 5000u);
+
+  // The sweep's progress, as `sweep` prints it.
+  EXPECT_THAT(err_, HasSubstr("run r-tune\n"));
+  EXPECT_THAT(err_, HasSubstr("[1/8] one_stage graph m=1 n=7168: OK 10.1 us\n"));
+  EXPECT_THAT(err_, HasSubstr("[8/8] lamport_tb graph m=64 n=7168: OK 26.2 us\n"));
+  EXPECT_THAT(err_, Not(HasSubstr("warning")));
+
+  EXPECT_THAT(out_, StartsWith("tune W=2 n=7168 bf16 graph  backend cpu  device cpu0  run r-tune"));
+  EXPECT_THAT(out_, HasSubstr("\n 1   14336       10.1        12.0      8.2         7.3  lamport_tb"
+                              "     1.12x\n"
+                              "64  917504       16.4        14.6     20.8        26.2  two_kernel"
+                              "     1.13x\n"));
+  EXPECT_THAT(out_, HasSubstr("\ncrossovers: lamport_tb up to m=1 (14336 B), two_kernel from "
+                              "m=64\n"));
+
+  const nlohmann::json json = nlohmann::json::parse(ReadFile(path));
+  EXPECT_EQ(json["kind"], "colltest-tune-table");
+  EXPECT_EQ(json["backend"], "cpu");
+  EXPECT_EQ(json["device"], "cpu0");
+  EXPECT_EQ(json["world"], 2);
+  EXPECT_EQ(json["run_id"], "r-tune");
+  EXPECT_GE(json["created_unix_ms"].get<int64_t>(), before);
+  EXPECT_LE(json["created_unix_ms"].get<int64_t>(), after);
+  ASSERT_EQ(json["rows"].size(), 2u);
+  EXPECT_EQ(json["rows"][0]["best"], "lamport_tb");
+  EXPECT_EQ(json["rows"][1]["best"], "two_kernel");
+}
+
+TEST_F(CommandsTest, TuneFormatJsonPrintsWhatItWrites) {
+  const std::string path = ::testing::TempDir() + "/colltest_tune_json.json";
+  ASSERT_EQ(Cli({"tune", "--world", "2", "--m", "1", "--format", "json", "--out", path}), 0)
+      << err_;
+  EXPECT_EQ(out_, ReadFile(path));
+  EXPECT_EQ(nlohmann::json::parse(out_)["rows"][0]["m"], 1);
+  // Without --out the JSON only goes to stdout.
+  ASSERT_EQ(Cli({"tune", "--world", "2", "--dtype", "fp32", "--format", "json"}), 0) << err_;
+  EXPECT_EQ(nlohmann::json::parse(out_)["dtype"], "fp32");
+  EXPECT_EQ(nlohmann::json::parse(out_)["rows"].size(), 9u);
+}
+
+TEST_F(CommandsTest, TuneWrongIsOneAndTheTableLeavesTheWrongCaseOut) {
+  const std::string path = ::testing::TempDir() + "/colltest_tune_wrong.json";
+  EXPECT_EQ(Cli({"tune", "--world", "3", "--m", "1,64", "--out", path}), 1) << err_;
+  const nlohmann::json json = nlohmann::json::parse(ReadFile(path));
+  ASSERT_EQ(json["rows"].size(), 2u);
+  EXPECT_TRUE(json["rows"][0]["us"].contains("lamport"));
+  EXPECT_FALSE(json["rows"][1]["us"].contains("lamport"));
+  EXPECT_EQ(json["rows"][1]["us"].size(), 3u);
+}
+
+TEST_F(CommandsTest, TuneHangIsTwo) {
+  EXPECT_EQ(Cli({"tune", "--world", "4", "--m", "1,64"}), 2) << err_;
+  EXPECT_THAT(out_, HasSubstr("crossovers: "));
+}
+
+TEST_F(CommandsTest, TuneErrorCaseIsThreeWithTheTable) {
+  EXPECT_EQ(Cli({"tune", "--world", "7", "--m", "1,64"}), 3) << err_;
+  EXPECT_THAT(out_, HasSubstr("crossovers: "));
+}
+
+TEST_F(CommandsTest, TuneWithoutAnyRowIsThreeAndWritesNothing) {
+  const std::string path = ::testing::TempDir() + "/colltest_tune_none.json";
+  std::remove(path.c_str());
+  EXPECT_EQ(Cli({"tune", "--world", "5", "--m", "1,64", "--out", path}), 3);
+  EXPECT_EQ(out_, "");
+  EXPECT_FALSE(Exists(path));
+  EXPECT_THAT(err_, HasSubstr("colltest: warning: no tune row for m=1: no variant OK (one_stage "
+                              "UNSUPPORTED, two_kernel UNSUPPORTED, lamport UNSUPPORTED, "
+                              "lamport_tb UNSUPPORTED)\n"));
+  EXPECT_THAT(err_, HasSubstr("colltest: warning: no tune row for m=64: "));
+  EXPECT_THAT(err_, HasSubstr("colltest: FAILED_PRECONDITION: run r-tune: no m had an OK variant: "
+                              "no tune table written\n"));
+}
+
+TEST_F(CommandsTest, TuneCancelledIsThreeAndWritesNothing) {
+  const std::string path = ::testing::TempDir() + "/colltest_tune_cancelled.json";
+  std::remove(path.c_str());
+  EXPECT_EQ(Cli({"tune", "--world", "6", "--m", "1", "--out", path}), 3);
+  EXPECT_EQ(out_, "");
+  EXPECT_FALSE(Exists(path));
+  EXPECT_THAT(err_, HasSubstr("colltest: run r-tune CANCELLED: cancelled by user: no tune table "
+                              "written\n"));
+}
+
+TEST_F(CommandsTest, TuneWithoutSummaryIsThreeAndWritesNothing) {
+  const std::string path = ::testing::TempDir() + "/colltest_tune_partial.json";
+  std::remove(path.c_str());
+  EXPECT_EQ(Cli({"tune", "--world", "8", "--m", "1", "--out", path}), 3);
+  EXPECT_EQ(out_, "");
+  EXPECT_FALSE(Exists(path));
+  EXPECT_THAT(err_, HasSubstr("colltest: DATA_LOSS: the sweep stream ended without a summary"));
+}
+
+TEST_F(CommandsTest, TuneRefusedByTheServerIsThreeAndWritesNothing) {
+  const std::string path = ::testing::TempDir() + "/colltest_tune_refused.json";
+  std::remove(path.c_str());
+  EXPECT_EQ(Cli({"tune", "--world", "9", "--out", path}), 3);
+  EXPECT_EQ(err_,
+            "colltest: INVALID_ARGUMENT: spec.world_size: 9 ranks requested, 4 devices "
+            "available\n");
+  EXPECT_EQ(out_, "");
+  EXPECT_FALSE(Exists(path));
+}
+
+TEST_F(CommandsTest, TuneUnwritableOutIsThree) {
+  EXPECT_EQ(Cli({"tune", "--world", "2", "--m", "1", "--out", "/nonexistent/dir/t.json"}), 3);
+  EXPECT_THAT(err_, HasSubstr("--out: cannot write '/nonexistent/dir/t.json'"));
+}
+
 TEST(HealthDeadlineTest, FortyTimesTheCaseTimeoutAndAtLeastTwoMinutes) {
   EXPECT_EQ(HealthDeadline(0), absl::Seconds(200));  // the server's default 5 s
   EXPECT_EQ(HealthDeadline(5000), absl::Seconds(200));
@@ -432,6 +630,13 @@ TEST(UnreachableTest, RpcFailureIsThreeWithGrpcCodeName) {
   int code = RunCli({"colltest", "--server", "127.0.0.1:1", "devices"}, out, err);
   EXPECT_EQ(code, 3);
   EXPECT_THAT(err.str(), StartsWith("colltest: UNAVAILABLE: "));
+}
+
+TEST(UnreachableTest, TuneIsThree) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCli({"colltest", "--server", "127.0.0.1:1", "tune", "--world", "2"}, out, err), 3);
+  EXPECT_THAT(err.str(), StartsWith("colltest: UNAVAILABLE: "));
+  EXPECT_EQ(out.str(), "");
 }
 
 }  // namespace

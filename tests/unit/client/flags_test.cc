@@ -274,5 +274,114 @@ TEST(ParseFaultFlagTest, KeepsKindAndRankAsTyped) {
   EXPECT_EQ(*ParseFaultFlag("--fault", "never_arrive:3"), "never_arrive:3");
 }
 
+TEST(BuildTuneSpecTest, Defaults) {
+  TuneFlags flags;
+  flags.world = "2";
+  absl::StatusOr<v1::SweepSpec> spec = BuildTuneSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->world_size(), 2u);
+  EXPECT_EQ(spec->devices_size(), 0);
+  EXPECT_THAT(spec->n(), ElementsAre(7168));
+  EXPECT_EQ(spec->dtype(), v1::DTYPE_BF16);
+  EXPECT_THAT(spec->m(), ElementsAre(1, 8, 16, 32, 64, 128, 256, 512, 1024));
+  EXPECT_THAT(spec->modes(), ElementsAre(v1::MODE_GRAPH));
+  EXPECT_THAT(spec->variants(), ElementsAre(v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL,
+                                            v1::VARIANT_LAMPORT, v1::VARIANT_LAMPORT_TB));
+  EXPECT_EQ(spec->pattern(), v1::PATTERN_NORMAL);
+  EXPECT_EQ(spec->tolerance(), v1::TOLERANCE_STRICT);
+  EXPECT_EQ(spec->warmup(), 20u);
+  EXPECT_EQ(spec->iters(), 200u);
+  EXPECT_EQ(spec->timeout_ms(), 5000u);
+  EXPECT_EQ(spec->label(), "tune");
+  EXPECT_FALSE(spec->no_residual());
+  EXPECT_FALSE(spec->stop_on_failure());
+  EXPECT_EQ(spec->stress_calls(), 0u);
+  EXPECT_EQ(spec->fault(), "");
+  EXPECT_FALSE(spec->has_knobs());
+}
+
+TEST(BuildTuneSpecTest, TranslatesEveryFlag) {
+  TuneFlags flags;
+  flags.world = "8";
+  flags.n = "4096";
+  flags.dtype = "fp32";
+  flags.m = "64, 1,8,1";
+  flags.modes = "eager";
+  flags.variants = "lamport_tb,one_stage,lamport_tb,nccl";
+  flags.warmup = "3";
+  flags.iters = "50";
+  flags.timeout = "2s";
+  absl::StatusOr<v1::SweepSpec> spec = BuildTuneSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->world_size(), 8u);
+  EXPECT_THAT(spec->n(), ElementsAre(4096));
+  EXPECT_EQ(spec->dtype(), v1::DTYPE_FP32);
+  // One row per m, ascending.
+  EXPECT_THAT(spec->m(), ElementsAre(1, 8, 64));
+  EXPECT_THAT(spec->modes(), ElementsAre(v1::MODE_EAGER));
+  // Listed order kept (it breaks ties), repeats dropped.
+  EXPECT_THAT(spec->variants(),
+              ElementsAre(v1::VARIANT_LAMPORT_TB, v1::VARIANT_ONE_STAGE, v1::VARIANT_NCCL));
+  EXPECT_EQ(spec->warmup(), 3u);
+  EXPECT_EQ(spec->iters(), 50u);
+  EXPECT_EQ(spec->timeout_ms(), 2000u);
+}
+
+TEST(BuildTuneSpecTest, ARepeatedModeIsStillOneMode) {
+  TuneFlags flags;
+  flags.world = "2";
+  flags.modes = "graph, GRAPH";
+  absl::StatusOr<v1::SweepSpec> spec = BuildTuneSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->modes(), ElementsAre(v1::MODE_GRAPH));
+}
+
+TEST(BuildTuneSpecTest, WorldIsRequired) {
+  absl::StatusOr<v1::SweepSpec> spec = BuildTuneSpec(TuneFlags{});
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(), HasSubstr("--world: required"));
+}
+
+class BadTuneFlagTest : public ::testing::TestWithParam<BadFlagCase> {};
+
+TEST_P(BadTuneFlagTest, IsRejectedNamingTheFlag) {
+  const BadFlagCase& param = GetParam();
+  TuneFlags flags;
+  flags.world = "2";
+  if (param.flag == "--world") flags.world = param.value;
+  if (param.flag == "--n") flags.n = param.value;
+  if (param.flag == "--dtype") flags.dtype = param.value;
+  if (param.flag == "--m") flags.m = param.value;
+  if (param.flag == "--modes") flags.modes = param.value;
+  if (param.flag == "--variants") flags.variants = param.value;
+  if (param.flag == "--warmup") flags.warmup = param.value;
+  if (param.flag == "--iters") flags.iters = param.value;
+  if (param.flag == "--timeout") flags.timeout = param.value;
+  absl::StatusOr<v1::SweepSpec> spec = BuildTuneSpec(flags);
+  ASSERT_FALSE(spec.ok()) << param.flag << " " << param.value;
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(), HasSubstr(param.flag + ":"));
+  EXPECT_THAT(spec.status().message(), HasSubstr(param.expected_in_message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tune, BadTuneFlagTest,
+    ::testing::Values(
+        // The table is for one mode; "all" is two.
+        BadFlagCase{"--modes", "eager,graph", "'eager,graph' names more than one mode"},
+        BadFlagCase{"--modes", "all", "'all' names more than one mode"},
+        BadFlagCase{"--modes", "lazy", "'lazy'"},
+        // The proto's 0 means every device: a world the table could not name.
+        BadFlagCase{"--world", "0", "'0' is not a rank count"},
+        BadFlagCase{"--world", "two", "'two'"}, BadFlagCase{"--n", "7168,4096", "one hidden size"},
+        BadFlagCase{"--n", "big", "'big'"},
+        BadFlagCase{"--variants", "one_stage,auto", "includes auto"},
+        BadFlagCase{"--variants", "all", "includes auto"},
+        BadFlagCase{"--variants", "turbo", "'turbo'"}, BadFlagCase{"--m", "1,,8", "'1,,8'"},
+        BadFlagCase{"--dtype", "fp8", "'fp8'"}, BadFlagCase{"--warmup", "-1", "'-1'"},
+        BadFlagCase{"--iters", "many", "'many'"}, BadFlagCase{"--timeout", "soon", "'soon'"}),
+    BadFlagName);
+
 }  // namespace
 }  // namespace colltest::client
