@@ -130,6 +130,37 @@ elif not os.path.exists(anchors):
 PY
 fi
 
+if [ "$stage" = "all" ] || [ "$stage" = "tune" ]; then
+  # The crossover table for `auto` at this box's world size, then `auto` dispatching from it.
+  start_daemon tune
+  world=$(nvidia-smi -L | wc -l)
+  table="$out/tune_cuda_h200_w${world}_bf16_graph_n7168.json"
+  timeout 300 "$bin/colltest" --server "$addr" tune --world "$world" --n 7168 --dtype bf16 \
+    --m 1,8,16,32,64,128,256,512,1024,2048 --modes graph --warmup 20 --iters 200 \
+    --out "$table" 2>"$out/tune.err" | tee "$out/tune.txt"
+  echo "tune rc=$?"
+  stop_daemon
+  mkdir -p "$out/tune_dir" && cp "$table" "$out/tune_dir/"
+  log="$out/colltestd_auto.log"
+  "$bin/colltestd" --listen 127.0.0.1:0 --backend cuda --tune-dir "$out/tune_dir" >"$log" 2>&1 &
+  daemon=$!
+  for _ in $(seq 1 240); do
+    grep -q 'listening on' "$log" && break
+    sleep 0.25
+  done
+  addr=$(sed -n 's/^colltestd listening on \([^ ]*\).*/\1/p' "$log" | head -1)
+  timeout 120 "$bin/colltest" --server "$addr" sweep --world "$world" --n 7168 --dtype bf16 \
+    --m 1,8,64,256,1024 --variants auto --modes graph --pattern integers --format json \
+    --out "$out/auto.json" 2>/dev/null
+  echo "auto rc=$?"
+  python3 - "$out/auto.json" <<'PY'
+import json, sys
+for c in json.load(open(sys.argv[1]))["cases"]:
+    print(f'auto m={c["m"]}: {c["status"]} -> {c["resolved_variant"]} {c["median_us"]:.2f} us')
+PY
+  stop_daemon
+fi
+
 if [ "$stage" != "bench" ]; then
   # Health check, recovery and metrics on a daemon that allows fault injection.
   log="$out/colltestd_health.log"
