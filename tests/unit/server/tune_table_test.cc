@@ -103,5 +103,13 @@ TEST(TuneTableTest, LoadsEveryJsonOfADirectoryAndRefusesABrokenOne) {
   std::filesystem::remove_all(dir);
 }
 
+// The tables shipped in tune/ are what colltestd loads by default: a broken one would stop it.
+TEST(TuneTableTest, TheCommittedTablesLoad) {
+  absl::StatusOr<TuneTables> loaded = TuneTables::LoadDir(COLLTEST_SOURCE_TUNE_DIR);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_FALSE(loaded->tables().empty());
+  EXPECT_TRUE(loaded->Resolve("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168).has_value());
+}
+
 }  // namespace
 }  // namespace colltest::server
