@@ -19,15 +19,18 @@ export COLLTEST_BIN_DIR="$bin"
   nvidia-smi topo -m; uname -a; date -u; } >"$out/box.txt" 2>&1
 "$bin/colltest-worker" --probe --backend auto | tee "$out/probe.json"
 
+# start_daemon NAME [colltestd flags...]: sets $daemon, $addr and $http (the metrics address).
 start_daemon() {
   log="$out/colltestd_$1.log"
-  "$bin/colltestd" --listen 127.0.0.1:0 --backend cuda --max-case-bytes 64MiB >"$log" 2>&1 &
+  shift
+  "$bin/colltestd" --listen 127.0.0.1:0 --backend cuda --max-case-bytes 64MiB "$@" >"$log" 2>&1 &
   daemon=$!
   for _ in $(seq 1 240); do
     grep -q 'listening on' "$log" && break
     sleep 0.25
   done
   addr=$(sed -n 's/^colltestd listening on \([^ ]*\).*/\1/p' "$log" | head -1)
+  http=$(sed -n 's/^colltestd listening on .* http=\([^ ]*\).*/\1/p' "$log" | head -1)
 }
 stop_daemon() {
   kill "$daemon"
@@ -141,14 +144,7 @@ if [ "$stage" = "all" ] || [ "$stage" = "tune" ]; then
   echo "tune rc=$?"
   stop_daemon
   mkdir -p "$out/tune_dir" && cp "$table" "$out/tune_dir/"
-  log="$out/colltestd_auto.log"
-  "$bin/colltestd" --listen 127.0.0.1:0 --backend cuda --tune-dir "$out/tune_dir" >"$log" 2>&1 &
-  daemon=$!
-  for _ in $(seq 1 240); do
-    grep -q 'listening on' "$log" && break
-    sleep 0.25
-  done
-  addr=$(sed -n 's/^colltestd listening on \([^ ]*\).*/\1/p' "$log" | head -1)
+  start_daemon auto --tune-dir "$out/tune_dir"
   timeout 120 "$bin/colltest" --server "$addr" sweep --world "$world" --n 7168 --dtype bf16 \
     --m 1,8,64,256,1024 --variants auto --modes graph --pattern integers --format json \
     --out "$out/auto.json" 2>/dev/null
@@ -163,16 +159,7 @@ fi
 
 if [ "$stage" != "bench" ]; then
   # Health check, recovery and metrics on a daemon that allows fault injection.
-  log="$out/colltestd_health.log"
-  "$bin/colltestd" --listen 127.0.0.1:0 --backend cuda --allow-fault-injection \
-    --http 127.0.0.1:0 >"$log" 2>&1 &
-  daemon=$!
-  for _ in $(seq 1 240); do
-    grep -q 'listening on' "$log" && break
-    sleep 0.25
-  done
-  addr=$(sed -n 's/^colltestd listening on \([^ ]*\).*/\1/p' "$log" | head -1)
-  http=$(sed -n 's/^colltestd listening on .* http=\([^ ]*\).*/\1/p' "$log" | head -1)
+  start_daemon health --allow-fault-injection --http 127.0.0.1:0
   timeout 400 python3 tests/gpu/health_on_box.py "$bin/colltest" "$addr" "$http" "$out"
   echo "health stage rc=$?"
   stop_daemon
