@@ -185,6 +185,22 @@ HangClaims CollectClaims(absl::Span<const v1::RankResult> ranks) {
 
 }  // namespace
 
+bool HangsFollowWrongRanks(absl::Span<const v1::RankResult> ranks) {
+  bool any_hang = false;
+  for (const v1::RankResult& r : ranks) {
+    if (r.status() != v1::CASE_STATUS_HANG) continue;
+    any_hang = true;
+    const int32_t s = r.suspect_peer();
+    if (s < 0 || static_cast<size_t>(s) >= ranks.size()) return false;
+    const v1::RankResult* suspect = nullptr;
+    for (const v1::RankResult& p : ranks) {
+      if (static_cast<int32_t>(p.rank()) == s) suspect = &p;
+    }
+    if (suspect == nullptr || suspect->status() != v1::CASE_STATUS_WRONG) return false;
+  }
+  return any_hang;
+}
+
 std::optional<uint32_t> HangCulprit(absl::Span<const v1::RankResult> ranks) {
   const HangClaims claims = CollectClaims(ranks);
   if (claims.waits.size() == 1) return static_cast<uint32_t>(claims.waits.begin()->first);
@@ -233,10 +249,18 @@ v1::CaseResult MergeCase(uint32_t index, absl::Span<const uint32_t> devices,
   for (const v1::RankResult& r : ranks) {
     if (StatusSeverity(r.status()) > StatusSeverity(worst)) worst = r.status();
   }
+  // A rank stops a stress run at its first wrong call, and its peers then wait for it in vain:
+  // when every rank that hung waited for a rank that answered WRONG, the wrong result is the
+  // cause and the hangs its consequence.
+  if (worst == v1::CASE_STATUS_HANG && HangsFollowWrongRanks(ranks)) {
+    worst = v1::CASE_STATUS_WRONG;
+    c.set_status(worst);
+    c.set_message(absl::StrCat(WorstRankMessage(ranks, worst), "; then ", HangVerdict(ranks)));
+  }
   c.set_status(worst);
-  if (worst == v1::CASE_STATUS_HANG) {
+  if (c.message().empty() && worst == v1::CASE_STATUS_HANG) {
     c.set_message(HangVerdict(ranks));
-  } else if (worst != v1::CASE_STATUS_OK) {
+  } else if (c.message().empty() && worst != v1::CASE_STATUS_OK) {
     c.set_message(WorstRankMessage(ranks, worst));
   }
 

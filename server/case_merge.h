@@ -39,6 +39,10 @@ colltest::v1::CaseResult UnsupportedCase(uint32_t index, absl::Span<const uint32
 // rank's suspect_peer and phase. Exposed for tests.
 std::string HangVerdict(absl::Span<const colltest::v1::RankResult> ranks);
 
+// True when every rank that hung waited for a rank that answered WRONG (which stopped at its
+// first wrong call): the case is WRONG, the hangs are its consequence. Exposed for tests.
+bool HangsFollowWrongRanks(absl::Span<const colltest::v1::RankResult> ranks);
+
 // The one rank a hang is blamed on: the peer every hung rank waited for, or the only rank that
 // hung without naming one (it stopped answering). None when the ranks disagree.
 std::optional<uint32_t> HangCulprit(absl::Span<const colltest::v1::RankResult> ranks);

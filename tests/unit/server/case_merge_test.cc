@@ -58,6 +58,21 @@ TEST(CaseMergeTest, TheRankThatDiedIsNamedNotTheRanksAbortedBecauseOfIt) {
   EXPECT_THAT(c.message(), HasSubstr("also ranks 0, 1, 3"));
 }
 
+TEST(CaseMergeTest, HangsOfRanksWaitingForARankThatStoppedAtAWrongCallAreWrong) {
+  std::vector<v1::RankResult> ranks = Ok();
+  ranks[0].set_status(v1::CASE_STATUS_WRONG);
+  ranks[0].set_message("lamport: 12 of 4096 elements outside tolerance");
+  ranks[2] = Hang(2, 0, "lamport start_sync");
+  v1::CaseResult c = MergeCase(0, kDevices, Request(), ranks);
+  EXPECT_EQ(c.status(), v1::CASE_STATUS_WRONG);
+  EXPECT_THAT(c.message(), HasSubstr("outside tolerance"));
+  EXPECT_THAT(c.message(), HasSubstr("then rank 0 never arrived: rank 2 waited for it"));
+  // A hang that waited for a rank that did not report WRONG stays a hang.
+  ranks[3] = Hang(3, 1, "lamport start_sync");
+  c = MergeCase(0, kDevices, Request(), ranks);
+  EXPECT_EQ(c.status(), v1::CASE_STATUS_HANG);
+}
+
 TEST(CaseMergeTest, HeaderComesFromTheRequest) {
   const v1::CaseResult c = MergeCase(7, kDevices, Request(), Ok());
   EXPECT_EQ(c.index(), 7u);
