@@ -16,12 +16,10 @@ namespace v1 = ::colltest::v1;
 
 namespace {
 
-uint64_t ElementBytes(v1::DType dtype) { return dtype == v1::DTYPE_FP32 ? 4 : 2; }
-
 std::optional<v1::DType> DTypeNamed(const std::string& name) {
-  if (name == "bf16") return v1::DTYPE_BF16;
-  if (name == "fp16") return v1::DTYPE_FP16;
-  if (name == "fp32") return v1::DTYPE_FP32;
+  for (v1::DType t : {v1::DTYPE_BF16, v1::DTYPE_FP16, v1::DTYPE_FP32}) {
+    if (DTypeName(t) == name) return t;
+  }
   return std::nullopt;
 }
 
@@ -72,7 +70,7 @@ absl::StatusOr<TuneTable> ParseTuneTable(const std::string& text, const std::str
     TuneTable::Row row;
     row.m = r.value("m", 0u);
     if (row.m < 1) return bad("rows[].m: must be >= 1");
-    row.bytes = uint64_t{row.m} * t.n * ElementBytes(t.dtype);
+    row.bytes = uint64_t{row.m} * t.n * ElemBytes(t.dtype);
     const std::optional<v1::Variant> best = ConcreteVariantNamed(r.value("best", ""));
     if (!best) return bad(absl::StrCat("rows[m=", row.m, "].best: not a variant that runs"));
     row.best = *best;
@@ -116,7 +114,7 @@ std::optional<AutoChoice> TuneTables::Resolve(const std::string& backend, uint32
     if (chosen == nullptr || score(t) < score(*chosen)) chosen = &t;
   }
   if (chosen == nullptr) return std::nullopt;
-  const uint64_t bytes = uint64_t{m} * n * ElementBytes(dtype);
+  const uint64_t bytes = uint64_t{m} * n * ElemBytes(dtype);
   const TuneTable::Row* row = &chosen->rows.front();
   for (const TuneTable::Row& r : chosen->rows) {
     if (r.bytes <= bytes) row = &r;

@@ -112,7 +112,6 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
       std::max(CaseTimeout(request), absl::Seconds(1)) + heartbeat_grace_;
   std::unique_ptr<std::atomic<bool>[]> answered(new std::atomic<bool>[world]);
   for (size_t rank = 0; rank < world; ++rank) answered[rank] = false;
-  std::atomic<size_t> answers_in{0};
   // What each rank that answered HANG waited for (-1: it did not, or has not answered yet).
   std::unique_ptr<std::atomic<int32_t>[]> waited_for(new std::atomic<int32_t>[world]);
   for (size_t rank = 0; rank < world; ++rank) waited_for[rank] = -1;
@@ -127,7 +126,9 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
     for (size_t rank = 0; rank < world; ++rank) last[rank] = ranks_[rank]->Heartbeat();
     while (!all_answered.WaitForNotificationWithTimeout(kWatchdogPeriod)) {
       const absl::Time now = absl::Now();
-      const bool last_one = answers_in.load() + 1 >= world;
+      size_t answers_in = 0;
+      for (size_t rank = 0; rank < world; ++rank) answers_in += answered[rank].load();
+      const bool last_one = answers_in + 1 >= world;
       for (size_t rank = 0; rank < world; ++rank) {
         if (answered[rank].load()) continue;
         const uint64_t beat = ranks_[rank]->Heartbeat();
@@ -167,12 +168,10 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
       answers[rank] = std::move(reply);
       answered[rank] = true;
       last_answer_ns = absl::ToUnixNanos(absl::Now());
-      answers_in.fetch_add(1);
       return;
     }
     failures[rank] = ranks_[rank]->ClassifyFailedCall(errors[rank]);
     answered[rank] = true;
-    answers_in.fetch_add(1);
     if (failures[rank] != CallFailure::kKilledByUs) first.Record(rank);
   });
   all_answered.Notify();

@@ -38,7 +38,7 @@ bool Overlap(const DeviceList& a, const DeviceList& b) {
 
 // The cause of a failed case in one line: the first rank that failed by itself (its peers'
 // "aborted" results are consequences).
-std::string FirstFailure(const std::vector<RankResult>& ranks) {
+std::string FailureSummary(const std::vector<RankResult>& ranks) {
   const RankResult* first = nullptr;
   for (const RankResult& r : ranks) {
     if (r.status() == colltest::v1::CASE_STATUS_OK ||
@@ -127,10 +127,10 @@ absl::StatusOr<std::vector<RankResult>> WorkerPoolImpl::RunCase(absl::Span<const
   WorkerGroup::CaseOutcome outcome = (*group)->RunCase(request);
   if (outcome.failed) {
     Retire(*group);
-    BeginRecovery(key, FirstFailure(outcome.ranks), /*respawn=*/true);
+    BeginRecovery(key, FailureSummary(outcome.ranks), /*respawn=*/true);
   } else if (outcome.reset) {
     // Reset re-armed the protocol state; the canary proves it before the next case trusts it.
-    BeginRecovery(key, FirstFailure(outcome.ranks), /*respawn=*/false);
+    BeginRecovery(key, FailureSummary(outcome.ranks), /*respawn=*/false);
   }
   return std::move(outcome.ranks);
 }
@@ -188,7 +188,7 @@ absl::StatusOr<std::shared_ptr<WorkerGroup>> WorkerPoolImpl::Recover(const Devic
     return group;
   }
   WorkerGroup::CaseOutcome outcome = (*group)->RunCase(options_.canary);
-  const std::string failure = FirstFailure(outcome.ranks);
+  const std::string failure = FailureSummary(outcome.ranks);
   if (outcome.failed || !failure.empty()) {
     // A group that fails a fresh start on a known-good case is not to be trusted with the next one.
     Retire(*group);

@@ -81,4 +81,20 @@ absl::StatusOr<CaseShape> ShapeOf(const colltest::worker::v1::CaseRequest& reque
   return s;
 }
 
+absl::StatusOr<size_t> CaseBytes(const colltest::worker::v1::CaseRequest& request,
+                                 const CaseShape& shape, size_t capacity) {
+  if (request.m() == 0 || request.n() == 0 || request.n() % PackElems(shape.dtype) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape m = ", request.m(), ", n = ", request.n(), " is invalid"));
+  }
+  const size_t elem = ElemBytes(shape.dtype);
+  const size_t bytes = static_cast<size_t>(request.m()) * request.n() * elem;
+  if (bytes > capacity) {
+    return absl::InvalidArgumentError(absl::StrCat("m * n * ", elem, " = ", bytes,
+                                                   " bytes exceeds the worker's buffers of ",
+                                                   capacity, " bytes"));
+  }
+  return bytes;
+}
+
 }  // namespace colltest::worker

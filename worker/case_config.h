@@ -17,4 +17,9 @@ const char* VariantName(colltest::v1::Variant v);
 absl::StatusOr<CaseShape> ShapeOf(const colltest::worker::v1::CaseRequest& request, uint32_t world,
                                   uint32_t m);
 
+// The bytes one rank's input takes (m * n * element size), after checking that the shape is valid
+// (m, n > 0, n a multiple of the 16-byte pack) and fits the worker's buffers of `capacity` bytes.
+absl::StatusOr<size_t> CaseBytes(const colltest::worker::v1::CaseRequest& request,
+                                 const CaseShape& shape, size_t capacity);
+
 }  // namespace colltest::worker

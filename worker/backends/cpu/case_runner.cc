@@ -225,16 +225,9 @@ absl::StatusOr<colltest::v1::RankResult> CpuBackend::RunCase(
   if (!shape.ok()) return shape.status();
   cs.shape = *shape;
   cs.elem = ElemBytes(cs.shape.dtype);
-  if (req.m() == 0 || req.n() == 0 || req.n() % PackElems(cs.shape.dtype) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shape m = ", req.m(), ", n = ", req.n(), " is invalid"));
-  }
-  const size_t bytes = static_cast<size_t>(req.m()) * req.n() * cs.elem;
-  if (bytes > layout_.capacity) {
-    return absl::InvalidArgumentError(absl::StrCat("m * n * ", cs.elem, " = ", bytes,
-                                                   " bytes exceeds the worker's buffers of ",
-                                                   layout_.capacity, " bytes"));
-  }
+  absl::StatusOr<size_t> case_bytes = worker::CaseBytes(req, cs.shape, layout_.capacity);
+  if (!case_bytes.ok()) return case_bytes.status();
+  const size_t bytes = *case_bytes;
   if (variant == colltest::v1::VARIANT_LAMPORT_TB && bytes > layout_.tb_capacity) {
     return unsupported(absl::StrCat("lamport_tb: ", bytes,
                                     " bytes per rank exceed its triple-buffer capacity of ",

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -106,6 +107,27 @@ void AppendFloat(std::string& s, float f) {
 // node of the captured calls.
 void CrashWorker(void*) { std::abort(); }
 void StallWorker(void*) { raise(SIGSTOP); }
+
+// Captures what `record(c)` enqueues on `stream` for c in [0, k) and instantiates it. The calls
+// counted while capturing were not run: `calls` is restored, and *per_replay says how many one
+// replay runs (fewer than k when an injected fault stopped this rank inside the capture).
+absl::Status CaptureGraph(Stream stream, uint32_t k, int64_t& calls,
+                          const std::function<absl::Status(uint32_t)>& record, GraphExec* exec,
+                          int64_t* per_replay) {
+  const int64_t calls_before = calls;
+  if (absl::Status s = GpuOk(BeginCapture(stream), "begin capture"); !s.ok()) return s;
+  absl::Status captured = absl::OkStatus();
+  for (uint32_t c = 0; c < k && captured.ok(); ++c) captured = record(c);
+  Graph graph = nullptr;
+  const absl::Status ended = GpuOk(EndCapture(stream, &graph), "end capture");
+  *per_replay = calls - calls_before;
+  calls = calls_before;
+  if (!captured.ok()) return captured;
+  if (!ended.ok()) return ended;
+  const absl::Status instantiated = GpuOk(GraphInstantiate(exec, graph), "instantiate graph");
+  GraphDestroy(graph);
+  return instantiated;
+}
 
 // Events of timed calls, read after the stream drained.
 class EventPairs {
@@ -403,16 +425,9 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
   if (!shape.ok()) return shape.status();
   cs.shape = *shape;
   cs.elem = ElemBytes(cs.shape.dtype);
-  if (req.m() == 0 || req.n() == 0 || req.n() % PackElems(cs.shape.dtype) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shape m = ", req.m(), ", n = ", req.n(), " is invalid"));
-  }
-  const size_t bytes = static_cast<size_t>(req.m()) * req.n() * cs.elem;
-  if (bytes > layout_.capacity) {
-    return absl::InvalidArgumentError(absl::StrCat("m * n * ", cs.elem, " = ", bytes,
-                                                   " bytes exceeds the worker's buffers of ",
-                                                   layout_.capacity, " bytes"));
-  }
+  absl::StatusOr<size_t> case_bytes = worker::CaseBytes(req, cs.shape, layout_.capacity);
+  if (!case_bytes.ok()) return case_bytes.status();
+  const size_t bytes = *case_bytes;
   const uint32_t tpb = req.knobs().threads_per_block();
   if (tpb != 0 && tpb != 256 && tpb != 512) {
     return absl::InvalidArgumentError(
@@ -534,34 +549,25 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
     }
     COLLTEST_RETURN_IF_ERROR(ClearAccums(cs.accum, k, stream_));
     COLLTEST_RETURN_IF_ERROR(GpuOk(StreamSynchronizeBeating(stream_), "prepare graph stress"));
-    Graph graph = nullptr;
     GraphExec exec = nullptr;
-    const int64_t calls_before = cs.calls;
-    COLLTEST_RETURN_IF_ERROR(GpuOk(BeginCapture(stream_), "begin capture"));
-    absl::Status captured = absl::OkStatus();
-    for (uint32_t c = 0; c < k && captured.ok(); ++c) {
-      const uint32_t slot = c % main_slots;
-      for (uint32_t o = 0; o < std::size(kOtherCalls) && interleave && captured.ok(); ++o) {
-        const OtherCall& other = kOtherCalls[o];
-        if (c % other.every != other.at) continue;
-        const uint32_t other_m = StressRows(cs.shape.seed, c, req.m(), other.salt);
-        captured = Launch(cs, other.variant, other_m, own_other_slots ? main_slots + o : slot);
-      }
-      const uint32_t m = StressRows(cs.shape.seed, c, req.m(), kStressSalt);
-      if (captured.ok()) captured = Launch(cs, variant, m, slot);
-      if (captured.ok()) {
-        captured =
-            GpuOk(LaunchCheck(CheckArgsFor(cs, slot_key(slot), m, cs.accum + c), stream_), "check");
-      }
-    }
-    const absl::Status ended = GpuOk(EndCapture(stream_, &graph), "end capture");
-    const int64_t per_replay = cs.calls - calls_before;
-    cs.calls = calls_before;  // captured, not run
-    COLLTEST_RETURN_IF_ERROR(captured);
-    COLLTEST_RETURN_IF_ERROR(ended);
-    absl::Status inst = GpuOk(GraphInstantiate(&exec, graph), "instantiate graph");
-    GraphDestroy(graph);
-    COLLTEST_RETURN_IF_ERROR(inst);
+    int64_t per_replay = 0;
+    COLLTEST_RETURN_IF_ERROR(CaptureGraph(
+        stream_, k, cs.calls,
+        [&](uint32_t c) -> absl::Status {
+          const uint32_t slot = c % main_slots;
+          for (uint32_t o = 0; o < std::size(kOtherCalls) && interleave; ++o) {
+            const OtherCall& other = kOtherCalls[o];
+            if (c % other.every != other.at) continue;
+            const uint32_t other_m = StressRows(cs.shape.seed, c, req.m(), other.salt);
+            COLLTEST_RETURN_IF_ERROR(
+                Launch(cs, other.variant, other_m, own_other_slots ? main_slots + o : slot));
+          }
+          const uint32_t m = StressRows(cs.shape.seed, c, req.m(), kStressSalt);
+          COLLTEST_RETURN_IF_ERROR(Launch(cs, variant, m, slot));
+          return GpuOk(LaunchCheck(CheckArgsFor(cs, slot_key(slot), m, cs.accum + c), stream_),
+                       "check");
+        },
+        &exec, &per_replay));
     DiffAccum none{};
     none.first_bad_key = ~0ull;
     std::vector<DiffAccum> acc(k, none);  // the last read, after a replay without a hang
@@ -617,23 +623,12 @@ absl::StatusOr<colltest::v1::RankResult> GpuBackend::RunCase(
     if (!h.ok()) return h.status();
     hung = *h;
     if (!hung) {
-      Graph graph = nullptr;
       GraphExec exec = nullptr;
-      const int64_t calls_before = cs.calls;
-      COLLTEST_RETURN_IF_ERROR(GpuOk(BeginCapture(stream_), "begin capture"));
-      absl::Status captured = absl::OkStatus();
-      for (uint32_t c = 0; c < k && captured.ok(); ++c) {
-        captured = Launch(cs, variant, req.m(), c % used_slots);
-      }
-      const absl::Status ended = GpuOk(EndCapture(stream_, &graph), "end capture");
-      // Fewer than k when an injected fault stopped this rank inside the capture.
-      const int64_t per_replay = cs.calls - calls_before;
-      cs.calls = calls_before;  // captured, not run
-      COLLTEST_RETURN_IF_ERROR(captured);
-      COLLTEST_RETURN_IF_ERROR(ended);
-      absl::Status inst = GpuOk(GraphInstantiate(&exec, graph), "instantiate graph");
-      GraphDestroy(graph);
-      COLLTEST_RETURN_IF_ERROR(inst);
+      int64_t per_replay = 0;
+      COLLTEST_RETURN_IF_ERROR(CaptureGraph(
+          stream_, k, cs.calls,
+          [&](uint32_t c) { return Launch(cs, variant, req.m(), c % used_slots); }, &exec,
+          &per_replay));
       // One untimed replay: the first launch of a graph uploads it.
       absl::Status run = GpuOk(GraphLaunch(exec, stream_), "replay graph");
       cs.calls += per_replay;
