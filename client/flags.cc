@@ -12,6 +12,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/names.h"
+#include "common/fault_spec.h"
+#include "common/parse.h"
+#include "common/status_macros.h"
 
 namespace colltest::client {
 namespace {
@@ -60,21 +63,17 @@ constexpr absl::string_view kModesExpected = "a comma-separated list of eager, g
 }  // namespace
 
 absl::StatusOr<uint64_t> ParseUint64Flag(absl::string_view flag, absl::string_view text) {
-  absl::string_view trimmed = absl::StripAsciiWhitespace(text);
-  uint64_t value = 0;
-  if (!absl::SimpleAtoi(trimmed, &value)) {
-    return FlagError(flag, text, "a non-negative integer");
-  }
-  return value;
+  return common::ParseCount(flag, text);
 }
 
 absl::StatusOr<uint32_t> ParseUint32Flag(absl::string_view flag, absl::string_view text) {
-  absl::StatusOr<uint64_t> value = ParseUint64Flag(flag, text);
-  if (!value.ok()) return value.status();
-  if (*value > std::numeric_limits<uint32_t>::max()) {
-    return FlagError(flag, text, "an integer that fits in 32 bits");
-  }
-  return static_cast<uint32_t>(*value);
+  COLLTEST_ASSIGN_OR_RETURN(const uint64_t value,
+                            common::ParseCount(flag, text, std::numeric_limits<uint32_t>::max()));
+  return static_cast<uint32_t>(value);
+}
+
+absl::StatusOr<uint64_t> ParseByteSizeFlag(absl::string_view flag, absl::string_view text) {
+  return common::ParseByteSize(flag, text);
 }
 
 absl::StatusOr<float> ParseFloatFlag(absl::string_view flag, absl::string_view text) {
@@ -87,16 +86,9 @@ absl::StatusOr<float> ParseFloatFlag(absl::string_view flag, absl::string_view t
 
 absl::StatusOr<std::vector<uint32_t>> ParseUint32ListFlag(absl::string_view flag,
                                                           absl::string_view text) {
-  constexpr absl::string_view kExpected = "a comma-separated list of non-negative integers";
-  absl::StatusOr<std::vector<std::string>> items = SplitList(flag, text, kExpected);
-  if (!items.ok()) return items.status();
-  std::vector<uint32_t> values;
-  for (const std::string& item : *items) {
-    absl::StatusOr<uint32_t> value = ParseUint32Flag(flag, item);
-    if (!value.ok()) return FlagError(flag, text, kExpected);
-    values.push_back(*value);
-  }
-  return values;
+  COLLTEST_ASSIGN_OR_RETURN(const std::vector<uint64_t> wide,
+                            common::ParseList(flag, text, std::numeric_limits<uint32_t>::max()));
+  return std::vector<uint32_t>(wide.begin(), wide.end());
 }
 
 absl::StatusOr<std::vector<v1::Variant>> ParseVariantsFlag(absl::string_view flag,
@@ -143,34 +135,23 @@ absl::StatusOr<std::vector<v1::Mode>> ParseModesFlag(absl::string_view flag,
 }
 
 absl::StatusOr<uint32_t> ParseTimeoutMsFlag(absl::string_view flag, absl::string_view text) {
-  constexpr absl::string_view kExpected = "a duration such as 5s or 500ms, or milliseconds";
-  absl::string_view trimmed = absl::StripAsciiWhitespace(text);
-  absl::Duration duration;
-  uint64_t plain_ms = 0;
-  if (absl::SimpleAtoi(trimmed, &plain_ms)) {
-    if (plain_ms > std::numeric_limits<uint32_t>::max()) return FlagError(flag, text, kExpected);
-    return static_cast<uint32_t>(plain_ms);
-  }
-  if (!absl::ParseDuration(trimmed, &duration) || duration < absl::ZeroDuration() ||
-      duration == absl::InfiniteDuration()) {
-    return FlagError(flag, text, kExpected);
-  }
+  COLLTEST_ASSIGN_OR_RETURN(absl::Duration duration, common::ParseDuration(flag, text));
   // Rounded up: "100us" truncated to 0 would mean "the server's default" (5 s), not "very short".
   const absl::Duration ms = absl::Milliseconds(1);
   int64_t whole_ms = absl::IDivDuration(duration, ms, &duration);
   if (duration > absl::ZeroDuration()) ++whole_ms;
-  if (whole_ms > std::numeric_limits<uint32_t>::max()) return FlagError(flag, text, kExpected);
+  if (whole_ms > std::numeric_limits<uint32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": '", absl::StripAsciiWhitespace(text),
+                                                   "' is ", whole_ms, " ms, the limit is ",
+                                                   std::numeric_limits<uint32_t>::max()));
+  }
   return static_cast<uint32_t>(whole_ms);
 }
 
 absl::StatusOr<std::string> ParseFaultFlag(absl::string_view flag, absl::string_view text) {
-  absl::string_view trimmed = absl::StripAsciiWhitespace(text);
-  std::pair<absl::string_view, absl::string_view> parts =
-      absl::StrSplit(trimmed, absl::MaxSplits(':', 1));
-  const bool has_rank = trimmed.find(':') != absl::string_view::npos;
-  if (parts.first.empty() || (has_rank && !ParseUint32Flag(flag, parts.second).ok())) {
-    return FlagError(flag, text, "KIND or KIND:RANK");
-  }
+  const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
+  // World 0: the ranks are checked by the server, which knows the world of the request.
+  COLLTEST_RETURN_IF_ERROR(common::ParseFaultSpec(flag, trimmed, 0).status());
   return std::string(trimmed);
 }
 
@@ -248,7 +229,7 @@ absl::StatusOr<v1::SweepSpec> BuildSweepSpec(const SweepFlags& flags) {
                           [&](uint32_t v) { knobs.set_grid_blocks(v); }));
   status.Update(ApplyFlag(flags.threads_per_block, "--threads-per-block", u32,
                           [&](uint32_t v) { knobs.set_threads_per_block(v); }));
-  status.Update(ApplyFlag(flags.lamport_min_bytes, "--lamport-min-bytes", ParseUint64Flag,
+  status.Update(ApplyFlag(flags.lamport_min_bytes, "--lamport-min-bytes", ParseByteSizeFlag,
                           [&](uint64_t v) { knobs.set_lamport_min_bytes(v); }));
   status.Update(ApplyFlag(flags.arm_repeat, "--arm-repeat", u32,
                           [&](uint32_t v) { knobs.set_arm_repeat(v); }));

@@ -83,10 +83,15 @@ absl::StatusOr<v1::SweepSpec> BuildTuneSpec(const TuneFlags& flags);
 
 // The parsers below take the flag name only to put it in the error message.
 
+// Counts and sizes use the grammar shared with colltestd (common/parse.h): a decimal with an
+// optional K, M, G or T suffix, powers of 1024 ("8k" = 8192), so a value means the same and a bad
+// one gets the same message on both sides.
 absl::StatusOr<uint32_t> ParseUint32Flag(absl::string_view flag, absl::string_view text);
 absl::StatusOr<uint64_t> ParseUint64Flag(absl::string_view flag, absl::string_view text);
+// Bytes: also "32MiB", "1MB", "512B".
+absl::StatusOr<uint64_t> ParseByteSizeFlag(absl::string_view flag, absl::string_view text);
 absl::StatusOr<float> ParseFloatFlag(absl::string_view flag, absl::string_view text);
-// "1,8,64".
+// "1,8,64", or ranges: "8..128" (doubling), "8..128:x4", "1..8:+1" (common::ParseList).
 absl::StatusOr<std::vector<uint32_t>> ParseUint32ListFlag(absl::string_view flag,
                                                           absl::string_view text);
 // "lamport,nccl" or "all" (every variant, `auto` included).
@@ -95,10 +100,11 @@ absl::StatusOr<std::vector<v1::Variant>> ParseVariantsFlag(absl::string_view fla
 // "eager,graph" or "all".
 absl::StatusOr<std::vector<v1::Mode>> ParseModesFlag(absl::string_view flag,
                                                      absl::string_view text);
-// An absl duration ("5s", "500ms", "1m30s") or a plain number of milliseconds ("500"), in whole
-// milliseconds rounded up.
+// A duration of the shared grammar ("5s", "500ms", "1m30s", or a bare number of milliseconds,
+// "500"; common::ParseDuration), in whole milliseconds rounded up.
 absl::StatusOr<uint32_t> ParseTimeoutMsFlag(absl::string_view flag, absl::string_view text);
-// KIND or KIND:RANK; returned as typed, since the server owns the list of kinds.
+// The fault grammar of common/fault_spec.h, syntax and argument counts only (the server checks
+// the ranks against the request's world); returned as typed, without surrounding blanks.
 absl::StatusOr<std::string> ParseFaultFlag(absl::string_view flag, absl::string_view text);
 // A finite number above 1. Checked here rather than left to the server because the proto reads 0
 // as "the default 1.5": `--warn-ratio 0` would silently mean 1.5, and a ratio <= 1 would flag

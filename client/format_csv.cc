@@ -9,6 +9,7 @@
 #include "client/format.h"
 #include "client/names.h"
 #include "client/result_view.h"
+#include "common/text.h"
 
 namespace colltest::client {
 namespace {
@@ -22,8 +23,11 @@ constexpr absl::string_view kHealthHeader =
     "kind,devices,status,latency_us,median_ratio,slow,suspect_peer,phase,message";
 
 // RFC 4180 quoting, applied only where needed so that plain rows stay greppable.
-std::string CsvField(absl::string_view value) {
-  if (value.find_first_of(",\"\r\n") == absl::string_view::npos) return std::string(value);
+std::string CsvField(absl::string_view raw) {
+  // Text from the server (messages other clients' runs produced) is escaped like in a table, so
+  // that a CSV printed on a terminal cannot drive it either.
+  const std::string value = common::EscapeForTerminal(raw);
+  if (value.find_first_of(",\"\r\n") == absl::string_view::npos) return value;
   std::string quoted = "\"";
   for (char ch : value) {
     if (ch == '"') quoted += '"';

@@ -91,6 +91,7 @@ absl::StatusOr<std::string> FormatRuns(const v1::ListRunsResponse& runs, OutputF
       run["ok"] = r.ok();
       run["failed"] = r.failed();
       run["created_unix_ms"] = r.created_unix_ms();
+      run["owner"] = r.owner();
       run["label"] = r.label();
       list.push_back(std::move(run));
     }
@@ -107,11 +108,12 @@ absl::StatusOr<std::string> FormatRuns(const v1::ListRunsResponse& runs, OutputF
                    {"ok", Align::kRight},
                    {"failed", Align::kRight},
                    {"created (UTC)", Align::kLeft},
+                   {"owner", Align::kLeft},
                    {"label", Align::kLeft}});
   for (const v1::RunSummary& r : runs.runs()) {
     table.AddRow({r.run_id(), std::string(RunStateName(r.state())), absl::StrCat(r.cases()),
                   absl::StrCat(r.ok()), absl::StrCat(r.failed()), CreatedTime(r.created_unix_ms()),
-                  r.label()});
+                  r.owner(), r.label()});
   }
   return table.Render();
 }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/text.h"
 
 namespace colltest::client {
 
@@ -12,6 +13,9 @@ TextTable::TextTable(std::vector<Column> columns) : columns_(std::move(columns))
 
 void TextTable::AddRow(std::vector<std::string> cells) {
   cells.resize(columns_.size());
+  // Cells carry text from the server (labels, messages) that other clients wrote: escaped, so
+  // that none can move the terminal's cursor, clear it, or break a row in two.
+  for (std::string& cell : cells) cell = common::EscapeForTerminal(cell);
   rows_.push_back(std::move(cells));
 }
 

@@ -17,7 +17,8 @@ class TextTable {
 
   explicit TextTable(std::vector<Column> columns);
 
-  // Missing trailing cells render empty; extra cells are dropped.
+  // Missing trailing cells render empty; extra cells are dropped. Every cell is escaped with
+  // common::EscapeForTerminal (control characters and invalid UTF-8 as \xNN).
   void AddRow(std::vector<std::string> cells);
 
   // Header, then one line per row, columns separated by two spaces, no trailing blanks.

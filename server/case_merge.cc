@@ -170,16 +170,27 @@ struct HangClaims {
   std::vector<const v1::RankResult*> silent;  // hung without naming a peer
 };
 
+// A rank the pool tore down because another one hung, while it waited for nobody (phase
+// "aborted", server/worker_group.cc): a consequence that names no one.
+bool IsAbortedHang(const v1::RankResult& r) {
+  return r.status() == v1::CASE_STATUS_HANG && r.phase() == "aborted";
+}
+
 HangClaims CollectClaims(absl::Span<const v1::RankResult> ranks) {
   HangClaims claims;
+  std::vector<const v1::RankResult*> aborted;
   for (const v1::RankResult& r : ranks) {
     if (r.status() != v1::CASE_STATUS_HANG) continue;
     if (r.suspect_peer() >= 0 && static_cast<uint32_t>(r.suspect_peer()) != r.rank()) {
       claims.waits[r.suspect_peer()][r.phase()].push_back(r.rank());
+    } else if (IsAbortedHang(r)) {
+      aborted.push_back(&r);
     } else {
       claims.silent.push_back(&r);
     }
   }
+  // Aborted ranks only speak when nobody else does.
+  if (claims.waits.empty() && claims.silent.empty()) claims.silent = std::move(aborted);
   return claims;
 }
 

@@ -8,12 +8,12 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/fault_spec.h"
+#include "common/status_macros.h"
 #include "server/case_merge.h"
 #include "server/names.h"
 #include "server/validation.h"
@@ -161,14 +161,15 @@ std::vector<std::vector<PairKey>> PairRounds(const std::vector<uint32_t>& device
 
 std::string FaultForPair(const std::string& fault, const std::vector<uint32_t>& group_devices,
                          uint32_t a, uint32_t b) {
-  std::vector<std::string> parts = absl::StrSplit(fault, ':');
-  uint32_t rank = 0;
-  if (parts.size() < 2 || !absl::SimpleAtoi(parts[1], &rank)) return fault;
-  if (rank >= group_devices.size()) return fault;  // the worker names the bad rank
-  const uint32_t device = group_devices[rank];
+  // Check() refuses a bad fault before any pair runs; one that gets here anyway is passed on as
+  // is, for the validation of the pair's run to name it.
+  absl::StatusOr<common::FaultSpec> parsed =
+      common::ParseFaultSpec("fault", fault, static_cast<uint32_t>(group_devices.size()));
+  if (!parsed.ok() || parsed->rank < 0) return fault;
+  const uint32_t device = group_devices[static_cast<size_t>(parsed->rank)];
   if (device != a && device != b) return "";
-  parts[1] = absl::StrCat(device == a ? 0 : 1);
-  return absl::StrJoin(parts, ":");
+  parsed->rank = device == a ? 0 : 1;
+  return common::FormatFaultSpec(*parsed);
 }
 
 HealthChecker::HealthChecker(RunExecutor* executor, const WorkerPool* pool, std::string backend,
@@ -176,7 +177,8 @@ HealthChecker::HealthChecker(RunExecutor* executor, const WorkerPool* pool, std:
     : executor_(executor), pool_(pool), profile_(HealthProfileFor(backend, variants)) {}
 
 absl::StatusOr<v1::HealthResponse> HealthChecker::Check(const v1::HealthRequest& request,
-                                                        RunObserver& observer) const {
+                                                        RunObserver& observer,
+                                                        const std::string& owner) const {
   const absl::Time start = absl::Now();
   const ServerLimits& limits = executor_->limits();
   std::vector<uint32_t> devices(request.devices().begin(), request.devices().end());
@@ -192,13 +194,17 @@ absl::StatusOr<v1::HealthResponse> HealthChecker::Check(const v1::HealthRequest&
   if (!(warn_ratio > 1.0) || !std::isfinite(warn_ratio)) {
     return InvalidField(absl::StrCat("warn_ratio = ", request.warn_ratio(), ": must be > 1"));
   }
+  // Up front, against the group's size and under this request's field name: the group's run
+  // would refuse it too, but as spec.fault, and a bad rank would only be found there.
+  COLLTEST_RETURN_IF_ERROR(
+      ValidateFault("fault", request.fault(), static_cast<uint32_t>(devices.size()), limits));
 
   v1::SweepSpec group = profile_.group;
   group.set_world_size(static_cast<uint32_t>(devices.size()));
   group.mutable_devices()->Add(devices.begin(), devices.end());
   group.set_timeout_ms(request.timeout_ms());
   group.set_fault(request.fault());
-  absl::StatusOr<v1::RunResult> group_run = executor_->Execute(group, observer);
+  absl::StatusOr<v1::RunResult> group_run = executor_->Execute(group, observer, owner);
   if (!group_run.ok()) return group_run.status();
 
   // Pairs of one round share no device, so they run at once; the rounds follow each other.
@@ -216,7 +222,7 @@ absl::StatusOr<v1::HealthResponse> HealthChecker::Check(const v1::HealthRequest&
           pair.add_devices(b);
           pair.set_timeout_ms(request.timeout_ms());
           pair.set_fault(FaultForPair(request.fault(), devices, a, b));
-          results[i] = executor_->Execute(pair, observer);
+          results[i] = executor_->Execute(pair, observer, owner);
         });
       }
       for (std::thread& t : threads) t.join();

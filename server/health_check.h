@@ -40,9 +40,10 @@ class HealthChecker {
                 std::vector<colltest::v1::Variant> variants);
 
   // Errors: INVALID_ARGUMENT naming the field, or what the executor refused (validation,
-  // cancellation while queued).
+  // cancellation while queued). Every run of the check is recorded as started by `owner`.
   absl::StatusOr<colltest::v1::HealthResponse> Check(const colltest::v1::HealthRequest& request,
-                                                     RunObserver& observer) const;
+                                                     RunObserver& observer,
+                                                     const std::string& owner = "") const;
 
  private:
   RunExecutor* const executor_;

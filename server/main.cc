@@ -18,10 +18,14 @@
 #include "server/auth.h"
 #include "server/backend_probe.h"
 #include "server/credentials.h"
+#include "server/fd_limit.h"
+#include "server/grpc_server.h"
 #include "server/metrics.h"
 #include "server/options.h"
+#include "server/parse_error_interceptor.h"
 #include "server/service.h"
 #include "server/serving_state.h"
+#include "server/token_file.h"
 #include "server/tune_table.h"
 #include "server/worker_pool.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -30,7 +34,6 @@
 namespace colltest::server {
 namespace {
 
-constexpr int kMaxMessageBytes = 64 << 20;
 constexpr absl::Duration kProbeTimeout = absl::Seconds(30);
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 
@@ -58,6 +61,31 @@ int Fail(const std::string& what) {
   return 1;
 }
 
+absl::StatusOr<AuthConfig> LoadAuth(const ServerOptions& options) {
+  AuthConfig auth;
+  auth.mutual_tls = !options.tls_client_ca.empty();
+  if (!options.token_file.empty()) {
+    absl::StatusOr<std::vector<Principal>> principals =
+        LoadTokenFile(options.token_file, auth.mutual_tls);
+    if (!principals.ok()) return principals.status();
+    auth.principals = *std::move(principals);
+  }
+  return auth;
+}
+
+// What a caller without credentials may do, said once at start, where an operator looks.
+void LogAuthMode(const ServerOptions& options, const Authorizer& authorizer) {
+  if (authorizer.enabled()) return;
+  if (!IsLoopbackListen(options.listen)) {
+    spdlog::warn("{} without authentication: every client that reaches it is an admin{}",
+                 options.listen, options.insecure_listen ? " (--insecure-listen)" : "");
+  } else {
+    spdlog::info(
+        "authentication off (no --token-file, no --tls-client-ca): loopback clients are "
+        "admins");
+  }
+}
+
 int Main(int argc, char** argv) {
   // Blocked before any thread exists, so every thread (gRPC's included) inherits the mask and the
   // signals reach only the sigwait thread below. SIGPIPE: a client that hangs up must not kill us.
@@ -74,6 +102,11 @@ int Main(int argc, char** argv) {
   ParsedOptions parsed = ParseOptions(argc, argv);
   if (!parsed.options) return parsed.exit_code;
   const ServerOptions& options = *parsed.options;
+  // Before any worker or connection exists: every one of them costs descriptors (docs/limits.md).
+  absl::StatusOr<FdLimits> fd_limits = RaiseFdLimit();
+  if (!fd_limits.ok()) return Fail(std::string(fd_limits.status().message()));
+  spdlog::info("open files: soft limit {} (was {}), hard limit {}", fd_limits->soft,
+               fd_limits->soft_before, fd_limits->hard);
 
   absl::StatusOr<BackendInfo> backend =
       ResolveBackend(options.backend, options.cpu_ranks, options.devices, options.worker,
@@ -83,18 +116,23 @@ int Main(int argc, char** argv) {
   if (!backend.ok()) return Fail(std::string(backend.status().message()));
   if (!backend->note.empty()) spdlog::info("{}", backend->note);
 
-  std::string token;
-  if (!options.token_file.empty()) {
-    absl::StatusOr<std::string> read = ReadTokenFile(options.token_file);
-    if (!read.ok()) return Fail(std::string(read.status().message()));
-    token = *std::move(read);
-  }
+  absl::StatusOr<AuthConfig> auth = LoadAuth(options);
+  if (!auth.ok()) return Fail(std::string(auth.status().message()));
+  // Outlives `metrics`, whose HTTP threads call it until the server stops.
+  const Authorizer authorizer(*auth);
+  LogAuthMode(options, authorizer);
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(options);
   if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
   Metrics metrics;
   if (!options.http.empty()) {
-    if (absl::Status served = metrics.Serve(options.http); !served.ok()) {
+    Metrics::BasicAuthCheck basic_auth;
+    if (authorizer.metrics_need_auth()) {
+      basic_auth = [&authorizer](const std::string& user, const std::string& password) {
+        return authorizer.CheckBasic(user, password);
+      };
+    }
+    if (absl::Status served = metrics.Serve(options.http, std::move(basic_auth)); !served.ok()) {
       return Fail(std::string(served.message()));
     }
   }
@@ -136,39 +174,51 @@ int Main(int argc, char** argv) {
   service_options.variants = VariantsFor(backend->backend);
   service_options.max_case_bytes = options.max_case_bytes;
   service_options.allow_fault_injection = options.allow_fault_injection;
-  service_options.token = token;
+  service_options.auth = *auth;
+  service_options.history_max_bytes = options.history_max_bytes;
   service_options.version = Version();
   service_options.metrics = &metrics;
   service_options.tune = &*tune;
+  service_options.stream_send_timeout = options.stream_send_timeout;
   CollectiveTestService service(std::move(service_options), pool->get());
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // gRPC 1.51 gives no public way to put a check in front of the reflection service (processors
+  // run only on TLS credentials, interceptors cannot refuse a call), so with authentication on it
+  // is not served at all rather than served to anyone.
+  if (!authorizer.enabled()) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(options.listen, *credentials, &port);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  const bool unix_socket = options.listen.rfind("unix:", 0) == 0;
-  if (server == nullptr || (!unix_socket && port == 0)) {
+  absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> front = GrpcFrontEnd::Prepare(
+      options.listen, *credentials, !options.tls_cert.empty(),
+      ResolveFrontEndLimits(options, fd_limits->soft, backend->devices.size()), builder);
+  if (!front.ok()) {
     (*pool)->Shutdown();
-    return Fail(absl::StrCat("cannot listen on ", options.listen));
+    return Fail(std::string(front.status().message()));
+  }
+  builder.RegisterService(&service);
+  // Requests that cannot be deserialized get INVALID_ARGUMENT naming the type, not an empty
+  // INTERNAL.
+  builder.experimental().SetInterceptorCreators(ParseErrorInterceptorCreators());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  absl::Status started =
+      server == nullptr ? absl::UnavailableError(absl::StrCat("cannot serve on ", options.listen))
+                        : (*front)->Start(server.get());
+  if (!started.ok()) {
+    (*pool)->Shutdown();
+    return Fail(std::string(started.message()));
   }
   serving.Attach(server->GetHealthCheckService());
 
-  const std::string address =
-      unix_socket ? options.listen : absl::StrCat(ListenHost(options.listen), ":", port);
+  const std::string address = (*front)->address();
   const std::string http = metrics.bound_address();
   std::printf("colltestd listening on %s backend=%s devices=%zu%s\n", address.c_str(),
               backend->backend.c_str(), backend->devices.size(),
               http.empty() ? "" : absl::StrCat(" http=", http).c_str());
   std::fflush(stdout);
-  spdlog::info("serving {} on {} ({} devices: {}), TLS {}, token {}", Version(), address,
+  spdlog::info("serving {} on {} ({} devices: {}), TLS {}, {} identities{}", Version(), address,
                backend->backend, backend->devices.size(),
                options.tls_cert.empty() ? "off" : (options.tls_client_ca.empty() ? "on" : "mutual"),
-               token.empty() ? "off" : "required");
+               auth->principals.size(), authorizer.enabled() ? ", reflection off" : "");
 
   std::thread stopper([&] {
     int signal_number = 0;
@@ -176,6 +226,7 @@ int Main(int argc, char** argv) {
     spdlog::info("signal {}: shutting down", signal_number);
     serving.Detach();
     service.BeginShutdown();
+    (*front)->Stop();
     server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   });
   server->Wait();

@@ -145,7 +145,7 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
 
 Metrics::~Metrics() = default;
 
-absl::Status Metrics::Serve(const std::string& address) {
+absl::Status Metrics::Serve(const std::string& address, BasicAuthCheck basic_auth) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->exposer) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -159,12 +159,18 @@ absl::Status Metrics::Serve(const std::string& address) {
   try {
     // civetweb throws when it cannot bind (port in use, unknown host); its message does not name
     // the address, ours does.
-    auto exposer = std::make_unique<prometheus::Exposer>(address, /*num_threads=*/2);
+    // CivetWeb's defaults (2 threads, 30 s to read a request) let two idle connections hold
+    // every thread for half a minute.
+    auto exposer = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports", address, "num_threads", std::to_string(kMetricsThreads),
+        "request_timeout_ms", std::to_string(kMetricsRequestTimeoutMs)});
     const std::vector<int> ports = exposer->GetListeningPorts();
     if (ports.empty()) {
       return absl::UnavailableError(
           absl::StrCat("metrics: cannot serve on ", address, ": no listening port"));
     }
+    // The guard goes up before the page exists, so no scrape slips through unauthenticated.
+    if (basic_auth) exposer->RegisterAuth(std::move(basic_auth), "colltestd");
     exposer->RegisterCollectable(impl_->registry);
     impl_->bound_address = absl::StrCat(address.substr(0, colon), ":", ports.front());
     impl_->exposer = std::move(exposer);

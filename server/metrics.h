@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,9 @@
 
 namespace colltest::server {
 
+inline constexpr int kMetricsThreads = 16;
+inline constexpr int kMetricsRequestTimeoutMs = 2000;
+
 class Metrics {
  public:
   Metrics();  // registry with every family created up front (so a scrape shows them at zero)
@@ -22,9 +26,15 @@ class Metrics {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
+  // HTTP Basic credentials (user, password) -> whether the scrape may proceed.
+  using BasicAuthCheck = std::function<bool(const std::string&, const std::string&)>;
+
   // Serves the text exposition format at GET /metrics on `address` ("HOST:PORT"; port 0 picks a
-  // free port). Errors name the address. Call at most once.
-  absl::Status Serve(const std::string& address);
+  // free port); with `basic_auth`, a scrape without credentials it accepts gets 401. Connections
+  // that send nothing, or half a request, are dropped after kMetricsRequestTimeoutMs, and
+  // kMetricsThreads serve at once, so a few stuck clients cannot block scrapes. Errors name the
+  // address. Call at most once.
+  absl::Status Serve(const std::string& address, BasicAuthCheck basic_auth = nullptr);
   // "HOST:PORT" actually bound after Serve (the real port when 0 was asked), "" before.
   std::string bound_address() const;
 

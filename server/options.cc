@@ -1,5 +1,7 @@
 #include "server/options.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <climits>
@@ -7,6 +9,10 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/parse.h"
 
 #ifndef COLLTEST_VERSION
 #define COLLTEST_VERSION "unknown"
@@ -41,13 +47,106 @@ std::string ListenHost(const std::string& listen) {
   return listen.substr(0, colon);
 }
 
+bool IsLoopbackListen(const std::string& listen) {
+  if (absl::StartsWith(listen, "unix:")) return true;
+  const std::string host_and_brackets = ListenHost(listen);
+  absl::string_view host = host_and_brackets;
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
+  if (host == "localhost") return true;
+  const std::string text(host);
+  in_addr v4{};
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, text.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;  // a wildcard, a routable address or a name that may resolve to one
+}
+
+absl::Status CheckListenIsProtected(const ServerOptions& options) {
+  if (options.insecure_listen || IsLoopbackListen(options.listen)) return absl::OkStatus();
+  if (!options.tls_cert.empty() || !options.token_file.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--listen ", options.listen,
+      " is not a loopback address and neither --tls-cert/--tls-key nor --token-file is given: "
+      "anyone who can reach it could run, read and cancel every run; add TLS or a token file, or "
+      "--insecure-listen to serve it that way on purpose"));
+}
+
+namespace {
+
+// A duration flag read with the shared grammar ("5s", "500ms", "2m"; a bare number is ms); it
+// must be positive.
+void AddDurationOption(CLI::App& app, const std::string& name, absl::Duration& target,
+                       const std::string& help) {
+  app.add_option_function<std::string>(
+         name,
+         [name, &target](const std::string& text) {
+           absl::StatusOr<absl::Duration> parsed = common::ParseDuration(name, text);
+           if (!parsed.ok()) throw CLI::ValidationError(std::string(parsed.status().message()));
+           if (*parsed <= absl::ZeroDuration()) {
+             throw CLI::ValidationError(name + ": must be > 0");
+           }
+           target = *parsed;
+         },
+         help)
+      ->default_str(absl::FormatDuration(target));
+}
+
+// A byte-size flag read with the shared grammar ("4096", "64K", "32MiB": powers of 1024), as the
+// client reads its size flags.
+void AddByteSizeOption(CLI::App& app, const std::string& name, uint64_t& target,
+                       const std::string& help) {
+  app.add_option_function<std::string>(
+         name,
+         [name, &target](const std::string& text) {
+           absl::StatusOr<uint64_t> parsed = common::ParseByteSize(name, text);
+           if (!parsed.ok()) throw CLI::ValidationError(std::string(parsed.status().message()));
+           target = *parsed;
+         },
+         help)
+      ->default_str(std::to_string(target));
+}
+
+// Flags of the connection limits: docs/limits.md.
+void AddConnectionOptions(CLI::App& app, ServerOptions& o) {
+  app.add_option("--max-connections", o.max_connections,
+                 "open client connections at most; more are accepted and closed at once (default: "
+                 "min(1024, (fd soft limit - 64 - 8 x devices) / 2))")
+      ->check(CLI::Range(1u, 1u << 20));
+  AddDurationOption(app, "--handshake-timeout", o.handshake_timeout,
+                    "a connection that has not sent the HTTP/2 preface by then is closed");
+  AddDurationOption(app, "--stream-send-timeout", o.stream_send_timeout,
+                    "a Sweep whose client has not taken a message by then is cancelled");
+  AddDurationOption(app, "--max-connection-idle", o.max_connection_idle,
+                    "a connection with no call for this long is closed (GOAWAY)");
+  app.add_option("--max-streams-per-connection", o.max_streams_per_connection,
+                 "concurrent calls on one connection; more wait in the client")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--max-threads", o.max_threads,
+                 "threads gRPC may use for calls; beyond, calls fail RESOURCE_EXHAUSTED")
+      ->capture_default_str()
+      ->check(CLI::Range(16, 1 << 16));
+  app.add_option("--grpc-memory", o.grpc_memory,
+                 "memory gRPC may use for connection buffers (e.g. 1GiB)")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(true));
+}
+
+}  // namespace
+
 ParsedOptions ParseOptions(int argc, const char* const* argv) {
   ServerOptions o;
   CLI::App app{"colltestd: tests fused all-reduce + RMSNorm collective kernels on this node"};
   app.set_version_flag("--version", Version());
 
-  app.add_option("--listen", o.listen, "gRPC address, host:port (port 0: chosen by the OS)")
+  app.add_option("--listen", o.listen,
+                 "gRPC address, host:port (port 0: chosen by the OS) or unix:PATH; given twice, "
+                 "the last counts")
       ->capture_default_str()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->check([](const std::string& value) -> std::string {
         if (value.rfind("unix:", 0) == 0) return "";
         const size_t colon = value.rfind(':');
@@ -79,13 +178,20 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
   app.add_option("--token-file", o.token_file,
                  "require \"authorization: Bearer <token>\" with the token in this file")
       ->check(CLI::ExistingFile);
+  app.add_flag("--insecure-listen", o.insecure_listen,
+               "allow a non-loopback --listen without TLS and without --token-file");
   app.add_flag("--allow-fault-injection", o.allow_fault_injection,
                "accept requests with a fault to inject (never on a shared node)");
   app.add_option("--worker", o.worker, "colltest-worker binary (default: next to colltestd)");
-  app.add_option("--max-case-bytes", o.max_case_bytes,
-                 "largest m * n * element size of one case, per rank (e.g. 32MiB)")
+  AddByteSizeOption(app, "--max-case-bytes", o.max_case_bytes,
+                    "largest m * n * element size of one case, per rank (e.g. 32MiB; K, M, G, T "
+                    "are powers of 1024)");
+  app.add_option("--history-max-bytes", o.history_max_bytes,
+                 "serialized size of the runs kept for GetRun and ListRuns (e.g. 256MiB); the "
+                 "oldest finished runs are forgotten first")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(true));
+  AddConnectionOptions(app, o);
   app.add_option("--tune-dir", o.tune_dir,
                  "directory of tune tables (colltest tune --out) that `auto` dispatches with")
       ->check(CLI::ExistingDirectory);
@@ -105,6 +211,14 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
   if (o.tune_dir.empty()) o.tune_dir = DefaultTuneDir();
   if (o.max_case_bytes == 0) {
     std::cerr << "--max-case-bytes: must be > 0\n";
+    return ParsedOptions{std::nullopt, 2};
+  }
+  if (o.history_max_bytes == 0) {
+    std::cerr << "--history-max-bytes: must be > 0\n";
+    return ParsedOptions{std::nullopt, 2};
+  }
+  if (absl::Status protected_listen = CheckListenIsProtected(o); !protected_listen.ok()) {
+    std::cerr << protected_listen.message() << "\n";
     return ParsedOptions{std::nullopt, 2};
   }
   return ParsedOptions{std::move(o), 0};

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "server/run_history.h"
 #include "server/validation.h"
 
 namespace colltest::server {
@@ -22,11 +25,21 @@ struct ServerOptions {
   std::string tls_key;
   std::string tls_client_ca;  // set: clients must present a certificate signed by it
   std::string token_file;
+  bool insecure_listen = false;  // serve a non-loopback address without TLS or token
   bool allow_fault_injection = false;
   std::string worker;  // colltest-worker; empty = next to this binary
   uint64_t max_case_bytes = kDefaultMaxCaseBytes;
   std::string runtime_dir;
   std::string tune_dir;  // tune tables for `auto`; empty = DefaultTuneDir()
+  uint64_t history_max_bytes = kDefaultHistoryMaxBytes;  // serialized runs kept in the history
+  // Connections and streams (docs/limits.md).
+  uint32_t max_connections = 0;  // 0: DefaultMaxConnections(the soft fd limit, the devices)
+  absl::Duration handshake_timeout = absl::Seconds(5);     // TCP accept to HTTP/2 client preface
+  absl::Duration stream_send_timeout = absl::Seconds(30);  // one Sweep message to the client
+  uint32_t max_streams_per_connection = 64;
+  absl::Duration max_connection_idle = absl::Minutes(5);  // no call open: GOAWAY
+  uint32_t max_threads = 512;         // gRPC's resource quota: threads for calls
+  uint64_t grpc_memory = 1ull << 30;  // gRPC's resource quota: buffer memory
 };
 
 // Either the options to run with, or the exit code to leave with (after --help, --version or a
@@ -47,6 +60,11 @@ std::string DefaultTuneDir();
 
 // "127.0.0.1" of "127.0.0.1:50051", "[::1]" of "[::1]:0".
 std::string ListenHost(const std::string& listen);
+// Whether only this machine can reach `listen`: 127.0.0.0/8, ::1, localhost or a unix: socket.
+bool IsLoopbackListen(const std::string& listen);
+// Refuses a non-loopback --listen that has neither TLS nor a token file (anyone on the network
+// could run, read and cancel anything), unless --insecure-listen says that is intended.
+absl::Status CheckListenIsProtected(const ServerOptions& options);
 
 // The version reported by ListDevices and --version.
 const char* Version();

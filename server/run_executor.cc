@@ -1,5 +1,6 @@
 #include "server/run_executor.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <utility>
@@ -48,9 +49,12 @@ RunExecutor::RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* hist
       metrics_(metrics),
       tune_(tune) {}
 
-v1::CaseResult RunExecutor::RunOne(uint32_t index, const std::vector<uint32_t>& devices,
-                                   const wv1::CaseRequest& request, uint32_t& pool_failures,
-                                   absl::Status& last_failure) {
+std::optional<v1::CaseResult> RunExecutor::RunOne(uint32_t index,
+                                                  const std::vector<uint32_t>& devices,
+                                                  const wv1::CaseRequest& request,
+                                                  const std::function<bool()>& stop,
+                                                  uint32_t& pool_failures,
+                                                  absl::Status& last_failure) {
   wv1::CaseRequest concrete = request;
   std::optional<AutoChoice> choice;
   if (request.variant() == v1::VARIANT_AUTO) {
@@ -68,7 +72,9 @@ v1::CaseResult RunExecutor::RunOne(uint32_t index, const std::vector<uint32_t>& 
     }
     concrete.set_variant(choice->variant);
   }
-  absl::StatusOr<std::vector<v1::RankResult>> replies = pool_->RunCase(devices, concrete);
+  absl::StatusOr<std::vector<v1::RankResult>> replies = pool_->RunCase(devices, concrete, stop);
+  // Stopped while it ran: no verdict to record, and the run ends with the cases it finished.
+  if (!replies.ok() && replies.status().code() == absl::StatusCode::kCancelled) return std::nullopt;
   v1::CaseResult result;
   if (replies.ok()) {
     result = MergeCase(index, devices, concrete, *std::move(replies));
@@ -107,12 +113,13 @@ void RunExecutor::CountRuns() {
 std::string RunExecutor::StopReason(const std::string& run_id, RunObserver& observer) const {
   if (shutting_down_.load()) return "the server is shutting down";
   if (history_->CancelRequested(run_id)) return "cancelled by request";
-  if (observer.ClientGone()) return "the client went away";
+  if (observer.ClientGone()) return observer.ClientGoneReason();
   return "";
 }
 
 absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
-                                                   RunObserver& observer) {
+                                                   RunObserver& observer,
+                                                   const std::string& owner) {
   absl::StatusOr<v1::SweepSpec> spec = ValidateSpec(request, limits_);
   if (!spec.ok()) return spec.status();
 
@@ -120,12 +127,13 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
                          spec->variants_size() * spec->modes_size();
   const SweepPlan plan = PlanSweep(*spec, next_case_id_.fetch_add(count));
   const auto total = static_cast<uint32_t>(plan.cases.size());
-  const std::string id = history_->Create(*spec, limits_.backend);
-  spdlog::info("run {}: {} cases on devices {} ({})", id, total, absl::StrJoin(plan.devices, ","),
-               spec->label());
+  const std::string id = history_->Create(*spec, limits_.backend, owner);
+  spdlog::info("run {}: {} cases on devices {} ({}) for {}", id, total,
+               absl::StrJoin(plan.devices, ","), spec->label(), owner);
 
+  const std::function<bool()> stop_requested = [&] { return !StopReason(id, observer).empty(); };
   absl::StatusOr<DeviceArbiter::Lease> lease = arbiter_->Acquire(
-      plan.devices, [&] { return !StopReason(id, observer).empty(); },
+      plan.devices, stop_requested,
       [&](uint32_t ahead) {
         CountRuns();
         observer.OnQueued(id, ahead, total);
@@ -136,6 +144,11 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
     (void)history_->Finish(id, v1::RUN_STATE_CANCELLED,
                            absl::StrCat("cancelled while queued: ", why));
     spdlog::info("run {}: cancelled while queued: {}", id, why);
+    if (shutting_down_.load()) {
+      // Retryable elsewhere or after the restart, which is what UNAVAILABLE tells a client.
+      return absl::UnavailableError(absl::StrCat(
+          "colltestd is shutting down: run ", id, " was queued and never started; retry it"));
+    }
     return absl::CancelledError(absl::StrCat("run ", id, " cancelled while queued: ", why));
   }
   (void)history_->MarkRunning(id);
@@ -151,7 +164,18 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
     if (!stop.empty()) break;
     const auto& request_i = plan.cases[i];
     const absl::Time start = absl::Now();
-    v1::CaseResult result = RunOne(i, plan.devices, request_i, pool_failures, last_failure);
+    std::optional<v1::CaseResult> ran =
+        RunOne(i, plan.devices, request_i, stop_requested, pool_failures, last_failure);
+    if (!ran.has_value()) {
+      stop = StopReason(id, observer);
+      if (stop.empty()) stop = "stopped";
+      stop = absl::StrCat(stop, " (case ", i, " stopped after ",
+                          absl::FormatDuration(absl::Trunc(absl::Now() - start,
+                                                           absl::Milliseconds(1))),
+                          ")");
+      break;
+    }
+    v1::CaseResult& result = *ran;
     result.set_wall_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
     if (result.status() != v1::CASE_STATUS_OK) {
       spdlog::warn("run {} case {} ({} {} m={} n={}): {} {}", id, i, VariantName(result.variant()),

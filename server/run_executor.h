@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -25,6 +27,8 @@ class RunObserver {
   // True once nobody waits for the result any more (client disconnected, deadline passed): the
   // run is then cancelled like one named in a Cancel request.
   virtual bool ClientGone() { return false; }
+  // Why ClientGone() is true, for the cancelled run's message.
+  virtual std::string ClientGoneReason() { return "the client went away"; }
   // While queued, each time the number of runs ahead of it changes.
   virtual void OnQueued(const std::string& run_id, uint32_t runs_ahead, uint32_t total) {}
   virtual void OnStarted(const std::string& run_id, uint32_t total) {}
@@ -41,15 +45,17 @@ class RunExecutor {
 
   // Returns the run as recorded, in state DONE, CANCELLED (stopped after a case), or FAILED (no
   // case could be run at all). Errors: the validation error (nothing is recorded), or CANCELLED
-  // when the run was cancelled while still queued (recorded as CANCELLED with no cases).
+  // when the run was cancelled while still queued (recorded as CANCELLED with no cases). `owner`
+  // is recorded as the run's RunResult.owner.
   absl::StatusOr<colltest::v1::RunResult> Execute(const colltest::v1::SweepSpec& spec,
-                                                  RunObserver& observer);
+                                                  RunObserver& observer,
+                                                  const std::string& owner = "");
 
   // Asks a run to stop; returns the state it was in. NOT_FOUND for unknown ids.
   absl::StatusOr<colltest::v1::RunState> Cancel(const std::string& run_id);
 
-  // Queued runs are cancelled and running ones stop after their current case, so that the server
-  // can shut down without waiting for long sweeps.
+  // Queued runs are refused (UNAVAILABLE) and running ones stop within about a second, their
+  // current case included, so that the server can shut down without waiting for long sweeps.
   void BeginShutdown();
 
   const ServerLimits& limits() const { return limits_; }
@@ -59,10 +65,14 @@ class RunExecutor {
   std::string StopReason(const std::string& run_id, RunObserver& observer) const;
   void Count(const colltest::v1::CaseResult& result, const std::vector<uint32_t>& devices);
   void CountRuns();
-  // Runs one case of the plan, resolving `auto` through the tune tables first.
-  colltest::v1::CaseResult RunOne(uint32_t index, const std::vector<uint32_t>& devices,
-                                  const colltest::worker::v1::CaseRequest& request,
-                                  uint32_t& pool_failures, absl::Status& last_failure);
+  // Runs one case of the plan, resolving `auto` through the tune tables first; nullopt when `stop`
+  // stopped it while it ran.
+  std::optional<colltest::v1::CaseResult> RunOne(uint32_t index,
+                                                 const std::vector<uint32_t>& devices,
+                                                 const colltest::worker::v1::CaseRequest& request,
+                                                 const std::function<bool()>& stop,
+                                                 uint32_t& pool_failures,
+                                                 absl::Status& last_failure);
 
   const ServerLimits limits_;
   WorkerPool* const pool_;

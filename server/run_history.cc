@@ -5,7 +5,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "server/names.h"
+#include "server/run_id.h"
 
 namespace colltest::server {
 
@@ -15,9 +17,11 @@ namespace {
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
-absl::Status NotFound(const std::string& run_id, size_t capacity) {
-  return absl::NotFoundError(absl::StrCat(
-      "run_id = \"", run_id, "\": no such run (the history keeps the last ", capacity, " runs)"));
+// What one more element of a repeated message field adds to its parent's serialized size: the
+// element, its length prefix and the field's one-byte tag.
+uint64_t RepeatedElementBytes(const google::protobuf::Message& element) {
+  const size_t size = element.ByteSizeLong();
+  return 1 + google::protobuf::io::CodedOutputStream::VarintSize64(size) + size;
 }
 
 v1::RunSummary Summarize(const v1::RunResult& run) {
@@ -27,6 +31,7 @@ v1::RunSummary Summarize(const v1::RunResult& run) {
   s.set_cases(static_cast<uint32_t>(run.cases_size()));
   s.set_created_unix_ms(run.created_unix_ms());
   s.set_label(run.spec().label());
+  s.set_owner(run.owner());
   for (const v1::CaseResult& c : run.cases()) {
     switch (c.status()) {
       case v1::CASE_STATUS_OK:
@@ -51,28 +56,36 @@ bool IsTerminal(v1::RunState state) {
          state == v1::RUN_STATE_FAILED;
 }
 
-std::string RunHistory::Create(const v1::SweepSpec& spec, const std::string& backend) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t now = NowMs();
-  std::string id = absl::StrCat("r-", now, "-", ++counter_);
+std::string RunHistory::Create(const v1::SweepSpec& spec, const std::string& backend,
+                               const std::string& owner) {
+  std::string id = NewRunId();
   Entry entry;
   entry.run.set_run_id(id);
   entry.run.set_state(v1::RUN_STATE_QUEUED);
   *entry.run.mutable_spec() = spec;
   entry.run.set_backend(backend);
-  entry.run.set_created_unix_ms(now);
+  entry.run.set_created_unix_ms(NowMs());
+  entry.run.set_owner(owner);
+  entry.bytes = entry.run.ByteSizeLong();
+  std::lock_guard<std::mutex> lock(mu_);
+  bytes_ += entry.bytes;
   auto pos = order_.insert(order_.end(), id);
   runs_.emplace(id, std::make_pair(std::move(entry), pos));
   EvictLocked();
   return id;
 }
 
-void RunHistory::EvictLocked() {
+bool RunHistory::OverBoundsLocked() const {
+  return runs_.size() > capacity_ || bytes_ > max_bytes_;
+}
+
+void RunHistory::EvictLocked(const std::string& keep) {
   // Finished runs go first, oldest first. Active runs are never dropped (their executor still
   // writes to them); they are bounded by the server's threads, so the excess is temporary.
-  for (auto it = order_.begin(); runs_.size() > capacity_ && it != order_.end();) {
+  for (auto it = order_.begin(); OverBoundsLocked() && it != order_.end();) {
     auto run = runs_.find(*it);
-    if (IsTerminal(run->second.first.run.state())) {
+    if (IsTerminal(run->second.first.run.state()) && *it != keep) {
+      bytes_ -= run->second.first.bytes;
       runs_.erase(run);
       it = order_.erase(it);
     } else {
@@ -81,9 +94,15 @@ void RunHistory::EvictLocked() {
   }
 }
 
+absl::Status RunHistory::NotFound(const std::string& run_id) const {
+  return absl::NotFoundError(absl::StrCat("run_id = \"", run_id,
+                                          "\": no such run (the history keeps the last ", capacity_,
+                                          " runs, at most ", max_bytes_, " bytes)"));
+}
+
 absl::StatusOr<RunHistory::Entry*> RunHistory::Find(const std::string& run_id) {
   auto it = runs_.find(run_id);
-  if (it == runs_.end()) return NotFound(run_id, capacity_);
+  if (it == runs_.end()) return NotFound(run_id);
   return &it->second.first;
 }
 
@@ -110,6 +129,11 @@ absl::Status RunHistory::AddCase(const std::string& run_id, const v1::CaseResult
         absl::StrCat("run ", run_id, " is ", RunStateName(run.state()), ", not RUNNING"));
   }
   *run.add_cases() = result;
+  const uint64_t added = RepeatedElementBytes(result);
+  (*entry)->bytes += added;
+  bytes_ += added;
+  // A long sweep may outgrow the bound on its own: older finished runs make room for it.
+  EvictLocked();
   return absl::OkStatus();
 }
 
@@ -130,15 +154,28 @@ absl::Status RunHistory::Finish(const std::string& run_id, v1::RunState state,
   run.set_state(state);
   run.set_message(message);
   run.set_finished_unix_ms(NowMs());
-  EvictLocked();
+  // Exact once per run (the incremental sums are exact too; this also covers the message).
+  bytes_ -= (*entry)->bytes;
+  (*entry)->bytes = run.ByteSizeLong();
+  bytes_ += (*entry)->bytes;
+  // The run just finished stays even when it alone exceeds the bound: its caller reads it back
+  // right away. The next change to the history makes room.
+  EvictLocked(run_id);
   return absl::OkStatus();
 }
 
 absl::StatusOr<v1::RunResult> RunHistory::Get(const std::string& run_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = runs_.find(run_id);
-  if (it == runs_.end()) return NotFound(run_id, capacity_);
+  if (it == runs_.end()) return NotFound(run_id);
   return it->second.first.run;
+}
+
+absl::StatusOr<std::string> RunHistory::Owner(const std::string& run_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return NotFound(run_id);
+  return it->second.first.run.owner();
 }
 
 std::vector<v1::RunSummary> RunHistory::List(uint32_t limit) const {
@@ -170,6 +207,11 @@ bool RunHistory::CancelRequested(const std::string& run_id) const {
 size_t RunHistory::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return runs_.size();
+}
+
+uint64_t RunHistory::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
 }
 
 }  // namespace colltest::server

@@ -1,6 +1,8 @@
-// In-memory history of runs, keyed by run id: what a run asked for, its state, the cases finished
-// so far, and whether someone asked to cancel it. Bounded: the oldest finished runs are forgotten
-// first, so a long-lived daemon does not grow without limit. Thread-safe.
+// In-memory history of runs, keyed by run id: what a run asked for, who started it, its state, the
+// cases finished so far, and whether someone asked to cancel it. Bounded by a number of runs and by
+// their serialized size, since one sweep of 4,096 cases weighs as much as thousands of small runs:
+// the oldest finished runs are forgotten first, so a long-lived daemon does not grow without limit.
+// Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -16,16 +18,23 @@
 namespace colltest::server {
 
 inline constexpr size_t kDefaultHistoryCapacity = 1000;
+inline constexpr uint64_t kDefaultHistoryMaxBytes = uint64_t{256} << 20;
 inline constexpr uint32_t kDefaultListLimit = 50;
 
 bool IsTerminal(colltest::v1::RunState state);
 
 class RunHistory {
  public:
-  explicit RunHistory(size_t capacity = kDefaultHistoryCapacity) : capacity_(capacity) {}
+  // At most `capacity` runs and `max_bytes` of serialized RunResults, active runs excepted: they
+  // are never dropped (their executor still writes to them), so the bounds may be exceeded while
+  // they run; they are bounded by the server's threads.
+  explicit RunHistory(size_t capacity = kDefaultHistoryCapacity,
+                      uint64_t max_bytes = kDefaultHistoryMaxBytes)
+      : capacity_(capacity), max_bytes_(max_bytes) {}
 
-  // Records a QUEUED run and returns its id, "r-<unix ms>-<counter>".
-  std::string Create(const colltest::v1::SweepSpec& spec, const std::string& backend);
+  // Records a QUEUED run started by `owner` and returns its id (NewRunId: unguessable).
+  std::string Create(const colltest::v1::SweepSpec& spec, const std::string& backend,
+                     const std::string& owner = "");
 
   // QUEUED -> RUNNING. FAILED_PRECONDITION from any other state, NOT_FOUND for unknown ids.
   absl::Status MarkRunning(const std::string& run_id);
@@ -36,31 +45,41 @@ class RunHistory {
                       const std::string& message = "");
 
   absl::StatusOr<colltest::v1::RunResult> Get(const std::string& run_id) const;
+  // Who started the run (RunResult.owner), without copying its cases.
+  absl::StatusOr<std::string> Owner(const std::string& run_id) const;
   // Newest first; limit 0 means kDefaultListLimit.
   std::vector<colltest::v1::RunSummary> List(uint32_t limit) const;
 
   // Flags the run for cancellation and returns the state it was in. The run's executor notices the
-  // flag: a queued run leaves the queue, a running one stops after its current case. A finished run
-  // is left alone and its final state returned.
+  // flag: a queued run leaves the queue, a running one stops its current case at once. A finished
+  // run is left alone and its final state returned.
   absl::StatusOr<colltest::v1::RunState> RequestCancel(const std::string& run_id);
   bool CancelRequested(const std::string& run_id) const;
 
   size_t size() const;
+  // Serialized size of every run held, as accounted on Create, AddCase and Finish.
+  uint64_t bytes() const;
 
  private:
   struct Entry {
     colltest::v1::RunResult run;
+    uint64_t bytes = 0;  // run.ByteSizeLong(), kept up to date incrementally
     bool cancel_requested = false;
   };
   using Order = std::list<std::string>;  // oldest first
 
   // With mu_ held.
   absl::StatusOr<Entry*> Find(const std::string& run_id);
-  void EvictLocked();
+  // Drops the oldest finished runs, except `keep`, until both bounds hold (or only active runs
+  // and `keep` are left).
+  void EvictLocked(const std::string& keep = "");
+  bool OverBoundsLocked() const;
+  absl::Status NotFound(const std::string& run_id) const;
 
   const size_t capacity_;
+  const uint64_t max_bytes_;
   mutable std::mutex mu_;
-  uint64_t counter_ = 0;
+  uint64_t bytes_ = 0;  // sum of Entry::bytes
   Order order_;
   std::map<std::string, std::pair<Entry, Order::iterator>> runs_;
 };

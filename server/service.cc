@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/grpc_status.h"
+#include "server/stream_observer.h"
 
 namespace colltest::server {
 
@@ -28,61 +29,6 @@ absl::Status CheckRunId(const std::string& run_id) {
   return absl::OkStatus();
 }
 
-class UnaryObserver final : public RunObserver {
- public:
-  explicit UnaryObserver(grpc::ServerContext* context) : context_(context) {}
-  bool ClientGone() override { return context_->IsCancelled(); }
-
- private:
-  grpc::ServerContext* context_;
-};
-
-// Streams progress and results; a failed write means the client is gone, which cancels the run.
-class StreamObserver final : public RunObserver {
- public:
-  StreamObserver(grpc::ServerContext* context, grpc::ServerWriter<v1::SweepEvent>* writer)
-      : context_(context), writer_(writer) {}
-
-  bool ClientGone() override { return write_failed_ || context_->IsCancelled(); }
-
-  void OnQueued(const std::string& run_id, uint32_t runs_ahead, uint32_t total) override {
-    Progress(run_id, v1::RUN_STATE_QUEUED, 0, total, runs_ahead);
-  }
-  void OnStarted(const std::string& run_id, uint32_t total) override {
-    Progress(run_id, v1::RUN_STATE_RUNNING, 0, total, 0);
-  }
-  void OnCase(const std::string& run_id, const v1::CaseResult& result, uint32_t done,
-              uint32_t total) override {
-    v1::SweepEvent event;
-    event.set_run_id(run_id);
-    *event.mutable_result() = result;
-    Write(event);
-    Progress(run_id, v1::RUN_STATE_RUNNING, done, total, 0);
-  }
-
-  bool Write(const v1::SweepEvent& event) {
-    if (!write_failed_ && !writer_->Write(event)) write_failed_ = true;
-    return !write_failed_;
-  }
-
- private:
-  void Progress(const std::string& run_id, v1::RunState state, uint32_t done, uint32_t total,
-                uint32_t runs_ahead) {
-    v1::SweepEvent event;
-    event.set_run_id(run_id);
-    v1::SweepProgress* p = event.mutable_progress();
-    p->set_state(state);
-    p->set_done(done);
-    p->set_total(total);
-    p->set_queue_position(runs_ahead);
-    Write(event);
-  }
-
-  grpc::ServerContext* context_;
-  grpc::ServerWriter<v1::SweepEvent>* writer_;
-  bool write_failed_ = false;
-};
-
 }  // namespace
 
 std::vector<v1::Variant> VariantsFor(const std::string& backend) {
@@ -97,17 +43,20 @@ std::vector<v1::Variant> VariantsFor(const std::string& backend) {
 
 CollectiveTestService::CollectiveTestService(ServiceOptions options, WorkerPool* pool)
     : options_(std::move(options)),
-      auth_(options_.token),
-      history_(options_.history_capacity),
+      auth_(options_.auth),
+      history_(options_.history_capacity, options_.history_max_bytes),
       arbiter_(options_.queue_poll),
       executor_(LimitsFor(options_), pool, &history_, &arbiter_, options_.metrics, options_.tune),
       pool_(pool),
-      health_(&executor_, pool, options_.backend, options_.variants) {}
+      health_(&executor_, pool, options_.backend, options_.variants),
+      send_watchdog_(options_.stream_send_timeout) {}
 
 grpc::Status CollectiveTestService::ListDevices(grpc::ServerContext* context,
                                                 const v1::ListDevicesRequest* request,
                                                 v1::ListDevicesResponse* response) {
-  if (absl::Status s = auth_.Check(*context); !s.ok()) return ToGrpcStatus(s);
+  if (auto caller = auth_.Require(*context, Role::kViewer, "ListDevices"); !caller.ok()) {
+    return ToGrpcStatus(caller.status());
+  }
   response->set_backend(options_.backend);
   for (const v1::Device& d : options_.devices) {
     v1::Device* out = response->add_devices();
@@ -124,9 +73,11 @@ grpc::Status CollectiveTestService::ListDevices(grpc::ServerContext* context,
 grpc::Status CollectiveTestService::Health(grpc::ServerContext* context,
                                            const v1::HealthRequest* request,
                                            v1::HealthResponse* response) {
-  if (absl::Status s = auth_.Check(*context); !s.ok()) return ToGrpcStatus(s);
+  auto caller = auth_.Require(*context, RoleToRun(request->fault()),
+                              request->fault().empty() ? "Health" : "Health with a fault");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   UnaryObserver observer(context);
-  absl::StatusOr<v1::HealthResponse> health = health_.Check(*request, observer);
+  absl::StatusOr<v1::HealthResponse> health = health_.Check(*request, observer, caller->name);
   if (!health.ok()) return ToGrpcStatus(health.status());
   if (options_.metrics != nullptr) options_.metrics->ObserveHealthCheck(health->status());
   *response = *std::move(health);
@@ -135,9 +86,11 @@ grpc::Status CollectiveTestService::Health(grpc::ServerContext* context,
 
 grpc::Status CollectiveTestService::Run(grpc::ServerContext* context, const v1::RunRequest* request,
                                         v1::RunResult* response) {
-  if (absl::Status s = auth_.Check(*context); !s.ok()) return ToGrpcStatus(s);
+  auto caller = auth_.Require(*context, RoleToRun(request->spec().fault()),
+                              request->spec().fault().empty() ? "Run" : "Run with a fault");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   UnaryObserver observer(context);
-  absl::StatusOr<v1::RunResult> run = executor_.Execute(request->spec(), observer);
+  absl::StatusOr<v1::RunResult> run = executor_.Execute(request->spec(), observer, caller->name);
   if (!run.ok()) return ToGrpcStatus(run.status());
   *response = *std::move(run);
   return grpc::Status::OK;
@@ -146,9 +99,11 @@ grpc::Status CollectiveTestService::Run(grpc::ServerContext* context, const v1::
 grpc::Status CollectiveTestService::Sweep(grpc::ServerContext* context,
                                           const v1::RunRequest* request,
                                           grpc::ServerWriter<v1::SweepEvent>* writer) {
-  if (absl::Status s = auth_.Check(*context); !s.ok()) return ToGrpcStatus(s);
-  StreamObserver observer(context, writer);
-  absl::StatusOr<v1::RunResult> run = executor_.Execute(request->spec(), observer);
+  auto caller = auth_.Require(*context, RoleToRun(request->spec().fault()),
+                              request->spec().fault().empty() ? "Sweep" : "Sweep with a fault");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  StreamObserver observer(context, writer, &send_watchdog_);
+  absl::StatusOr<v1::RunResult> run = executor_.Execute(request->spec(), observer, caller->name);
   if (!run.ok()) return ToGrpcStatus(run.status());
   v1::SweepEvent summary;
   summary.set_run_id(run->run_id());
@@ -160,7 +115,9 @@ grpc::Status CollectiveTestService::Sweep(grpc::ServerContext* context,
 grpc::Status CollectiveTestService::GetRun(grpc::ServerContext* context,
                                            const v1::GetRunRequest* request,
                                            v1::RunResult* response) {
-  if (absl::Status s = auth_.Check(*context); !s.ok()) return ToGrpcStatus(s);
+  if (auto caller = auth_.Require(*context, Role::kViewer, "GetRun"); !caller.ok()) {
+    return ToGrpcStatus(caller.status());
+  }
   if (absl::Status s = CheckRunId(request->run_id()); !s.ok()) return ToGrpcStatus(s);
   absl::StatusOr<v1::RunResult> run = history_.Get(request->run_id());
   if (!run.ok()) return ToGrpcStatus(run.status());
@@ -171,7 +128,9 @@ grpc::Status CollectiveTestService::GetRun(grpc::ServerContext* context,
 grpc::Status CollectiveTestService::ListRuns(grpc::ServerContext* context,
                                              const v1::ListRunsRequest* request,
                                              v1::ListRunsResponse* response) {
-  if (absl::Status s = auth_.Check(*context); !s.ok()) return ToGrpcStatus(s);
+  if (auto caller = auth_.Require(*context, Role::kViewer, "ListRuns"); !caller.ok()) {
+    return ToGrpcStatus(caller.status());
+  }
   for (v1::RunSummary& s : history_.List(request->limit())) *response->add_runs() = std::move(s);
   return grpc::Status::OK;
 }
@@ -179,8 +138,14 @@ grpc::Status CollectiveTestService::ListRuns(grpc::ServerContext* context,
 grpc::Status CollectiveTestService::Cancel(grpc::ServerContext* context,
                                            const v1::CancelRequest* request,
                                            v1::CancelResponse* response) {
-  if (absl::Status s = auth_.Check(*context); !s.ok()) return ToGrpcStatus(s);
+  auto caller = auth_.Require(*context, Role::kRunner, "Cancel");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (absl::Status s = CheckRunId(request->run_id()); !s.ok()) return ToGrpcStatus(s);
+  absl::StatusOr<std::string> owner = history_.Owner(request->run_id());
+  if (!owner.ok()) return ToGrpcStatus(owner.status());
+  if (absl::Status s = CheckMayCancel(*caller, request->run_id(), *owner); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   absl::StatusOr<v1::RunState> state = executor_.Cancel(request->run_id());
   if (!state.ok()) return ToGrpcStatus(state.status());
   response->set_state(*state);

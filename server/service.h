@@ -13,6 +13,7 @@
 #include "server/run_executor.h"
 #include "server/run_history.h"
 #include "server/run_queue.h"
+#include "server/send_watchdog.h"
 #include "server/worker_pool.h"
 
 namespace colltest::server {
@@ -23,12 +24,15 @@ struct ServiceOptions {
   std::vector<colltest::v1::Variant> variants;
   uint64_t max_case_bytes = 32ull << 20;
   bool allow_fault_injection = false;
-  std::string token;  // empty: no authentication
+  AuthConfig auth;  // no principals and no mutual TLS: no authentication
   std::string version;
   absl::Duration queue_poll = absl::Milliseconds(50);
   size_t history_capacity = kDefaultHistoryCapacity;
+  uint64_t history_max_bytes = kDefaultHistoryMaxBytes;
   Metrics* metrics = nullptr;        // not owned; null: no metrics
   const TuneTables* tune = nullptr;  // not owned; null: `auto` is UNSUPPORTED
+  // A Sweep whose client reads nothing for this long is cancelled (a blocked send holds devices).
+  absl::Duration stream_send_timeout = absl::Seconds(30);
 };
 
 // The variants a backend can run: the four protocol variants everywhere, plus the NCCL/RCCL anchor
@@ -61,12 +65,13 @@ class CollectiveTestService final : public colltest::v1::CollectiveTest::Service
 
  private:
   const ServiceOptions options_;
-  const TokenAuth auth_;
+  const Authorizer auth_;
   RunHistory history_;
   DeviceArbiter arbiter_;
   RunExecutor executor_;
   WorkerPool* const pool_;
   HealthChecker health_;
+  SendWatchdog send_watchdog_;
 };
 
 }  // namespace colltest::server

@@ -8,6 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/fault_spec.h"
+#include "common/status_macros.h"
+#include "common/text.h"
 #include "server/names.h"
 
 namespace colltest::server {
@@ -177,7 +180,9 @@ absl::Status CheckCounts(const v1::SweepSpec& spec, v1::SweepSpec& out) {
         {"iters", spec.iters(), kMaxIters},
         {"stress_calls", spec.stress_calls(), kMaxStressCalls},
         {"timeout_ms", spec.timeout_ms(), kMaxTimeoutMs},
-        {"knobs.grid_blocks", spec.knobs().grid_blocks(), kMaxGridBlocks}}) {
+        {"knobs.grid_blocks", spec.knobs().grid_blocks(), kMaxGridBlocks},
+        {"knobs.arm_repeat", spec.knobs().arm_repeat(), kMaxArmRepeat},
+        {"knobs.lamport_min_bytes", spec.knobs().lamport_min_bytes(), kMaxLamportMinBytes}}) {
     if (auto s = CheckMax(field, value, max); !s.ok()) return s;
   }
   const uint32_t tpb = spec.knobs().threads_per_block();
@@ -221,15 +226,40 @@ absl::StatusOr<v1::SweepSpec> ValidateSpec(const v1::SweepSpec& spec, const Serv
   if (auto s = CheckVariantsAndModes(spec, out); !s.ok()) return s;
   if (auto s = CheckCounts(spec, out); !s.ok()) return s;
   if (auto s = CheckCaseCount(out); !s.ok()) return s;
-  if (spec.label().size() > kMaxLabelBytes) {
-    return Invalid(
-        absl::StrCat("label: ", spec.label().size(), " bytes, must be <= ", kMaxLabelBytes));
-  }
-  if (!spec.fault().empty() && !limits.allow_fault_injection) {
+  // One line of printable text: it is logged and shown to every client that lists the runs.
+  COLLTEST_RETURN_IF_ERROR(common::CheckLabel("spec.label", spec.label()));
+  COLLTEST_RETURN_IF_ERROR(ValidateFault("spec.fault", spec.fault(), out.world_size(), limits));
+  return out;
+}
+
+absl::Status ValidateFault(absl::string_view field, absl::string_view fault, uint32_t world,
+                           const ServerLimits& limits) {
+  if (fault.empty()) return absl::OkStatus();
+  // First: an operator's "no" is the answer whatever the fault says.
+  if (!limits.allow_fault_injection) {
     return absl::FailedPreconditionError(
         "fault injection is disabled (start colltestd with --allow-fault-injection)");
   }
-  return out;
+  // Checked here rather than left to the workers: there a bad fault fails the case as ERROR and
+  // resets the whole group; here it is refused before anything runs.
+  return common::ParseFaultSpec(field, fault, world).status();
+}
+
+absl::Status ValidateRunId(absl::string_view run_id) {
+  if (run_id.empty()) return Invalid("run_id: empty");
+  if (run_id.size() > kMaxRunIdBytes) {
+    return Invalid(
+        absl::StrCat("run_id: ", run_id.size(), " bytes, the limit is ", kMaxRunIdBytes));
+  }
+  for (size_t i = 0; i < run_id.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(run_id[i]);
+    if (c < 0x21 || c > 0x7E) {
+      return Invalid(absl::StrCat("run_id: byte ", i, " is ",
+                                  common::EscapeForTerminal(run_id.substr(i, 1)),
+                                  ": a run id is printable ASCII without spaces"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace colltest::server

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "colltest/v1/colltest.pb.h"
+#include "common/text.h"
 
 namespace colltest::server {
 
@@ -21,7 +23,16 @@ inline constexpr uint32_t kMaxStressCalls = 100000;
 inline constexpr uint32_t kMaxTimeoutMs = 600000;
 inline constexpr uint32_t kMaxCases = 4096;  // expanded m x n x variants x modes
 inline constexpr uint32_t kMaxGridBlocks = 1024;
-inline constexpr size_t kMaxLabelBytes = 256;
+// A timing probe of the consumer's re-arm store needs a few repeats to show their cost; every
+// repeat is one more store per pack per call, so 2^32 of them turn any case into a HANG that tears
+// the group down. 64 keeps the worst case within a small multiple of a normal one.
+inline constexpr uint32_t kMaxArmRepeat = 64;
+// The gate of `auto` between one_stage and lamport: any value above the largest case means
+// "never lamport"; 1 TiB is far above any case and still catches a typo such as 10^19.
+inline constexpr uint64_t kMaxLamportMinBytes = 1ull << 40;
+inline constexpr size_t kMaxLabelBytes = common::kMaxLabelBytes;  // common::CheckLabel
+// Run ids are "r-" and 32 hex digits (run_id.h); anything longer is not one of ours.
+inline constexpr size_t kMaxRunIdBytes = 64;
 inline constexpr uint64_t kDefaultMaxCaseBytes = 32ull << 20;
 
 inline constexpr uint32_t kDefaultWarmup = 5;
@@ -42,5 +53,15 @@ struct ServerLimits {
 // the history keeps, so a stored run says exactly what was measured.
 absl::StatusOr<colltest::v1::SweepSpec> ValidateSpec(const colltest::v1::SweepSpec& spec,
                                                      const ServerLimits& limits);
+
+// A fault (SweepSpec.fault, HealthRequest.fault) for a group of `world` ranks: "" is none;
+// otherwise FAILED_PRECONDITION while fault injection is disabled, then INVALID_ARGUMENT naming
+// `field` for a fault outside the grammar of common/fault_spec.h (or a rank outside the world).
+absl::Status ValidateFault(absl::string_view field, absl::string_view fault, uint32_t world,
+                           const ServerLimits& limits);
+
+// The run id of GetRun and Cancel: non-empty, at most kMaxRunIdBytes bytes of printable ASCII, so
+// that an id echoed in a NOT_FOUND message or a log line is short and cannot carry control bytes.
+absl::Status ValidateRunId(absl::string_view run_id);
 
 }  // namespace colltest::server

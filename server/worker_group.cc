@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <optional>
+#include <functional>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -25,6 +26,10 @@ namespace {
 constexpr absl::Duration kWatchdogPeriod = absl::Milliseconds(50);
 // How long the last rank may still take to answer once every peer timed out waiting for it.
 constexpr absl::Duration kCulpritGrace = absl::Milliseconds(250);
+// How long the ranks of a cancelled case get to notice their cancel word and answer before the
+// group is killed (and respawned for the next case). The cpu backend answers within one poll of a
+// spin or one call; a GPU rank in a long graph replay may not, and is killed.
+constexpr absl::Duration kCancelGrace = absl::Seconds(1);
 
 // True when every rank but `culprit` answered HANG naming it.
 bool AllWaitedFor(const std::atomic<int32_t>* waited_for, size_t world, size_t culprit) {
@@ -92,154 +97,104 @@ absl::StatusOr<std::unique_ptr<WorkerGroup>> WorkerGroup::Start(const WorkerPool
 
 WorkerGroup::~WorkerGroup() { Kill(); }
 
-WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
+// Everything one RunCase shares between its rank threads and its watchdog.
+struct WorkerGroup::CaseWatch {
+  explicit CaseWatch(size_t world, std::function<void()> kill)
+      : answered(new std::atomic<bool>[world]),
+        waited_for(new std::atomic<int32_t>[world]),
+        stalled_for(world, absl::ZeroDuration()),
+        abandoned(world, false),
+        awaited_at_stop(world, -1),
+        first(std::move(kill)) {
+    for (size_t rank = 0; rank < world; ++rank) {
+      answered[rank] = false;
+      waited_for[rank] = -1;
+    }
+  }
+  std::unique_ptr<std::atomic<bool>[]> answered;
+  // What each rank that answered HANG waited for (-1: it did not, or has not answered yet).
+  std::unique_ptr<std::atomic<int32_t>[]> waited_for;
+  std::atomic<int64_t> last_answer_ns{0};
+  // Written by the watchdog, read after it is joined.
+  std::vector<absl::Duration> stalled_for;
+  std::vector<bool> abandoned;
+  // The peer each rank said it waited for (common/worker_page.h) when the group was stopped.
+  std::vector<int32_t> awaited_at_stop;
+  bool culprit_died = false;  // the first rank to fail died (set after the calls returned)
+  bool cancel_sent = false;
+  bool cancel_killed = false;  // the ranks did not stop within kCancelGrace
+  absl::Notification all_answered;
+  FirstFailure first;
+};
+
+WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request,
+                                              const CancelCheck& cancelled) {
   const size_t world = ranks_.size();
   const absl::Duration deadline = CaseDeadline(request, grace_);
   // One absolute deadline for all ranks: threads start at slightly different times.
   const auto deadline_at = std::chrono::system_clock::now() + absl::ToChronoNanoseconds(deadline);
+  for (const auto& process : ranks_) process->SetCancel(false);
 
   std::vector<std::optional<RankResult>> answers(world);
   std::vector<CallFailure> failures(world, CallFailure::kError);
   std::vector<grpc::Status> errors(world);
-  FirstFailure first([this] { Kill(); });
-  // The watchdog. A worker beats while it computes and while it spins in a bounded wait, so a
-  // heartbeat that stands still means the process is stuck (stopped, deadlocked, wedged in a
-  // driver call), however many calls the case has left. While peers still run, a rank may stand
-  // still for up to max(timeout, 1 s) + the grace; once every other rank has answered (their
-  // waits for it timed out), the grace alone. The host deadline above is only the backstop for a
-  // worker that beats without ever answering.
-  const absl::Duration peers_running_limit =
-      std::max(CaseTimeout(request), absl::Seconds(1)) + heartbeat_grace_;
-  std::unique_ptr<std::atomic<bool>[]> answered(new std::atomic<bool>[world]);
-  for (size_t rank = 0; rank < world; ++rank) answered[rank] = false;
-  // What each rank that answered HANG waited for (-1: it did not, or has not answered yet).
-  std::unique_ptr<std::atomic<int32_t>[]> waited_for(new std::atomic<int32_t>[world]);
-  for (size_t rank = 0; rank < world; ++rank) waited_for[rank] = -1;
-  std::atomic<int64_t> last_answer_ns{0};
-  // Written by the watchdog, read after it is joined.
-  std::vector<absl::Duration> stalled_for(world, absl::ZeroDuration());
-  std::vector<bool> abandoned(world, false);
-  absl::Notification all_answered;
-  std::thread watchdog([&] {
-    std::vector<uint64_t> last(world);
-    std::vector<absl::Time> moved(world, absl::Now());
-    for (size_t rank = 0; rank < world; ++rank) last[rank] = ranks_[rank]->Heartbeat();
-    while (!all_answered.WaitForNotificationWithTimeout(kWatchdogPeriod)) {
-      const absl::Time now = absl::Now();
-      size_t answers_in = 0;
-      for (size_t rank = 0; rank < world; ++rank) answers_in += answered[rank].load();
-      const bool last_one = answers_in + 1 >= world;
-      for (size_t rank = 0; rank < world; ++rank) {
-        if (answered[rank].load()) continue;
-        const uint64_t beat = ranks_[rank]->Heartbeat();
-        if (beat != last[rank]) {
-          last[rank] = beat;
-          moved[rank] = now;
-        } else if (now - moved[rank] > (last_one ? heartbeat_grace_ : peers_running_limit)) {
-          stalled_for[rank] = now - moved[rank];
-          first.Record(rank);  // kills the group: every call still in flight fails at once
-          return;
-        }
-        // Every peer timed out waiting for this rank: the verdict is known, and what is left of
-        // the rank's calls waits for peers that are gone. Waiting for it to time out in turn
-        // would double the time to detect.
-        if (last_one && world > 1 &&
-            now - absl::FromUnixNanos(last_answer_ns.load()) > kCulpritGrace &&
-            AllWaitedFor(waited_for.get(), world, rank)) {
-          // Say which: a still heartbeat means the process is stuck, a moving one that it works on.
-          if (now - moved[rank] > kCulpritGrace) {
-            stalled_for[rank] = now - moved[rank];
-          } else {
-            abandoned[rank] = true;
-          }
-          first.Record(rank);
-          return;
-        }
-      }
-    }
-  });
+  CaseWatch watch(world, [this] { KillRecordingWaits(); });
+  {
+    absl::MutexLock lock(&kill_mu_);
+    watch_ = &watch;
+  }
+  std::thread watchdog([&] { Watchdog(request, cancelled, watch); });
   ParallelFor(world, [&](size_t rank) {
     grpc::ClientContext context;
     context.set_deadline(deadline_at);
     RankResult reply;
     errors[rank] = ranks_[rank]->stub().RunCase(&context, request, &reply);
     if (errors[rank].ok()) {
-      if (reply.status() == colltest::v1::CASE_STATUS_HANG) waited_for[rank] = reply.suspect_peer();
+      if (reply.status() == colltest::v1::CASE_STATUS_HANG) {
+        watch.waited_for[rank] = reply.suspect_peer();
+      }
       answers[rank] = std::move(reply);
-      answered[rank] = true;
-      last_answer_ns = absl::ToUnixNanos(absl::Now());
+      watch.answered[rank] = true;
+      watch.last_answer_ns = absl::ToUnixNanos(absl::Now());
       return;
     }
     failures[rank] = ranks_[rank]->ClassifyFailedCall(errors[rank]);
-    answered[rank] = true;
-    if (failures[rank] != CallFailure::kKilledByUs) first.Record(rank);
+    watch.answered[rank] = true;
+    if (failures[rank] != CallFailure::kKilledByUs) watch.first.Record(rank);
   });
-  all_answered.Notify();
+  watch.all_answered.Notify();
   watchdog.join();
+  {
+    absl::MutexLock lock(&kill_mu_);
+    watch_ = nullptr;
+  }
   for (size_t rank = 0; rank < world; ++rank) {
-    if (stalled_for[rank] > absl::ZeroDuration()) failures[rank] = CallFailure::kStalled;
-    if (abandoned[rank]) failures[rank] = CallFailure::kAbandoned;
+    if (watch.stalled_for[rank] > absl::ZeroDuration()) failures[rank] = CallFailure::kStalled;
+    if (watch.abandoned[rank]) failures[rank] = CallFailure::kAbandoned;
+  }
+  if (const std::optional<size_t> culprit = watch.first.rank(); culprit.has_value()) {
+    watch.culprit_died = failures[*culprit] == CallFailure::kDied;
   }
 
   CaseOutcome outcome;
+  outcome.cancelled = watch.cancel_sent;
   outcome.ranks.resize(world);
-  const std::optional<size_t> culprit = first.rank();
   for (size_t rank = 0; rank < world; ++rank) {
     RankResult& result = outcome.ranks[rank];
     if (answers[rank].has_value()) {
       result = *std::move(answers[rank]);
     } else {
       outcome.failed = true;
-      result.set_suspect_peer(-1);
-      switch (failures[rank]) {
-        case CallFailure::kDied:
-          result.set_status(colltest::v1::CASE_STATUS_ERROR);
-          result.set_message(RankDiedMessage(rank, *ranks_[rank]));
-          break;
-        case CallFailure::kAbandoned:
-          result.set_status(colltest::v1::CASE_STATUS_HANG);
-          result.set_message(absl::StrCat("rank ", rank, " (pid ", ranks_[rank]->pid(),
-                                          ") had not answered when every peer had timed out "
-                                          "waiting for it: killed"));
-          result.set_phase("watchdog");
-          break;
-        case CallFailure::kStalled:
-          result.set_status(colltest::v1::CASE_STATUS_HANG);
-          result.set_message(absl::StrCat(
-              "rank ", rank, " (pid ", ranks_[rank]->pid(), ") made no progress for ",
-              absl::FormatDuration(absl::Trunc(stalled_for[rank], absl::Milliseconds(100))),
-              " (no heartbeat), alive but stuck: killed"));
-          result.set_phase("watchdog");
-          break;
-        case CallFailure::kLate:
-          result.set_status(colltest::v1::CASE_STATUS_HANG);
-          result.set_message(absl::StrCat("rank ", rank, " did not answer within ",
-                                          absl::FormatDuration(deadline)));
-          result.set_phase("host deadline");
-          break;
-        case CallFailure::kError:
-          result.set_status(colltest::v1::CASE_STATUS_ERROR);
-          result.set_message(absl::StrCat(
-              "rank ", rank, " RunCase failed: ",
-              absl::StatusCodeToString(static_cast<absl::StatusCode>(errors[rank].error_code())),
-              ": ", errors[rank].error_message()));
-          break;
-        case CallFailure::kKilledByUs:
-          result.set_status(colltest::v1::CASE_STATUS_ERROR);
-          result.set_message(
-              culprit.has_value()
-                  ? absl::StrCat("aborted: group torn down after rank ", *culprit, " failed")
-                  : "aborted: group torn down");
-          break;
-      }
+      result = UnansweredResult(rank, failures[rank], errors[rank], deadline, watch);
     }
     result.set_rank(static_cast<uint32_t>(rank));
     result.set_device(devices_[rank]);
   }
-  // Any unanswered rank leaves the group in an unknown state (peers mid-protocol, buffers unarmed).
+  // Any unanswered rank leaves the group in an unknown state (peers mid-protocol, buffers unarmed);
+  // so does a cancelled case, whose ranks stopped wherever they were.
   if (outcome.failed) {
     Kill();
-  } else if (NeedsReset(outcome.ranks)) {
+  } else if (outcome.cancelled || NeedsReset(outcome.ranks)) {
     outcome.reset = ResetAll();
     if (!outcome.reset) {
       outcome.failed = true;
@@ -247,6 +202,165 @@ WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request) {
     }
   }
   return outcome;
+}
+
+// The watchdog. A worker beats while it computes and while it spins in a bounded wait, so a
+// heartbeat that stands still means the process is stuck (stopped, deadlocked, wedged in a driver
+// call), however many calls the case has left. While peers still run, a rank may stand still for
+// up to max(timeout, 1 s) + the grace; once every other rank has answered (their waits for it
+// timed out), the grace alone. The host deadline is only the backstop for a worker that beats
+// without ever answering. It also carries a cancellation to the ranks: their pages' cancel words
+// first, and SIGKILL for the group when they have not all answered kCancelGrace later.
+void WorkerGroup::Watchdog(const CaseRequest& request, const CancelCheck& cancelled,
+                           CaseWatch& watch) {
+  const size_t world = ranks_.size();
+  const absl::Duration peers_running_limit =
+      std::max(CaseTimeout(request), absl::Seconds(1)) + heartbeat_grace_;
+  std::vector<uint64_t> last(world);
+  std::vector<absl::Time> moved(world, absl::Now());
+  absl::Time cancel_at;
+  for (size_t rank = 0; rank < world; ++rank) last[rank] = ranks_[rank]->Heartbeat();
+  while (!watch.all_answered.WaitForNotificationWithTimeout(kWatchdogPeriod)) {
+    const absl::Time now = absl::Now();
+    if (!watch.cancel_sent && cancelled && cancelled()) {
+      watch.cancel_sent = true;
+      cancel_at = now;
+      for (const auto& process : ranks_) process->SetCancel(true);
+    }
+    if (watch.cancel_sent) {
+      if (now - cancel_at > kCancelGrace) {
+        watch.cancel_killed = true;
+        Kill();  // every call still in flight fails at once, as kKilledByUs
+        return;
+      }
+      continue;  // a cancelled case has no culprit to find
+    }
+    size_t answers_in = 0;
+    for (size_t rank = 0; rank < world; ++rank) answers_in += watch.answered[rank].load();
+    const bool last_one = answers_in + 1 >= world;
+    for (size_t rank = 0; rank < world; ++rank) {
+      if (watch.answered[rank].load()) continue;
+      const uint64_t beat = ranks_[rank]->Heartbeat();
+      if (beat != last[rank]) {
+        last[rank] = beat;
+        moved[rank] = now;
+      } else if (now - moved[rank] > (last_one ? heartbeat_grace_ : peers_running_limit)) {
+        watch.stalled_for[rank] = now - moved[rank];
+        watch.first.Record(rank);  // kills the group: every call still in flight fails at once
+        return;
+      }
+      // Every peer timed out waiting for this rank: the verdict is known, and what is left of
+      // the rank's calls waits for peers that are gone. Waiting for it to time out in turn
+      // would double the time to detect.
+      if (last_one && world > 1 &&
+          now - absl::FromUnixNanos(watch.last_answer_ns.load()) > kCulpritGrace &&
+          AllWaitedFor(watch.waited_for.get(), world, rank)) {
+        // Say which: a still heartbeat means the process is stuck, a moving one that it works on.
+        if (now - moved[rank] > kCulpritGrace) {
+          watch.stalled_for[rank] = now - moved[rank];
+        } else {
+          watch.abandoned[rank] = true;
+        }
+        watch.first.Record(rank);
+        return;
+      }
+    }
+  }
+}
+
+// The result of a rank that did not answer. The one verdict rule (docs/verdicts.md): a rank that
+// was waiting for a peer when the group was stopped is a HANG naming that peer, whoever ran out of
+// time first (its own spin, the watchdog, the host deadline); ERROR only for a rank that died, a
+// call that failed in the infrastructure, or a rank torn down because another one died.
+RankResult WorkerGroup::UnansweredResult(size_t rank, CallFailure failure,
+                                         const grpc::Status& error, absl::Duration deadline,
+                                         const CaseWatch& watch) {
+  RankResult result;
+  result.set_suspect_peer(-1);
+  const std::optional<size_t> culprit = watch.first.rank();
+  const int32_t awaited = watch.awaited_at_stop[rank];
+  const std::string pid = absl::StrCat("rank ", rank, " (pid ", ranks_[rank]->pid(), ")");
+  const auto waiting_hang = [&](const std::string& how) {
+    result.set_status(colltest::v1::CASE_STATUS_HANG);
+    result.set_suspect_peer(awaited);
+    result.set_phase(how);
+    result.set_message(
+        absl::StrCat("rank ", rank, " waited for rank ", awaited, " in ", how));
+  };
+  switch (failure) {
+    case CallFailure::kDied:
+      result.set_status(colltest::v1::CASE_STATUS_ERROR);
+      result.set_message(RankDiedMessage(rank, *ranks_[rank]));
+      break;
+    case CallFailure::kAbandoned:
+      result.set_status(colltest::v1::CASE_STATUS_HANG);
+      result.set_message(absl::StrCat(pid,
+                                      " had not answered when every peer had timed out "
+                                      "waiting for it: killed"));
+      result.set_phase("watchdog");
+      break;
+    case CallFailure::kStalled:
+      result.set_status(colltest::v1::CASE_STATUS_HANG);
+      result.set_message(absl::StrCat(
+          pid, " made no progress for ",
+          absl::FormatDuration(absl::Trunc(watch.stalled_for[rank], absl::Milliseconds(100))),
+          " (no heartbeat), alive but stuck: killed"));
+      result.set_phase("watchdog");
+      break;
+    case CallFailure::kLate:
+      if (awaited >= 0) {
+        waiting_hang(
+            absl::StrCat("a wait ended by the host deadline (", absl::FormatDuration(deadline), ")"));
+        break;
+      }
+      result.set_status(colltest::v1::CASE_STATUS_HANG);
+      result.set_message(absl::StrCat("rank ", rank, " did not answer within ",
+                                      absl::FormatDuration(deadline)));
+      result.set_phase("host deadline");
+      break;
+    case CallFailure::kError:
+      result.set_status(colltest::v1::CASE_STATUS_ERROR);
+      result.set_message(absl::StrCat(
+          "rank ", rank, " RunCase failed (infrastructure): ",
+          absl::StatusCodeToString(static_cast<absl::StatusCode>(error.error_code())), ": ",
+          error.error_message()));
+      break;
+    case CallFailure::kKilledByUs:
+      if (watch.cancel_killed) {
+        result.set_status(colltest::v1::CASE_STATUS_ERROR);
+        result.set_message("cancelled: killed after it did not stop within 1s");
+        break;
+      }
+      if (awaited >= 0) {
+        waiting_hang(culprit.has_value()
+                         ? absl::StrCat("a wait ended when rank ", *culprit, " failed")
+                         : std::string("a wait ended when the group was stopped"));
+        break;
+      }
+      // Torn down because a peer died: that death is the cause, and an ERROR; because a peer
+      // hung: a consequence of that hang, not an error of this rank.
+      result.set_status(watch.culprit_died ? colltest::v1::CASE_STATUS_ERROR
+                                           : colltest::v1::CASE_STATUS_HANG);
+      result.set_message(culprit.has_value()
+                             ? absl::StrCat("aborted: group torn down after rank ", *culprit,
+                                            " failed")
+                             : "aborted: group torn down");
+      result.set_phase(result.status() == colltest::v1::CASE_STATUS_HANG ? "aborted" : "");
+      break;
+  }
+  return result;
+}
+
+void WorkerGroup::KillRecordingWaits() {
+  {
+    absl::MutexLock lock(&kill_mu_);
+    if (watch_ != nullptr && !killed_) {
+      for (size_t rank = 0; rank < ranks_.size(); ++rank) {
+        watch_->awaited_at_stop[rank] = ranks_[rank]->AwaitedPeer();
+      }
+    }
+  }
+  Kill();
 }
 
 bool WorkerGroup::ResetAll() {

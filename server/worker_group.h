@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,15 +38,20 @@ class WorkerGroup {
 
   struct CaseOutcome {
     std::vector<colltest::v1::RankResult> ranks;  // one per rank, rank and device filled in
-    bool failed = false;  // some rank died or was late; the group has been killed
-    bool reset = false;   // every rank answered, some reported a failure; all were Reset
+    bool failed = false;     // some rank died or was late; the group has been killed
+    bool reset = false;      // every rank answered, some reported a failure; all were Reset
+    bool cancelled = false;  // stopped by `cancelled`; the ranks' results are not a verdict
   };
+  // Polled every 50 ms while a case runs; true stops the case (Cancel, client gone, shutdown).
+  using CancelCheck = std::function<bool()>;
   // Sends the case to every rank at once. The first rank found dead or late gets the whole group
   // SIGKILLed at once (its peers may be stuck in a barrier waiting for it); ranks that had not
   // answered by then are reported as aborted. When every rank answered but some reported a
   // failure, every rank is Reset before the next case; a group that cannot be reset is killed.
-  // Not to be called concurrently on one group.
-  CaseOutcome RunCase(const colltest::worker::v1::CaseRequest& request);
+  // Not to be called concurrently on one group. Once `cancelled` returns true, every rank's cancel
+  // word is set; ranks that have not answered 1 s later are killed with their group.
+  CaseOutcome RunCase(const colltest::worker::v1::CaseRequest& request,
+                      const CancelCheck& cancelled = nullptr);
 
   bool AllAlive();
   std::vector<int> LivePids();
@@ -65,6 +71,14 @@ class WorkerGroup {
         reset_timeout_(reset_timeout),
         exports_shm_(exports_shm) {}
 
+  struct CaseWatch;
+  void Watchdog(const colltest::worker::v1::CaseRequest& request, const CancelCheck& cancelled,
+                CaseWatch& watch);
+  colltest::v1::RankResult UnansweredResult(size_t rank, CallFailure failure,
+                                            const grpc::Status& error, absl::Duration deadline,
+                                            const CaseWatch& watch);
+  // Notes whom every rank waits for (the verdict needs it once they are dead), then Kill()s.
+  void KillRecordingWaits();
   // Reset on every rank at once; false when any rank did not confirm.
   bool ResetAll();
 
@@ -80,6 +94,7 @@ class WorkerGroup {
   bool killed_ ABSL_GUARDED_BY(kill_mu_) = false;
   // Recorded from the Init replies; Start's abort may have killed the group before they are known.
   std::vector<std::string> shm_names_ ABSL_GUARDED_BY(kill_mu_);
+  CaseWatch* watch_ ABSL_GUARDED_BY(kill_mu_) = nullptr;  // the case running now, if any
 };
 
 }  // namespace colltest::server

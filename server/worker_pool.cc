@@ -67,7 +67,8 @@ class WorkerPoolImpl final : public WorkerPool {
   ~WorkerPoolImpl() override { Shutdown(); }
 
   absl::StatusOr<std::vector<RankResult>> RunCase(absl::Span<const uint32_t> devices,
-                                                  const CaseRequest& request) override;
+                                                  const CaseRequest& request,
+                                                  const std::function<bool()>& cancelled) override;
   void Shutdown() override;
   std::vector<int> LivePids() const override;
   uint64_t Restarts() const override;
@@ -115,8 +116,9 @@ class WorkerPoolImpl final : public WorkerPool {
   std::thread recovery_thread_;  // joined by Shutdown
 };
 
-absl::StatusOr<std::vector<RankResult>> WorkerPoolImpl::RunCase(absl::Span<const uint32_t> devices,
-                                                                const CaseRequest& request) {
+absl::StatusOr<std::vector<RankResult>> WorkerPoolImpl::RunCase(
+    absl::Span<const uint32_t> devices, const CaseRequest& request,
+    const std::function<bool()>& cancelled) {
   const DeviceList key(devices.begin(), devices.end());
   if (key.empty()) return absl::InvalidArgumentError("RunCase needs at least one device");
   if (std::set<uint32_t>(key.begin(), key.end()).size() != key.size()) {
@@ -124,7 +126,16 @@ absl::StatusOr<std::vector<RankResult>> WorkerPoolImpl::RunCase(absl::Span<const
   }
   absl::StatusOr<std::shared_ptr<WorkerGroup>> group = GroupFor(key);
   if (!group.ok()) return group.status();
-  WorkerGroup::CaseOutcome outcome = (*group)->RunCase(request);
+  WorkerGroup::CaseOutcome outcome = (*group)->RunCase(request, cancelled);
+  if (outcome.cancelled) {
+    // The ranks stopped mid-protocol: re-armed (or respawned when they did not stop in time) and
+    // proven by the canary before the next case, like after a failure.
+    const std::string why = outcome.failed ? "a cancelled case did not stop within 1 s: killed"
+                                           : "a cancelled case stopped mid-protocol";
+    if (outcome.failed) Retire(*group);
+    BeginRecovery(key, why, /*respawn=*/outcome.failed);
+    return absl::CancelledError(absl::StrCat("the case was stopped: ", why));
+  }
   if (outcome.failed) {
     Retire(*group);
     BeginRecovery(key, FailureSummary(outcome.ranks), /*respawn=*/true);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,8 +51,17 @@ class WorkerPool {
   // (respawned, then the canary) before the next case on any of its devices runs. A non-OK status
   // means the group could not be started, or failed its canary (UNAVAILABLE, naming the reason).
   // Callers guarantee that no two concurrent calls share a device.
+  //
+  // `cancelled` is polled while the case runs; once it returns true the ranks are told to stop
+  // (killed if they have not within 1 s), the group is reset or respawned and re-canaried, and the
+  // call returns CANCELLED: a stopped case has no verdict.
   virtual absl::StatusOr<std::vector<colltest::v1::RankResult>> RunCase(
-      absl::Span<const uint32_t> devices, const colltest::worker::v1::CaseRequest& request) = 0;
+      absl::Span<const uint32_t> devices, const colltest::worker::v1::CaseRequest& request,
+      const std::function<bool()>& cancelled) = 0;
+  absl::StatusOr<std::vector<colltest::v1::RankResult>> RunCase(
+      absl::Span<const uint32_t> devices, const colltest::worker::v1::CaseRequest& request) {
+    return RunCase(devices, request, nullptr);
+  }
 
   // Ends every worker (Shutdown RPC, then SIGKILL after a short grace), reaps them, removes their
   // sockets, their shared-memory segments and the runtime directory. Idempotent.

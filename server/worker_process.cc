@@ -94,7 +94,9 @@ void CloseRange(int first, int last, int max_fd) {
 }
 
 [[noreturn]] void ExecChild(const ChildSetup& setup) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // SIGTERM, not SIGKILL: a worker whose controller died unlinks its own shared memory before it
+  // leaves (worker/main.cc), and leaves within 3 s whatever it was doing.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
   // The controller may have died between fork and prctl; then nobody would ever kill us.
   if (getppid() != setup.parent) _exit(127);
   // The controller may block signals for a signal-handling thread; the mask survives exec.
@@ -130,10 +132,18 @@ WorkerProcess::WorkerProcess(pid_t pid, uint32_t device, std::string socket_path
 WorkerProcess::~WorkerProcess() {
   Kill();
   if (pidfd_ >= 0) close(pidfd_);
-  if (heartbeat_ != nullptr) munmap(heartbeat_, sizeof(std::atomic<uint64_t>));
+  if (page_ != nullptr) munmap(page_, sizeof(WorkerPage));
 }
 
-uint64_t WorkerProcess::Heartbeat() const { return heartbeat_->load(std::memory_order_relaxed); }
+uint64_t WorkerProcess::Heartbeat() const { return page_->beats.load(std::memory_order_relaxed); }
+
+int WorkerProcess::AwaitedPeer() const {
+  return static_cast<int>(page_->awaiting_plus_one.load(std::memory_order_relaxed)) - 1;
+}
+
+void WorkerProcess::SetCancel(bool cancel) {
+  page_->cancel.store(cancel ? 1u : 0u, std::memory_order_relaxed);
+}
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(const WorkerSpawnSpec& spec,
                                                                     ForkThread& fork_thread) {
@@ -150,15 +160,15 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(const Worker
   if (absl::Status s = MakePipe(exec_error_read, exec_error_write); !s.ok()) return s;
   UniqueFd heartbeat_fd(memfd_create("colltest-heartbeat", MFD_CLOEXEC));
   if (heartbeat_fd.get() < 0) return absl::ErrnoToStatus(errno, "memfd_create (heartbeat)");
-  if (ftruncate(heartbeat_fd.get(), sizeof(std::atomic<uint64_t>)) != 0) {
+  if (ftruncate(heartbeat_fd.get(), sizeof(WorkerPage)) != 0) {
     return absl::ErrnoToStatus(errno, "ftruncate (heartbeat)");
   }
-  void* heartbeat = mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE, MAP_SHARED,
-                         heartbeat_fd.get(), 0);
+  void* heartbeat =
+      mmap(nullptr, sizeof(WorkerPage), PROT_READ | PROT_WRITE, MAP_SHARED, heartbeat_fd.get(), 0);
   if (heartbeat == MAP_FAILED) return absl::ErrnoToStatus(errno, "mmap (heartbeat)");
   // Owned by the process object from here on (it unmaps it), or unmapped on the failures below.
   std::unique_ptr<void, void (*)(void*)> heartbeat_page(
-      heartbeat, [](void* page) { munmap(page, sizeof(std::atomic<uint64_t>)); });
+      heartbeat, [](void* page) { munmap(page, sizeof(WorkerPage)); });
 
   std::vector<std::string> args = {spec.worker_binary,
                                    "--socket",
@@ -193,7 +203,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(const Worker
   if (pid < 0) return absl::ErrnoToStatus(fork_errno, "fork");
   // From here on the destructor kills and reaps the child on every early return.
   std::unique_ptr<WorkerProcess> process(new WorkerProcess(pid, spec.device, spec.socket_path));
-  process->heartbeat_ = static_cast<std::atomic<uint64_t>*>(heartbeat_page.release());
+  process->page_ = static_cast<WorkerPage*>(heartbeat_page.release());
   ready_write.reset();
   exec_error_write.reset();
   heartbeat_fd.reset();  // the mapping stays

@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "colltest/v1/worker.grpc.pb.h"
+#include "common/worker_page.h"
 #include "grpcpp/grpcpp.h"
 #include "server/fork_thread.h"
 
@@ -70,8 +71,12 @@ class WorkerProcess {
     Reap();
   }
 
-  // The worker's progress counter (see worker/heartbeat.h): it moves while the worker works.
+  // The worker's progress counter (common/worker_page.h): it moves while the worker works.
   uint64_t Heartbeat() const;
+  // The peer the worker says it waits for right now, -1 for none.
+  int AwaitedPeer() const;
+  // Asks the worker to stop its case (true), or clears the request before the next case (false).
+  void SetCancel(bool cancel);
 
   // "exited with status 3", "killed by signal 9", or "still running".
   std::string ExitDescription() const;
@@ -86,8 +91,8 @@ class WorkerProcess {
   const pid_t pid_;
   const uint32_t device_;
   const std::string socket_path_;
-  int pidfd_ = -1;  // readable once the process exits; -1 on kernels without pidfd_open
-  std::atomic<uint64_t>* heartbeat_ = nullptr;  // a page shared with the worker
+  int pidfd_ = -1;              // readable once the process exits; -1 on kernels without pidfd_open
+  WorkerPage* page_ = nullptr;  // shared with the worker
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<colltest::worker::v1::Worker::Stub> stub_;
 

@@ -1,9 +1,8 @@
-// Progress beats for the controller's watchdog. colltestd maps one word of shared memory per
-// worker (passed as --heartbeat-fd) and watches it while a case runs: a worker whose word stops
-// moving for longer than the case timeout plus a grace period is stuck (stopped, deadlocked,
-// wedged in a driver call) and is killed with its group, however many calls the case has. Beats
-// come from the places that make progress: every call, every few polls of a bounded spin, every
-// row of the host-side numerics, and the host's waits for the GPU.
+// The worker's side of its page shared with colltestd (common/worker_page.h): progress beats for
+// the controller's watchdog, the peer it waits for, and the controller's cancel request. Beats come
+// from the places that make progress: every call, every few polls of a bounded spin, every row of
+// the host-side numerics, and the host's waits for the GPU. A worker started without a page (unit
+// tests) beats into nothing and is never cancelled.
 #pragma once
 
 #include <sys/mman.h>
@@ -11,22 +10,40 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/worker_page.h"
+
 namespace colltest::worker {
 
-inline std::atomic<uint64_t>* heartbeat_word = nullptr;
+inline WorkerPage* worker_page = nullptr;
 
-// Maps the controller's heartbeat page; false when `fd` is not one (the worker then runs without).
+// Maps the controller's page; false when `fd` is not one (the worker then runs without).
 inline bool AttachHeartbeat(int fd) {
-  void* page =
-      mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* page = mmap(nullptr, sizeof(WorkerPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (page == MAP_FAILED) return false;
-  heartbeat_word = static_cast<std::atomic<uint64_t>*>(page);
+  worker_page = static_cast<WorkerPage*>(page);
   return true;
 }
 
 // A relaxed increment of one shared word: cheap enough for a spin loop's slow path.
 inline void Beat() {
-  if (std::atomic<uint64_t>* word = heartbeat_word) word->fetch_add(1, std::memory_order_relaxed);
+  if (WorkerPage* page = worker_page) page->beats.fetch_add(1, std::memory_order_relaxed);
+}
+
+// True once the controller asked this worker to stop its case: checked between calls and in the
+// slow path of every bounded spin, so a cancelled case ends within one call or one poll.
+inline bool CancelRequested() {
+  WorkerPage* page = worker_page;
+  return page != nullptr && page->cancel.load(std::memory_order_relaxed) != 0;
+}
+
+// Announces (peer >= 0) or withdraws (-1) the peer this rank waits for. Several blocks of a rank
+// may overwrite each other; the controller reads it only once every rank has stopped moving
+// forward, when all of them wait for the same thing.
+inline void Awaiting(int peer) {
+  if (WorkerPage* page = worker_page) {
+    page->awaiting_plus_one.store(peer < 0 ? 0u : static_cast<uint32_t>(peer) + 1,
+                                  std::memory_order_relaxed);
+  }
 }
 
 }  // namespace colltest::worker

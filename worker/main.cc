@@ -1,7 +1,9 @@
 // colltest-worker: one process per rank (one per GPU). Started by colltestd, which talks to it
 // over a unix socket and learns it is ready from a line on an inherited pipe.
+#include <dirent.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -47,6 +50,30 @@ int Probe(const std::string& backend) {
   std::cout << R"({"backend":"cpu","devices":[]})" << std::endl;
   return 0;
 }
+
+// Unlinks the shared-memory segments this process created ("/colltest.<controller>.<self>.<n>",
+// worker/backends/cpu/cpu_backend.cc) without touching the mappings a running case may still use.
+// Called when the controller died: nobody else is left to remove them.
+void UnlinkOwnSegments() {
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return;
+  const std::string self = absl::StrCat(".", getpid(), ".");
+  while (const dirent* entry = readdir(dir)) {
+    const std::string_view name = entry->d_name;
+    if (name.rfind("colltest.", 0) != 0) continue;
+    const size_t controller_end = name.find('.', sizeof("colltest.") - 1);
+    if (controller_end == std::string_view::npos ||
+        name.compare(controller_end, self.size(), self) != 0) {
+      continue;
+    }
+    shm_unlink(absl::StrCat("/", std::string(name)).c_str());
+  }
+  closedir(dir);
+}
+
+// How long a worker told to stop (SIGTERM, SIGINT, its controller's death) may take to leave
+// before the kernel ends it: a case wedged in a driver call must not keep it alive.
+constexpr unsigned kExitAlarmSeconds = 3;
 
 }  // namespace
 
@@ -91,6 +118,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  const pid_t controller = getppid();
   // SIGTERM/SIGINT end the worker through the same path as the Shutdown RPC.
   sigset_t signals;
   sigemptyset(&signals);
@@ -119,6 +147,10 @@ int main(int argc, char** argv) {
   std::thread signal_waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
+    // colltestd starts its workers with PR_SET_PDEATHSIG = SIGTERM: a signal while the controller
+    // is gone means nobody will unlink this worker's segments or ask it to leave.
+    if (getppid() != controller) UnlinkOwnSegments();
+    alarm(kExitAlarmSeconds);  // SIGALRM's default action ends the process
     if (!shutdown.HasBeenNotified()) shutdown.Notify();
   });
   signal_waiter.detach();

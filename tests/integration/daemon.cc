@@ -5,10 +5,12 @@
 #include <grpcpp/grpcpp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -59,11 +61,16 @@ std::unique_ptr<Daemon> Daemon::Start(int cpu_ranks, std::vector<std::string> ex
 
 std::unique_ptr<Daemon> Daemon::StartWithBackend(const std::string& backend,
                                                  std::vector<std::string> extra_args,
-                                                 std::vector<std::string> env) {
+                                                 std::vector<std::string> env,
+                                                 uint64_t open_files) {
   // COLLTEST_BIN_DIR overrides the build tree's bin/ (a bundle copied to a GPU box).
   const char* dir = std::getenv("COLLTEST_BIN_DIR");
   std::vector<std::string> argv = {(dir != nullptr ? std::string(dir) : BinDir()) + "/colltestd",
-                                   "--listen", "127.0.0.1:0", "--backend", backend};
+                                   "--backend", backend};
+  // An ephemeral loopback port unless the test asks for another --listen.
+  if (std::find(extra_args.begin(), extra_args.end(), "--listen") == extra_args.end()) {
+    argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
+  }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   std::vector<std::string> envv;
   for (char** e = environ; *e != nullptr; ++e) envv.emplace_back(*e);
@@ -75,6 +82,10 @@ std::unique_ptr<Daemon> Daemon::StartWithBackend(const std::string& backend,
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(out[1], STDOUT_FILENO);
+    if (open_files > 0) {
+      const rlimit limit{open_files, open_files};
+      if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+    }
     execve(args[0], args.data(), envs.data());
     _exit(127);
   }

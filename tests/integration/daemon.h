@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -17,14 +18,17 @@ std::string BinDir();
 
 class Daemon {
  public:
-  // Starts colltestd with the cpu backend and `cpu_ranks` ranks plus `extra_args`; `env` entries
-  // ("NAME=value") are added to its environment (and its workers').
+  // Starts colltestd with the cpu backend and `cpu_ranks` ranks plus `extra_args` (which may
+  // replace the default "--listen 127.0.0.1:0"); `env` entries ("NAME=value") are added to its
+  // environment (and its workers').
   static std::unique_ptr<Daemon> Start(int cpu_ranks, std::vector<std::string> extra_args = {},
                                        std::vector<std::string> env = {});
   // Starts colltestd with `--backend backend` (cuda, hip, auto) plus `extra_args` and `env`.
+  // `open_files` > 0: colltestd starts with RLIMIT_NOFILE soft = hard = open_files.
   static std::unique_ptr<Daemon> StartWithBackend(const std::string& backend,
                                                   std::vector<std::string> extra_args = {},
-                                                  std::vector<std::string> env = {});
+                                                  std::vector<std::string> env = {},
+                                                  uint64_t open_files = 0);
   ~Daemon();
 
   const std::string& address() const { return address_; }

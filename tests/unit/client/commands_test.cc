@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -59,7 +60,8 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
     return grpc::Status::OK;
   }
 
-  // The fault's kind selects the verdict, so each test can ask for the one it checks.
+  // The fault's kind selects the verdict, so each test can ask for the one it checks. The CLI
+  // sends only kinds of the fault grammar, so those stand for the verdicts.
   grpc::Status Health(grpc::ServerContext* context, const v1::HealthRequest* request,
                       v1::HealthResponse* response) override {
     Record(context);
@@ -68,7 +70,16 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
       last_health_ = *request;
       health_deadline_ = context->deadline() - std::chrono::system_clock::now();
     }
-    const std::string kind = request->fault().substr(0, request->fault().find(':'));
+    static const std::map<std::string, std::string> kVerdictOfKind = {
+        {"hang_end_sync", "hang"},
+        {"crash_rank", "error"},
+        {"skip_rearm", "unavailable"},
+        {"stall_rank", "expire"},
+        {"skip_canonicalize", "wrong"}};
+    std::string kind = request->fault().substr(0, request->fault().find(':'));
+    if (auto verdict = kVerdictOfKind.find(kind); verdict != kVerdictOfKind.end()) {
+      kind = verdict->second;
+    }
     if (kind == "sleep") {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     } else if (kind == "expire") {
@@ -424,14 +435,14 @@ TEST_F(CommandsTest, HealthOkWithASlowPairIsZero) {
 
 TEST_F(CommandsTest, HealthSendsItsFlagsAndScalesTheDeadlineWithTheTimeout) {
   EXPECT_EQ(Cli({"health", "--timeout", "10s", "--devices", "0,1", "--warn-ratio", "2", "--fault",
-                 "wrong:1", "--format", "csv"}),
+                 "skip_canonicalize", "--format", "csv"}),
             1)
       << err_;
   const v1::HealthRequest request = service_.last_health();
   EXPECT_FALSE(request.pairs());
   EXPECT_EQ(request.timeout_ms(), 10000u);
   EXPECT_EQ(request.devices_size(), 2);
-  EXPECT_EQ(request.fault(), "wrong:1");
+  EXPECT_EQ(request.fault(), "skip_canonicalize");
   EXPECT_DOUBLE_EQ(request.warn_ratio(), 2.0);
   ExpectRemaining(service_.health_deadline(), std::chrono::seconds(400));
   EXPECT_THAT(out_, StartsWith("kind,devices,status,"));
@@ -439,7 +450,7 @@ TEST_F(CommandsTest, HealthSendsItsFlagsAndScalesTheDeadlineWithTheTimeout) {
 }
 
 TEST_F(CommandsTest, HealthHangIsTwoAndNamesTheSuspect) {
-  EXPECT_EQ(Cli({"health", "--fault", "hang:1", "--format", "json"}), 2) << err_;
+  EXPECT_EQ(Cli({"health", "--fault", "hang_end_sync:1", "--format", "json"}), 2) << err_;
   nlohmann::json json = nlohmann::json::parse(out_);
   EXPECT_EQ(json["status"], "HANG");
   EXPECT_EQ(json["ranks"][1]["suspect_peer"], 0);
@@ -448,7 +459,7 @@ TEST_F(CommandsTest, HealthHangIsTwoAndNamesTheSuspect) {
 
 TEST_F(CommandsTest, HealthErrorIsThreeAndStillReported) {
   const std::string path = ::testing::TempDir() + "/colltest_health.xml";
-  EXPECT_EQ(Cli({"health", "--fault", "error", "--format", "junit", "--out", path}), 3);
+  EXPECT_EQ(Cli({"health", "--fault", "crash_rank:0", "--format", "junit", "--out", path}), 3);
   EXPECT_EQ(out_, "");
   std::ifstream in(path);
   std::stringstream xml;
@@ -457,13 +468,13 @@ TEST_F(CommandsTest, HealthErrorIsThreeAndStillReported) {
 }
 
 TEST_F(CommandsTest, HealthRpcFailureIsThree) {
-  EXPECT_EQ(Cli({"health", "--fault", "unavailable"}), 3);
+  EXPECT_EQ(Cli({"health", "--fault", "skip_rearm"}), 3);
   EXPECT_EQ(err_, "colltest: UNAVAILABLE: worker pool shutting down\n");
   EXPECT_EQ(out_, "");
 }
 
 TEST_F(CommandsTest, HealthPastItsDeadlineIsThreeSayingWhichDeadline) {
-  EXPECT_EQ(Cli({"health", "--fault", "expire", "--timeout", "1s"}), 3);
+  EXPECT_EQ(Cli({"health", "--fault", "stall_rank:0", "--timeout", "1s"}), 3);
   EXPECT_THAT(err_, StartsWith("colltest: DEADLINE_EXCEEDED: no health verdict within 2m "
                                "(max of 2m and 40 x --timeout)"));
   EXPECT_EQ(out_, "");

@@ -45,7 +45,7 @@ TEST(BuildSweepSpecTest, TranslatesEveryFlag) {
   flags.timeout = "2s";
   flags.no_residual = true;
   flags.eps = "1e-5";
-  flags.fault = "skip_rearm:2";
+  flags.fault = "delay_rank:1:3000000";
   flags.grid_blocks = "64";
   flags.threads_per_block = "512";
   flags.lamport_min_bytes = "65536";
@@ -72,7 +72,7 @@ TEST(BuildSweepSpecTest, TranslatesEveryFlag) {
   EXPECT_EQ(spec->timeout_ms(), 2000u);
   EXPECT_TRUE(spec->no_residual());
   EXPECT_FLOAT_EQ(spec->eps(), 1e-5f);
-  EXPECT_EQ(spec->fault(), "skip_rearm:2");
+  EXPECT_EQ(spec->fault(), "delay_rank:1:3000000");
   EXPECT_EQ(spec->knobs().grid_blocks(), 64u);
   EXPECT_EQ(spec->knobs().threads_per_block(), 512u);
   EXPECT_EQ(spec->knobs().lamport_min_bytes(), 65536u);
@@ -106,13 +106,13 @@ TEST(BuildSweepSpecTest, DoesNotValidateRanges) {
   flags.m = "0,4294967295";
   flags.grid_blocks = "100000";
   flags.eps = "-1";
-  flags.fault = "no_such_fault";
+  flags.fault = "missing_rank:99";  // the world is the server's to check
   absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_THAT(spec->m(), ElementsAre(0u, 4294967295u));
   EXPECT_EQ(spec->knobs().grid_blocks(), 100000u);
   EXPECT_FLOAT_EQ(spec->eps(), -1.0f);
-  EXPECT_EQ(spec->fault(), "no_such_fault");
+  EXPECT_EQ(spec->fault(), "missing_rank:99");
 }
 
 struct BadFlagCase {
@@ -149,6 +149,7 @@ void SetFlag(SweepFlags& flags, const std::string& name, const std::string& valu
   if (name == "--eps") flags.eps = value;
   if (name == "--fault") flags.fault = value;
   if (name == "--grid-blocks") flags.grid_blocks = value;
+  if (name == "--lamport-min-bytes") flags.lamport_min_bytes = value;
 }
 
 TEST_P(BadFlagTest, IsRejectedNamingTheFlag) {
@@ -177,7 +178,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlagCase{"--timeout", "-1s", "'-1s'"}, BadFlagCase{"--timeout", "inf", "'inf'"},
         BadFlagCase{"--timeout", "-5", "'-5'"}, BadFlagCase{"--seed", "-1", "'-1'"},
         BadFlagCase{"--eps", "small", "'small'"}, BadFlagCase{"--eps", "nan", "'nan'"},
-        BadFlagCase{"--fault", ":1", "KIND"}, BadFlagCase{"--fault", "delay:x", "KIND:RANK"},
+        BadFlagCase{"--fault", ":1", "unknown fault kind ''"},
+        BadFlagCase{"--fault", "delay:x", "unknown fault kind 'delay'"},
+        BadFlagCase{"--fault", "foo", "expected one of missing_rank:R, delay_rank:R:US"},
+        BadFlagCase{"--fault", "missing_rank:-1", "the rank '-1' is not a decimal number"},
+        BadFlagCase{"--fault", "delay_rank:0:abc", "the delay 'abc'"},
+        BadFlagCase{"--fault", "crash_rank:0:extra", "crash_rank takes 1 argument"},
+        BadFlagCase{"--fault", std::string(65, 'x'), "65 bytes, the limit is 64"},
+        BadFlagCase{"--m", "8q", "'8q'"}, BadFlagCase{"--m", "128..8", "runs backwards"},
+        BadFlagCase{"--m", "1..100000:+1", "more than 4096 values"},
+        BadFlagCase{"--m", "8G", "the limit is 4294967295"},
+        BadFlagCase{"--lamport-min-bytes", "1Q", "'1Q'"},
+        BadFlagCase{"--lamport-min-bytes", "16777216T", "does not fit in 64 bits"},
         BadFlagCase{"--grid-blocks", "1.5", "'1.5'"}),
     BadFlagName);
 
@@ -251,16 +263,19 @@ TEST_P(BadHealthFlagTest, IsRejectedNamingTheFlag) {
 
 INSTANTIATE_TEST_SUITE_P(
     Syntax, BadHealthFlagTest,
-    ::testing::Values(
-        BadFlagCase{"--timeout", "soon", "'soon'"}, BadFlagCase{"--timeout", "-1s", "'-1s'"},
-        BadFlagCase{"--devices", "0,,1", "'0,,1'"}, BadFlagCase{"--fault", ":1", "KIND"},
-        BadFlagCase{"--warn-ratio", "fast", "'fast'"}, BadFlagCase{"--warn-ratio", "inf", "'inf'"},
-        // 0 is the proto's "default"; at or below 1 every target above the median
-        // would be slow.
-        BadFlagCase{"--warn-ratio", "0", "'0' is not above 1"},
-        BadFlagCase{"--warn-ratio", "1", "'1' is not above 1"},
-        BadFlagCase{"--warn-ratio", "0.5", "'0.5' is not above 1"},
-        BadFlagCase{"--warn-ratio", "-2", "'-2' is not above 1"}),
+    ::testing::Values(BadFlagCase{"--timeout", "soon", "'soon'"},
+                      BadFlagCase{"--timeout", "-1s", "'-1s'"},
+                      BadFlagCase{"--devices", "0,,1", "'0,,1'"},
+                      BadFlagCase{"--fault", ":1", "unknown fault kind ''"},
+                      BadFlagCase{"--fault", "crash_rank:0:extra", "crash_rank takes 1 argument"},
+                      BadFlagCase{"--warn-ratio", "fast", "'fast'"},
+                      BadFlagCase{"--warn-ratio", "inf", "'inf'"},
+                      // 0 is the proto's "default"; at or below 1 every target above the median
+                      // would be slow.
+                      BadFlagCase{"--warn-ratio", "0", "'0' is not above 1"},
+                      BadFlagCase{"--warn-ratio", "1", "'1' is not above 1"},
+                      BadFlagCase{"--warn-ratio", "0.5", "'0.5' is not above 1"},
+                      BadFlagCase{"--warn-ratio", "-2", "'-2' is not above 1"}),
     BadFlagName);
 
 TEST(ParseWarnRatioFlagTest, AcceptsAnythingAboveOne) {
@@ -269,9 +284,44 @@ TEST(ParseWarnRatioFlagTest, AcceptsAnythingAboveOne) {
   EXPECT_DOUBLE_EQ(*ParseWarnRatioFlag("--warn-ratio", "10"), 10.0);
 }
 
-TEST(ParseFaultFlagTest, KeepsKindAndRankAsTyped) {
-  EXPECT_EQ(*ParseFaultFlag("--fault", "never_arrive"), "never_arrive");
-  EXPECT_EQ(*ParseFaultFlag("--fault", "never_arrive:3"), "never_arrive:3");
+TEST(ParseFaultFlagTest, KeepsAFaultOfTheGrammarAsTyped) {
+  EXPECT_EQ(*ParseFaultFlag("--fault", "skip_rearm"), "skip_rearm");
+  EXPECT_EQ(*ParseFaultFlag("--fault", " missing_rank:3 "), "missing_rank:3");
+  // Refused by the CLI once: the CLI and colltestd now read one grammar.
+  EXPECT_EQ(*ParseFaultFlag("--fault", "delay_rank:1:3000000"), "delay_rank:1:3000000");
+}
+
+// The same words as colltestd's: only the field name differs.
+TEST(ParseFaultFlagTest, SaysWhatTheServerSays) {
+  const absl::Status cli = ParseFaultFlag("--fault", "crash_rank:0:extra").status();
+  EXPECT_EQ(cli.message(),
+            "--fault: 'crash_rank:0:extra': crash_rank takes 1 argument (crash_rank:R), got 2 "
+            "(expected one of missing_rank:R, delay_rank:R:US, skip_rearm, poison_staging, "
+            "skip_canonicalize, crash_rank:R, hang_end_sync:R, stall_rank:R; R a rank (0 or more), "
+            "US microseconds in 0..60000000)");
+}
+
+TEST(ParseUint32ListFlagTest, TakesSuffixesAndRanges) {
+  EXPECT_THAT(*ParseUint32ListFlag("--m", "8k"), ElementsAre(8192u));
+  EXPECT_THAT(*ParseUint32ListFlag("--m", "1..64"), ElementsAre(1, 2, 4, 8, 16, 32, 64));
+  EXPECT_THAT(*ParseUint32ListFlag("--m", "8..128:x4"), ElementsAre(8, 32, 128));
+  EXPECT_THAT(*ParseUint32ListFlag("--m", "1..4:+1,1K"), ElementsAre(1, 2, 3, 4, 1024));
+}
+
+TEST(BuildSweepSpecTest, SizesAndDurationsUseTheSharedGrammar) {
+  SweepFlags flags;
+  flags.m = "1..64";
+  flags.n = "7k";
+  flags.lamport_min_bytes = "1M";
+  flags.timeout = "1.5s";
+  flags.fault = "delay_rank:1:3000000";
+  absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->m(), ElementsAre(1, 2, 4, 8, 16, 32, 64));
+  EXPECT_THAT(spec->n(), ElementsAre(7168));
+  EXPECT_EQ(spec->knobs().lamport_min_bytes(), 1u << 20);
+  EXPECT_EQ(spec->timeout_ms(), 1500u);
+  EXPECT_EQ(spec->fault(), "delay_rank:1:3000000");
 }
 
 TEST(BuildTuneSpecTest, Defaults) {

@@ -73,5 +73,14 @@ TEST(FormatHealthCsvTest, ErrorWithoutTargetsIsHeaderOnly) {
   EXPECT_EQ(Lines(FormatHealthCsv(testing::SampleHealthError())).size(), 1u);
 }
 
+TEST(FormatRunCsvTest, EscapesControlCharactersOfMessages) {
+  v1::RunResult run;
+  run.set_run_id("r-9");
+  run.add_cases()->set_message("\x1b]0;title\x07 done");
+  const std::string csv = FormatRunCsv(run);
+  EXPECT_THAT(csv, HasSubstr("\\x1b]0;title\\x07 done"));
+  EXPECT_EQ(csv.find('\x1b'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace colltest::client

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -174,9 +175,27 @@ TEST(FormatRunsTest, TableShowsUtcTimes) {
   r->set_failed(1);
   r->set_created_unix_ms(1700000000000);
   r->set_label("ci");
+  r->set_owner("ci-bot");
   absl::StatusOr<std::string> table = FormatRuns(runs, OutputFormat::kTable);
   ASSERT_TRUE(table.ok());
-  EXPECT_THAT(*table, HasSubstr("r-7     RUNNING     12  11       1  2023-11-14 22:13:20  ci"));
+  EXPECT_THAT(*table,
+              HasSubstr("r-7     RUNNING     12  11       1  2023-11-14 22:13:20  ci-bot  ci"));
+  absl::StatusOr<std::string> json = FormatRuns(runs, OutputFormat::kJson);
+  ASSERT_TRUE(json.ok());
+  EXPECT_THAT(*json, HasSubstr("\"owner\": \"ci-bot\""));
+}
+
+// A label is another client's text: escape sequences and newlines must not reach the terminal.
+TEST(FormatRunsTest, TableEscapesControlCharactersOfLabels) {
+  v1::ListRunsResponse runs;
+  v1::RunSummary* r = runs.add_runs();
+  r->set_run_id("r-8");
+  r->set_label("\x1b[2Jgone\nforged row \\ \xff");
+  absl::StatusOr<std::string> table = FormatRuns(runs, OutputFormat::kTable);
+  ASSERT_TRUE(table.ok());
+  EXPECT_THAT(*table, HasSubstr("\\x1b[2Jgone\\x0aforged row \\\\ \\xff"));
+  EXPECT_EQ(table->find('\x1b'), std::string::npos);
+  EXPECT_EQ(std::count(table->begin(), table->end(), '\n'), 2);  // header and one row
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ namespace {
 namespace v1 = ::colltest::v1;
 namespace wv1 = ::colltest::worker::v1;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::vector<uint32_t> kDevices = {0, 1, 2, 3};
 
@@ -56,6 +57,31 @@ TEST(CaseMergeTest, TheRankThatDiedIsNamedNotTheRanksAbortedBecauseOfIt) {
   EXPECT_EQ(c.status(), v1::CASE_STATUS_ERROR);
   EXPECT_THAT(c.message(), HasSubstr("rank 2 (pid 77) died: killed by signal 9"));
   EXPECT_THAT(c.message(), HasSubstr("also ranks 0, 1, 3"));
+}
+
+// A host deadline (or the first late rank) stops the group: the ranks that were waiting say for
+// whom, the slow rank says nothing, and a rank torn down while it waited for nobody is a
+// consequence. The case is a HANG naming the rank waited for, never an ERROR.
+TEST(CaseMergeTest, RanksStoppedWhileWaitingNameTheCulpritAndAbortedRanksDoNotDrownIt) {
+  std::vector<v1::RankResult> ranks = {
+      Hang(0, 2, "a wait ended by the host deadline (8s)"),
+      Hang(1, -1, "aborted"),
+      Hang(2, -1, "host deadline"),
+      Hang(3, 2, "a wait ended by the host deadline (8s)"),
+  };
+  ranks[1].set_message("aborted: group torn down after rank 2 failed");
+  ranks[2].set_message("rank 2 did not answer within 8s");
+  const v1::CaseResult c = MergeCase(0, kDevices, Request(), ranks);
+  EXPECT_EQ(c.status(), v1::CASE_STATUS_HANG);
+  EXPECT_EQ(HangCulprit(ranks), std::optional<uint32_t>(2));
+  EXPECT_THAT(c.message(), HasSubstr("rank 2 never arrived: ranks 0, 3 waited for it"));
+  EXPECT_THAT(c.message(), Not(HasSubstr("aborted")));
+}
+
+TEST(CaseMergeTest, AbortedRanksSpeakWhenNobodyElseDoes) {
+  std::vector<v1::RankResult> ranks = {Hang(0, -1, "aborted"), Hang(1, -1, "aborted")};
+  for (auto& r : ranks) r.set_message("aborted: group torn down");
+  EXPECT_THAT(HangVerdict(ranks), HasSubstr("aborted: group torn down"));
 }
 
 TEST(CaseMergeTest, HangsOfRanksWaitingForARankThatStoppedAtAWrongCallAreWrong) {

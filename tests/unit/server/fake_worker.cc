@@ -11,6 +11,10 @@
 //   wrong:R       rank R answers WRONG; its next Reset succeeds
 //   wrong_stuck:R rank R answers WRONG; its next Reset fails
 //   busy:R        rank R beats its heartbeat but never answers; the others answer HANG naming R
+//   late:R        rank R beats but never answers, waiting for nobody; the others beat while they
+//                 announce (common/worker_page.h) that they wait for R, and never answer either
+//   spin_cancel   every rank beats until the controller sets its cancel word, then answers HANG
+//   spin_deaf     every rank beats forever and ignores the cancel word (a long device replay)
 // Only `busy` beats the heartbeat (--heartbeat-fd): any other rank that does not answer looks
 // stuck to the controller's watchdog.
 // Environment, read at start:
@@ -51,6 +55,13 @@ constexpr char kNcclId[] = "fake-nccl-id";
 
 [[noreturn]] void BlockForever() {
   while (true) pause();
+}
+
+[[noreturn]] void BeatForever() {
+  while (true) {
+    colltest::worker::Beat();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 class FakeWorker final : public wv1::Worker::Service {
@@ -139,6 +150,23 @@ class FakeWorker final : public wv1::Worker::Service {
         colltest::worker::Beat();
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
+    }
+    if (what == "late") {
+      if (!mine) colltest::worker::Awaiting(static_cast<int>(target));
+      BeatForever();
+    }
+    if (request->fault() == "spin_deaf") BeatForever();
+    if (request->fault() == "spin_cancel") {
+      while (!colltest::worker::CancelRequested()) {
+        colltest::worker::Beat();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      reply->set_status(v1::CASE_STATUS_HANG);
+      reply->set_phase("cancelled");
+      reply->set_suspect_peer(-1);
+      reply->set_rank(rank);
+      reply->set_device(device_);
+      return grpc::Status::OK;
     }
     if (!mine && what == "busy") {
       reply->set_status(v1::CASE_STATUS_HANG);

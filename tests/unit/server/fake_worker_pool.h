@@ -2,6 +2,7 @@
 // installs its own behaviour. Lets the service be tested end to end without worker processes.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -66,21 +67,32 @@ class FakeWorkerPool final : public WorkerPool {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;
   }
+  size_t cancelled_calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancelled_calls_;
+  }
   bool shut_down() const {
     std::lock_guard<std::mutex> lock(mu_);
     return shut_down_;
   }
 
+  using WorkerPool::RunCase;
   absl::StatusOr<std::vector<colltest::v1::RankResult>> RunCase(
-      absl::Span<const uint32_t> devices,
-      const colltest::worker::v1::CaseRequest& request) override {
+      absl::Span<const uint32_t> devices, const colltest::worker::v1::CaseRequest& request,
+      const std::function<bool()>& cancelled) override {
     Handler handler;
     {
       std::unique_lock<std::mutex> lock(mu_);
       calls_.push_back(Call{{devices.begin(), devices.end()}, request});
       ++entered_;
       cv_.notify_all();
-      cv_.wait(lock, [&] { return gate_open_; });
+      // A closed gate holds the case like a long-running one: a cancellation stops it.
+      while (!cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return gate_open_; })) {
+        if (cancelled && cancelled()) {
+          ++cancelled_calls_;
+          return absl::CancelledError("the case was stopped: cancelled in the fake pool");
+        }
+      }
       handler = handler_;
     }
     if (handler) return handler(devices, request);
@@ -108,6 +120,7 @@ class FakeWorkerPool final : public WorkerPool {
   Handler handler_;
   bool gate_open_ = true;
   size_t entered_ = 0;
+  size_t cancelled_calls_ = 0;
   std::vector<Call> calls_;
   bool shut_down_ = false;
   std::vector<colltest::v1::GroupHealth> group_states_;

@@ -6,6 +6,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/run_executor.h"
+#include "server/run_history.h"
+#include "server/run_queue.h"
+#include "tests/unit/server/fake_worker_pool.h"
 
 namespace colltest::server {
 namespace {
@@ -41,11 +45,53 @@ TEST(FaultForPairTest, ARankedFaultFollowsItsDeviceIntoThePairsHoldingIt) {
   EXPECT_EQ(FaultForPair("missing_rank:1", group, 5, 7), "missing_rank:0");
   EXPECT_EQ(FaultForPair("missing_rank:1", group, 4, 6), "");
   EXPECT_EQ(FaultForPair("delay_rank:1:2000", group, 5, 6), "delay_rank:0:2000");
-  // Without a rank the fault applies everywhere; an out-of-range rank is left for the worker to
-  // refuse with its own message.
+  // Without a rank the fault applies everywhere; a fault outside the grammar (Check() refuses it
+  // first) is passed on as is, for the validation of the pair's run to name it.
   EXPECT_EQ(FaultForPair("skip_rearm", group, 4, 6), "skip_rearm");
   EXPECT_EQ(FaultForPair("missing_rank:9", group, 4, 6), "missing_rank:9");
   EXPECT_EQ(FaultForPair("", group, 4, 6), "");
+}
+
+// A checker over a pool that runs nothing: enough to see what Check() refuses before any case.
+absl::StatusOr<v1::HealthResponse> CheckOnFourRanks(const v1::HealthRequest& request,
+                                                    bool allow_fault_injection,
+                                                    testing::FakeWorkerPool& pool) {
+  ServerLimits limits;
+  limits.backend = "cpu";
+  limits.devices = {0, 1, 2, 3};
+  limits.allow_fault_injection = allow_fault_injection;
+  RunHistory history;
+  DeviceArbiter arbiter;
+  RunExecutor executor(limits, &pool, &history, &arbiter);
+  HealthChecker checker(&executor, &pool, "cpu", {v1::VARIANT_ONE_STAGE, v1::VARIANT_LAMPORT});
+  RunObserver observer;
+  return checker.Check(request, observer);
+}
+
+TEST(HealthCheckerTest, AFaultIsCheckedUpFrontAgainstTheGroupNamingTheRequestField) {
+  testing::FakeWorkerPool pool;
+  v1::HealthRequest request;
+  request.set_pairs(true);
+  for (const std::string& fault :
+       std::vector<std::string>{"missing_rank:4", "foo", "delay_rank:0:abc", "crash_rank:0:extra",
+                                std::string(100, 'x')}) {
+    request.set_fault(fault);
+    const absl::StatusOr<v1::HealthResponse> health = CheckOnFourRanks(request, true, pool);
+    EXPECT_EQ(health.status().code(), absl::StatusCode::kInvalidArgument) << fault;
+    // "fault", the HealthRequest's field, not the "spec.fault" of the group's run.
+    EXPECT_THAT(std::string(health.status().message()), ::testing::StartsWith("fault: ")) << fault;
+  }
+  request.set_fault(std::string(100, 'x'));
+  EXPECT_EQ(CheckOnFourRanks(request, true, pool).status().message(),
+            "fault: 100 bytes, the limit is 64");
+  EXPECT_TRUE(pool.calls().empty());
+
+  // The operator's "no" comes first, whatever the fault says.
+  EXPECT_EQ(CheckOnFourRanks(request, false, pool).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  request.set_fault("missing_rank:3");
+  ASSERT_TRUE(CheckOnFourRanks(request, true, pool).ok());
+  EXPECT_FALSE(pool.calls().empty());
 }
 
 TEST(HealthProfileTest, GpusRunGraphsAtTheSeedsHiddenSizeAndTheCpuASmallerEagerProfile) {

@@ -25,10 +25,28 @@ TEST(OptionsTest, Defaults) {
 }
 
 TEST(OptionsTest, EveryFlag) {
-  ParsedOptions p =
-      Parse({"--listen", "0.0.0.0:0", "--backend", "cpu", "--cpu-ranks", "8", "--devices", "0,2",
-             "--http", "127.0.0.1:9464", "--state-dir", "/tmp", "--allow-fault-injection",
-             "--worker", "/opt/w", "--max-case-bytes", "64MiB", "--runtime-dir", "/run/x"});
+  ParsedOptions p = Parse({"--listen",
+                           "0.0.0.0:0",
+                           "--backend",
+                           "cpu",
+                           "--cpu-ranks",
+                           "8",
+                           "--devices",
+                           "0,2",
+                           "--http",
+                           "127.0.0.1:9464",
+                           "--state-dir",
+                           "/tmp",
+                           "--allow-fault-injection",
+                           "--worker",
+                           "/opt/w",
+                           "--max-case-bytes",
+                           "64MiB",
+                           "--runtime-dir",
+                           "/run/x",
+                           "--insecure-listen",
+                           "--history-max-bytes",
+                           "4MiB"});
   ASSERT_TRUE(p.options.has_value());
   EXPECT_EQ(p.options->listen, "0.0.0.0:0");
   EXPECT_EQ(p.options->backend, "cpu");
@@ -40,6 +58,46 @@ TEST(OptionsTest, EveryFlag) {
   EXPECT_EQ(p.options->worker, "/opt/w");
   EXPECT_EQ(p.options->max_case_bytes, 64ull << 20);
   EXPECT_EQ(p.options->runtime_dir, "/run/x");
+  EXPECT_TRUE(p.options->insecure_listen);
+  EXPECT_EQ(p.options->history_max_bytes, 4ull << 20);
+}
+
+TEST(OptionsTest, HistoryMaxBytesDefaultsTo256MiB) {
+  EXPECT_EQ(Parse({}).options->history_max_bytes, 256ull << 20);
+  EXPECT_EQ(Parse({"--history-max-bytes", "1GiB"}).options->history_max_bytes, 1ull << 30);
+  EXPECT_EQ(Parse({"--history-max-bytes", "0"}).exit_code, 2);
+  EXPECT_EQ(Parse({"--history-max-bytes", "lots"}).exit_code, 2);
+}
+
+TEST(OptionsTest, LoopbackAddresses) {
+  for (const char* listen : {"127.0.0.1:1", "127.1.2.3:1", "localhost:1", "[::1]:1",
+                             "[::ffff:127.0.0.1]:1", "unix:/run/colltestd.sock"}) {
+    EXPECT_TRUE(IsLoopbackListen(listen)) << listen;
+  }
+  for (const char* listen :
+       {"0.0.0.0:1", "[::]:1", "10.0.0.1:1", "128.0.0.1:1", "example.com:1", "[::2]:1"}) {
+    EXPECT_FALSE(IsLoopbackListen(listen)) << listen;
+  }
+}
+
+TEST(OptionsTest, ANonLoopbackListenNeedsTlsATokenFileOrInsecureListen) {
+  ServerOptions o;
+  o.listen = "0.0.0.0:50051";
+  const absl::Status refused = CheckListenIsProtected(o);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  for (const char* flag :
+       {"--listen 0.0.0.0:50051", "--tls-cert", "--token-file", "--insecure-listen"}) {
+    EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr(flag));
+  }
+  EXPECT_EQ(Parse({"--listen", "0.0.0.0:50051"}).exit_code, 2);
+  o.insecure_listen = true;
+  EXPECT_TRUE(CheckListenIsProtected(o).ok());
+  o.insecure_listen = false;
+  o.token_file = "/etc/colltestd/tokens";
+  EXPECT_TRUE(CheckListenIsProtected(o).ok());
+  o.token_file.clear();
+  o.tls_cert = "/etc/colltestd/cert.pem";
+  EXPECT_TRUE(CheckListenIsProtected(o).ok());
 }
 
 TEST(OptionsTest, UsageErrors) {
@@ -55,6 +113,16 @@ TEST(OptionsTest, ListenHost) {
   EXPECT_EQ(ListenHost("127.0.0.1:0"), "127.0.0.1");
   EXPECT_EQ(ListenHost("[::1]:50051"), "[::1]");
   EXPECT_EQ(ListenHost("localhost:1"), "localhost");
+}
+
+// The shared byte-size grammar: every suffix is a power of 1024, as in the client's size flags.
+TEST(OptionsTest, MaxCaseBytesReadsTheSharedByteSizeGrammar) {
+  EXPECT_EQ(Parse({"--max-case-bytes", "1M"}).options->max_case_bytes, 1ull << 20);
+  EXPECT_EQ(Parse({"--max-case-bytes", "32MiB"}).options->max_case_bytes, 32ull << 20);
+  EXPECT_EQ(Parse({"--max-case-bytes", "8k"}).options->max_case_bytes, 8192u);
+  EXPECT_EQ(Parse({"--max-case-bytes", "1G"}).options->max_case_bytes, 1ull << 30);
+  EXPECT_EQ(Parse({"--max-case-bytes", "8q"}).exit_code, 2);
+  EXPECT_EQ(Parse({"--max-case-bytes", "16777216T"}).exit_code, 2);  // 2^64: overflow
 }
 
 }  // namespace

@@ -25,12 +25,111 @@ v1::CaseResult Case(v1::CaseStatus status) {
   return c;
 }
 
-TEST(RunHistoryTest, IdsAreUniqueAndShaped) {
+// Unguessable: 32 hex digits, and consecutive ids share no prefix beyond "r-" (a counter or a
+// clock would make neighbours share their leading digits). 100 ids sharing 8 more characters by
+// chance has odds of about 2^-32 per pair.
+TEST(RunHistoryTest, IdsAreRandomHex) {
   RunHistory history;
   std::set<std::string> ids;
-  for (int i = 0; i < 100; ++i) ids.insert(history.Create(Spec(""), "cpu"));
+  std::string previous;
+  int common_prefixes = 0;
+  for (int i = 0; i < 100; ++i) {
+    const std::string id = history.Create(Spec(""), "cpu");
+    EXPECT_THAT(id, MatchesRegex("r-[0-9a-f]{32}"));
+    if (!previous.empty() && id.compare(0, 10, previous, 0, 10) == 0) ++common_prefixes;
+    previous = id;
+    ids.insert(id);
+  }
   EXPECT_EQ(ids.size(), 100u);
-  EXPECT_THAT(*ids.begin(), MatchesRegex("r-[0-9]+-[0-9]+"));
+  EXPECT_EQ(common_prefixes, 0);
+}
+
+TEST(RunHistoryTest, RecordsTheOwner) {
+  RunHistory history;
+  const std::string id = history.Create(Spec("x"), "cpu", "ci");
+  EXPECT_EQ(history.Get(id)->owner(), "ci");
+  EXPECT_EQ(*history.Owner(id), "ci");
+  EXPECT_EQ(history.List(0).at(0).owner(), "ci");
+  EXPECT_EQ(history.Owner("r-0").status().code(), absl::StatusCode::kNotFound);
+}
+
+// A case whose serialized size is about `bytes`.
+v1::CaseResult BigCase(size_t bytes) {
+  v1::CaseResult c = Case(v1::CASE_STATUS_UNSUPPORTED);
+  c.set_message(std::string(bytes, 'x'));
+  return c;
+}
+
+std::string FinishedRun(RunHistory& history, const std::string& label, int cases,
+                        size_t case_bytes) {
+  const std::string id = history.Create(Spec(label), "cpu", "owner");
+  EXPECT_TRUE(history.MarkRunning(id).ok());
+  for (int i = 0; i < cases; ++i) EXPECT_TRUE(history.AddCase(id, BigCase(case_bytes)).ok());
+  EXPECT_TRUE(history.Finish(id, v1::RUN_STATE_DONE, "done").ok());
+  return id;
+}
+
+uint64_t SerializedBytes(const RunHistory& history, const std::vector<std::string>& ids) {
+  uint64_t total = 0;
+  for (const std::string& id : ids) {
+    if (auto run = history.Get(id); run.ok()) total += run->ByteSizeLong();
+  }
+  return total;
+}
+
+TEST(RunHistoryTest, AccountsTheSerializedSizeOfEveryStep) {
+  RunHistory history;
+  const std::string id = history.Create(Spec("nightly"), "cpu", "ci");
+  EXPECT_EQ(history.bytes(), history.Get(id)->ByteSizeLong());
+  ASSERT_TRUE(history.MarkRunning(id).ok());
+  // Both sides of the 127/128-byte varint boundary of the length prefix.
+  for (size_t size : {10, 120, 125, 126, 127, 128, 300, 20000}) {
+    ASSERT_TRUE(history.AddCase(id, BigCase(size)).ok());
+    EXPECT_EQ(history.bytes(), history.Get(id)->ByteSizeLong()) << size;
+  }
+  ASSERT_TRUE(history.Finish(id, v1::RUN_STATE_DONE, std::string(500, 'm')).ok());
+  EXPECT_EQ(history.bytes(), history.Get(id)->ByteSizeLong());
+  const std::string other = FinishedRun(history, "other", 3, 50);
+  EXPECT_EQ(history.bytes(), SerializedBytes(history, {id, other}));
+}
+
+TEST(RunHistoryTest, BoundedByBytesForgettingTheOldestFinishedFirst) {
+  // Each run is about 10 x 1,000 bytes: a 50,000-byte bound holds four of them, not five.
+  RunHistory history(/*capacity=*/1000, /*max_bytes=*/50000);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 20; ++i) {
+    ids.push_back(FinishedRun(history, std::to_string(i), 10, 1000));
+    EXPECT_LE(history.bytes(), 50000u) << i;
+  }
+  EXPECT_EQ(history.size(), 4u);
+  EXPECT_EQ(history.bytes(), SerializedBytes(history, ids));
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(history.Get(ids[i]).status().code(), absl::StatusCode::kNotFound) << i;
+  }
+  for (int i = 16; i < 20; ++i) EXPECT_TRUE(history.Get(ids[i]).ok()) << i;
+  EXPECT_THAT(std::string(history.Get(ids[0]).status().message()), HasSubstr("50000 bytes"));
+}
+
+TEST(RunHistoryTest, ARunningRunIsNeverEvictedByBytes) {
+  RunHistory history(/*capacity=*/1000, /*max_bytes=*/20000);
+  const std::string old_done = FinishedRun(history, "old", 5, 1000);
+  const std::string running = history.Create(Spec("long"), "cpu");
+  ASSERT_TRUE(history.MarkRunning(running).ok());
+  // The running run alone grows past the bound: the finished one makes room, the running one
+  // keeps every case.
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(history.AddCase(running, BigCase(1000)).ok());
+  EXPECT_EQ(history.Get(old_done).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(history.Get(running).ok());
+  EXPECT_EQ(history.Get(running)->cases_size(), 40);
+  EXPECT_GT(history.bytes(), 20000u);
+
+  // Once finished it is still readable by whoever waited for it; the next run pushes it out.
+  ASSERT_TRUE(history.Finish(running, v1::RUN_STATE_DONE).ok());
+  EXPECT_TRUE(history.Get(running).ok());
+  const std::string next = FinishedRun(history, "next", 1, 100);
+  EXPECT_EQ(history.Get(running).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(history.Get(next).ok());
+  EXPECT_LE(history.bytes(), 20000u);
 }
 
 TEST(RunHistoryTest, LifeOfARun) {

@@ -190,7 +190,7 @@ TEST_F(ServiceTest, InvalidRequestNamesTheFieldAndIsNotRecorded) {
             "world_size = 64: this cpu backend has 4 ranks (colltestd --cpu-ranks)");
 
   request = Request(2, {1});
-  request.mutable_spec()->set_fault("never_arrive:1");
+  request.mutable_spec()->set_fault("missing_rank:1");
   context = Context();
   status = stub_->Run(context.get(), request, &run);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
@@ -207,12 +207,12 @@ TEST_F(ServiceTest, FaultIsForwardedWhenAllowed) {
   options.allow_fault_injection = true;
   Start(std::move(options));
   v1::RunRequest request = Request(2, {1});
-  request.mutable_spec()->set_fault("never_arrive:1");
+  request.mutable_spec()->set_fault("missing_rank:1");
   v1::RunResult run;
   auto context = Context();
   ASSERT_TRUE(stub_->Run(context.get(), request, &run).ok());
   ASSERT_EQ(pool_.calls().size(), 1u);
-  EXPECT_EQ(pool_.calls()[0].request.fault(), "never_arrive:1");
+  EXPECT_EQ(pool_.calls()[0].request.fault(), "missing_rank:1");
 }
 
 TEST_F(ServiceTest, PoolErrorMarksTheCaseAndTheSweepGoesOn) {
@@ -404,7 +404,8 @@ TEST_F(ServiceTest, CancelQueuedUnaryRun) {
   EXPECT_TRUE(slow.get().second.ok());
 }
 
-TEST_F(ServiceTest, CancelRunningRunStopsAfterTheCurrentCase) {
+// A running case is stopped, not awaited: the closed gate holds it like a case of 100,000 calls.
+TEST_F(ServiceTest, CancelStopsTheRunningCase) {
   Start();
   pool_.CloseGate();
   auto context = Context();
@@ -420,7 +421,6 @@ TEST_F(ServiceTest, CancelRunningRunStopsAfterTheCurrentCase) {
   auto cancel_context = Context();
   ASSERT_TRUE(stub_->Cancel(cancel_context.get(), cancel, &response).ok());
   EXPECT_EQ(response.state(), v1::RUN_STATE_RUNNING);
-  pool_.OpenGate();
 
   v1::SweepEvent event;
   v1::RunResult summary;
@@ -429,9 +429,11 @@ TEST_F(ServiceTest, CancelRunningRunStopsAfterTheCurrentCase) {
   }
   ASSERT_TRUE(reader->Finish().ok());
   EXPECT_EQ(summary.state(), v1::RUN_STATE_CANCELLED);
-  EXPECT_EQ(summary.cases_size(), 1);
-  EXPECT_THAT(summary.message(), HasSubstr("cancelled after 1 of 3 cases"));
+  EXPECT_EQ(summary.cases_size(), 0) << "the stopped case has no verdict to record";
+  EXPECT_THAT(summary.message(), HasSubstr("cancelled after 0 of 3 cases: cancelled by request"));
   EXPECT_EQ(pool_.calls().size(), 1u);
+  EXPECT_EQ(pool_.cancelled_calls(), 1u);
+  pool_.OpenGate();
 }
 
 TEST_F(ServiceTest, ClientThatGoesAwayCancelsItsSweep) {
@@ -482,7 +484,7 @@ TEST_F(ServiceTest, UnknownRunIds) {
 
 TEST_F(ServiceTest, BearerToken) {
   ServiceOptions options = CpuOptions();
-  options.token = "s3cret";
+  options.auth.principals = {{"ci", Role::kRunner, "s3cret", ""}};
   Start(std::move(options));
   v1::ListDevicesResponse response;
   auto context = Context();
@@ -503,7 +505,54 @@ TEST_F(ServiceTest, BearerToken) {
   EXPECT_TRUE(pool_.calls().empty());
 }
 
-TEST_F(ServiceTest, ShutdownCancelsQueuedRuns) {
+TEST_F(ServiceTest, RolesGateTheHandlersAndRunsRecordTheirOwner) {
+  ServiceOptions options = CpuOptions();
+  options.allow_fault_injection = true;
+  options.auth.principals = {{"dash", Role::kViewer, "viewer-token-0123456", ""},
+                             {"ci", Role::kRunner, "runner-token-0123456", ""}};
+  Start(std::move(options));
+  const auto as = [](const std::string& token) {
+    auto context = Context();
+    context->AddMetadata("authorization", "Bearer " + token);
+    return context;
+  };
+  v1::RunResult run;
+  grpc::Status status = stub_->Run(as("viewer-token-0123456").get(), Request(2, {1}), &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("Run needs role runner; dash has role viewer"));
+
+  v1::RunRequest faulty = Request(2, {1});
+  faulty.mutable_spec()->set_fault("skip_rearm");
+  status = stub_->Run(as("runner-token-0123456").get(), faulty, &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("needs role admin; ci has role runner"));
+  EXPECT_TRUE(pool_.calls().empty());
+
+  ASSERT_TRUE(stub_->Run(as("runner-token-0123456").get(), Request(2, {1}), &run).ok());
+  EXPECT_EQ(run.owner(), "ci");
+  EXPECT_THAT(run.run_id(), ::testing::MatchesRegex("r-[0-9a-f]{32}"));
+  v1::ListRunsResponse runs;
+  ASSERT_TRUE(stub_->ListRuns(as("viewer-token-0123456").get(), {}, &runs).ok());
+  ASSERT_EQ(runs.runs_size(), 1);
+  EXPECT_EQ(runs.runs(0).owner(), "ci");
+  v1::CancelRequest cancel;
+  cancel.set_run_id(run.run_id());
+  v1::CancelResponse cancelled;
+  EXPECT_EQ(stub_->Cancel(as("viewer-token-0123456").get(), cancel, &cancelled).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(stub_->Cancel(as("runner-token-0123456").get(), cancel, &cancelled).ok());
+}
+
+TEST_F(ServiceTest, WithoutAuthenticationTheOwnerIsThePeer) {
+  Start();
+  v1::RunResult run;
+  ASSERT_TRUE(stub_->Run(Context().get(), Request(2, {1}), &run).ok());
+  EXPECT_THAT(run.owner(), ::testing::StartsWith("peer:ipv4:127.0.0.1:"));
+}
+
+// Shutdown drains: a queued run is answered UNAVAILABLE (retry elsewhere), and the running case is
+// stopped where it is (the closed gate holds it like a case of 100,000 calls) rather than awaited.
+TEST_F(ServiceTest, ShutdownStopsTheRunningCaseAndRefusesQueuedRunsAsUnavailable) {
   Start();
   pool_.CloseGate();
   auto slow = std::async(std::launch::async, [&] { return SweepAll(Request(2, {1, 8})); });
@@ -511,12 +560,16 @@ TEST_F(ServiceTest, ShutdownCancelsQueuedRuns) {
   auto queued = std::async(std::launch::async, [&] { return SweepAll(Request(2, {64})); });
   ASSERT_FALSE(QueuedRunId().empty());
   service_->BeginShutdown();
-  EXPECT_EQ(queued.get().second.error_code(), grpc::StatusCode::CANCELLED);
-  pool_.OpenGate();
+  const grpc::Status refused = queued.get().second;
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(refused.error_message(), HasSubstr("shutting down"));
   auto [events, status] = slow.get();
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(events.back().summary().state(), v1::RUN_STATE_CANCELLED);
-  EXPECT_EQ(events.back().summary().cases_size(), 1);
+  EXPECT_EQ(events.back().summary().cases_size(), 0);
+  EXPECT_THAT(events.back().summary().message(), HasSubstr("the server is shutting down"));
+  EXPECT_EQ(pool_.cancelled_calls(), 1u);
+  pool_.OpenGate();
 }
 
 // The verdicts come from the replies: pairs holding device 3 are 4x slower (a WARN, still
@@ -527,7 +580,7 @@ FakeWorkerPool::Handler SlowThreeBadTwo() {
     const auto at = [&](uint32_t d) { return std::find(devices.begin(), devices.end(), d); };
     const bool pair_with_three = devices.size() == 2 && at(3) != devices.end();
     std::vector<v1::RankResult> ranks = FakeWorkerPool::AllOk(devices, pair_with_three ? 40 : 10);
-    if (request.fault() == "bad" && at(2) != devices.end()) {
+    if (request.fault() == "skip_rearm" && at(2) != devices.end()) {
       for (v1::RankResult& r : ranks) {
         if (devices[r.rank()] == 2) continue;
         r.set_status(v1::CASE_STATUS_HANG);
@@ -556,7 +609,7 @@ TEST_F(ServiceTest, HealthWarnsOfTheSlowPairsAndStaysHealthy) {
   EXPECT_THAT(health.message(), HasSubstr("healthy: 4 ranks, 6 pairs"));
   EXPECT_THAT(health.message(), HasSubstr("WARN slow (x median): pair 0-3 at 1.58"));
   // The fault needs the server's consent.
-  request.set_fault("bad");
+  request.set_fault("skip_rearm");
   EXPECT_EQ(stub_->Health(Context().get(), request, &health).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
 }
@@ -568,7 +621,7 @@ TEST_F(ServiceTest, HealthIsolatesTheDeviceEveryFailingPairHolds) {
   pool_.SetHandler(SlowThreeBadTwo());
   v1::HealthRequest request;
   request.set_pairs(true);
-  request.set_fault("bad");
+  request.set_fault("skip_rearm");
   v1::HealthResponse health;
   ASSERT_TRUE(stub_->Health(Context().get(), request, &health).ok());
   EXPECT_EQ(health.status(), v1::CASE_STATUS_HANG);

@@ -32,7 +32,7 @@ TEST(SweepPlanTest, OrderIsNThenMThenVariantThenMode) {
   spec.add_modes(v1::MODE_EAGER);
   spec.add_modes(v1::MODE_GRAPH);
   spec.set_seed(77);
-  spec.set_fault("x");
+  spec.set_fault("skip_rearm");
   const SweepPlan plan = PlanSweep(Normalized(spec), 100);
 
   ASSERT_EQ(plan.cases.size(), 16u);

@@ -268,15 +268,49 @@ TEST(ValidationTest, Knobs) {
   ExpectInvalid(spec, {"knobs.grid_blocks = 1025: must be <= 1024"});
 }
 
-TEST(ValidationTest, Label) {
+TEST(ValidationTest, KnobsArmRepeatIsBounded) {
   v1::SweepSpec spec = ValidSpec();
-  spec.set_label(std::string(257, 'x'));
-  ExpectInvalid(spec, {"label: 257 bytes"});
+  spec.mutable_knobs()->set_arm_repeat(kMaxArmRepeat);
+  EXPECT_TRUE(ValidateSpec(spec, CpuLimits()).ok());
+  spec.mutable_knobs()->set_arm_repeat(4294967295u);
+  ExpectInvalid(spec, {"knobs.arm_repeat = 4294967295: must be <= 64"});
+}
+
+TEST(ValidationTest, KnobsLamportMinBytesIsBounded) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.mutable_knobs()->set_lamport_min_bytes(kMaxLamportMinBytes);
+  EXPECT_TRUE(ValidateSpec(spec, CpuLimits()).ok());
+  spec.mutable_knobs()->set_lamport_min_bytes(kMaxLamportMinBytes + 1);
+  ExpectInvalid(spec, {"knobs.lamport_min_bytes = 1099511627777: must be <= 1099511627776"});
+}
+
+TEST(ValidationTest, LabelLength) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_label(std::string(256, 'x'));
+  EXPECT_TRUE(ValidateSpec(spec, CpuLimits()).ok());
+  spec.set_label(std::string(300, 'x'));
+  ExpectInvalid(spec, {"spec.label: 300 bytes, the limit is 256"});
+}
+
+TEST(ValidationTest, LabelIsOneLineOfPrintableText) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_label("nightly gr\xc3\xbc\xc3\x9f");
+  EXPECT_TRUE(ValidateSpec(spec, CpuLimits()).ok());
+  spec.set_label("ok\nINFO forged log line");
+  ExpectInvalid(spec, {"spec.label: control character \\x0a at byte 2"});
+  spec.set_label("\x1b[2J");
+  ExpectInvalid(spec, {"spec.label: control character \\x1b at byte 0"});
+}
+
+TEST(ValidationTest, LabelMustBeUtf8) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_label("ab\xff");
+  ExpectInvalid(spec, {"spec.label: invalid UTF-8 at byte 2"});
 }
 
 TEST(ValidationTest, FaultInjectionNeedsTheServerFlag) {
   v1::SweepSpec spec = ValidSpec();
-  spec.set_fault("never_arrive:1");
+  spec.set_fault("missing_rank:1");
   absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, CpuLimits());
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -287,7 +321,63 @@ TEST(ValidationTest, FaultInjectionNeedsTheServerFlag) {
   allowed.allow_fault_injection = true;
   out = ValidateSpec(spec, allowed);
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(out->fault(), "never_arrive:1");
+  EXPECT_EQ(out->fault(), "missing_rank:1");
+}
+
+ServerLimits FaultsAllowed() {
+  ServerLimits limits = CpuLimits();
+  limits.allow_fault_injection = true;
+  return limits;
+}
+
+TEST(ValidationTest, FaultDisabledIsAnsweredBeforeTheGrammar) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_fault("foo");
+  EXPECT_EQ(ValidateSpec(spec, CpuLimits()).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ValidationTest, FaultFollowsTheGrammar) {
+  v1::SweepSpec spec = ValidSpec();
+  for (const char* fault :
+       {"foo", "delay_rank:0:abc", "crash_rank:0:extra", "missing_rank:-1", "skip_rearm:1"}) {
+    spec.set_fault(fault);
+    ExpectInvalid(spec, {"spec.fault: '", fault, "expected one of missing_rank:R"},
+                  FaultsAllowed());
+  }
+  spec.set_fault("delay_rank:1:3000000");
+  EXPECT_TRUE(ValidateSpec(spec, FaultsAllowed()).ok());
+}
+
+TEST(ValidationTest, FaultRankIsCheckedAgainstTheWorld) {
+  v1::SweepSpec spec = ValidSpec();  // world 4
+  spec.set_fault("missing_rank:3");
+  EXPECT_TRUE(ValidateSpec(spec, FaultsAllowed()).ok());
+  spec.set_fault("missing_rank:9");
+  ExpectInvalid(spec, {"spec.fault: 'missing_rank:9': rank 9 is out of range: the world has 4"},
+                FaultsAllowed());
+  // Against the world of this request, not of the server: 4 ranks exist, 2 run.
+  spec.set_world_size(2);
+  spec.set_fault("missing_rank:2");
+  ExpectInvalid(spec, {"rank 2 is out of range: the world has 2 ranks"}, FaultsAllowed());
+}
+
+TEST(ValidationTest, FaultLength) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_fault(std::string(1 << 20, 'x'));
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, FaultsAllowed());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(out.status().message(), "spec.fault: 1048576 bytes, the limit is 64");
+}
+
+TEST(ValidationTest, RunIdIsShortPrintableAscii) {
+  EXPECT_TRUE(ValidateRunId("r-0123456789abcdef0123456789abcdef").ok());
+  EXPECT_EQ(ValidateRunId("").message(), "run_id: empty");
+  EXPECT_EQ(ValidateRunId(std::string(65, 'r')).message(), "run_id: 65 bytes, the limit is 64");
+  EXPECT_TRUE(ValidateRunId(std::string(64, 'r')).ok());
+  EXPECT_EQ(ValidateRunId("r-1\n").message(),
+            "run_id: byte 3 is \\x0a: a run id is printable ASCII without spaces");
+  EXPECT_EQ(ValidateRunId("r 1").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateRunId("r-\xc3\xbc").code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -235,6 +237,89 @@ TEST_F(WorkerPoolTest, HungRankIsNamedWithinTheDeadline) {
   ExpectAllOk(Run({0, 1, 2}, Case()), {0, 1, 2});
 }
 
+// The one verdict rule: whoever ran out of time first, ranks that were waiting for a peer name it.
+TEST_F(WorkerPoolTest, HostDeadlineNamesTheRankThePeersWereWaitingFor) {
+  options_.heartbeat_grace = absl::Hours(1);  // every rank beats: only the host deadline ends it
+  Run({0, 1, 2, 3}, Case());
+  const std::vector<RankResult> results = Run({0, 1, 2, 3}, Case("late:2", 300));
+  ASSERT_THAT(results, SizeIs(4));
+  for (uint32_t rank : {0u, 1u, 3u}) {
+    EXPECT_EQ(results[rank].status(), CASE_STATUS_HANG) << results[rank].message();
+    EXPECT_EQ(results[rank].suspect_peer(), 2) << results[rank].message();
+    EXPECT_THAT(results[rank].message(), HasSubstr("waited for rank 2"));
+  }
+  EXPECT_EQ(results[2].status(), CASE_STATUS_HANG);
+  EXPECT_EQ(results[2].suspect_peer(), -1);
+}
+
+TEST_F(WorkerPoolTest, CancelledCaseStopsAtOnceAndTheSameWorkersAreResetForTheNext) {
+  const std::vector<int> before = Pids(Run({0, 1, 2, 3}, Case()));
+  std::atomic<bool> cancel = false;
+  std::thread canceller([&] {
+    absl::SleepFor(absl::Milliseconds(300));
+    cancel = true;
+  });
+  const absl::Time start = absl::Now();
+  const absl::StatusOr<std::vector<RankResult>> stopped =
+      Pool().RunCase({0, 1, 2, 3}, Case("spin_cancel", 600000), [&] { return cancel.load(); });
+  const absl::Duration elapsed = absl::Now() - start;
+  canceller.join();
+  EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled) << stopped.status();
+  EXPECT_THAT(stopped.status().message(), HasSubstr("stopped mid-protocol"));
+  EXPECT_LT(elapsed, absl::Milliseconds(300) + absl::Milliseconds(700)) << "not stopped at once";
+  const std::vector<RankResult> after = Run({0, 1, 2, 3}, Case());
+  ExpectAllOk(after, {0, 1, 2, 3});
+  EXPECT_EQ(Pids(after), before) << "a case that stopped when asked needs no respawn";
+  EXPECT_THAT(after[0].message(), HasSubstr("resets=1"));
+  EXPECT_EQ(Pool().Restarts(), 0u);
+}
+
+TEST_F(WorkerPoolTest, CancelledCaseThatDoesNotStopIsKilledAfterOneSecond) {
+  const std::vector<int> before = Pids(Run({0, 1}, Case()));
+  std::atomic<bool> cancel = false;
+  std::thread canceller([&] {
+    absl::SleepFor(absl::Milliseconds(200));
+    cancel = true;
+  });
+  const absl::Time start = absl::Now();
+  const absl::StatusOr<std::vector<RankResult>> stopped =
+      Pool().RunCase({0, 1}, Case("spin_deaf", 600000), [&] { return cancel.load(); });
+  const absl::Duration elapsed = absl::Now() - start;
+  canceller.join();
+  EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled) << stopped.status();
+  EXPECT_THAT(stopped.status().message(), HasSubstr("did not stop within 1 s"));
+  EXPECT_GE(elapsed, absl::Milliseconds(200) + absl::Seconds(1));
+  EXPECT_LT(elapsed, absl::Milliseconds(200) + absl::Seconds(2));
+  for (int pid : before) EXPECT_TRUE(Gone(pid)) << pid;
+  ExpectAllOk(Run({0, 1}, Case()), {0, 1});
+  EXPECT_EQ(Pool().Restarts(), 1u);
+}
+
+TEST_F(WorkerPoolTest, RuntimeDirectoriesOfDeadControllersAreRemovedAtCreation) {
+  // A dead controller's directory: its lock file is there, and nobody holds the lock.
+  const std::string dead = parent_ + "/colltest-dead00";
+  std::filesystem::create_directory(dead);
+  std::ofstream(dead + "/controller.lock").put('x');
+  std::ofstream(dead + "/rank-0.sock").put('x');
+  // A live controller's: the lock is held (here by this test).
+  const std::string live = parent_ + "/colltest-live00";
+  std::filesystem::create_directory(live);
+  const int held = open((live + "/controller.lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(flock(held, LOCK_EX | LOCK_NB), 0);
+  // Not colltestd's: no lock file.
+  const std::string other = parent_ + "/colltest-other0";
+  std::filesystem::create_directory(other);
+
+  Pool();
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(other));
+  close(held);
+  std::filesystem::remove_all(live);
+  std::filesystem::remove_all(other);
+}
+
 TEST_F(WorkerPoolTest, RankWhoseHeartbeatStandsStillIsKilledByTheWatchdog) {
   options_.heartbeat_grace = absl::Milliseconds(400);
   Run({0, 1, 2}, Case());
@@ -333,7 +418,7 @@ TEST_F(WorkerPoolTest, ShutdownLeavesNoProcessSocketSegmentOrDirectory) {
   pids.insert(pids.end(), other.begin(), other.end());
   ASSERT_THAT(ListDir(parent_), SizeIs(1));
   const std::string runtime_dir = parent_ + "/" + ListDir(parent_)[0];
-  EXPECT_THAT(ListDir(runtime_dir), SizeIs(6));  // rank-<device>.sock
+  EXPECT_THAT(ListDir(runtime_dir), SizeIs(7));  // rank-<device>.sock, controller.lock
   EXPECT_EQ(std::filesystem::status(runtime_dir).permissions(), std::filesystem::perms::owner_all);
 
   Pool().Shutdown();

@@ -117,6 +117,11 @@ void CpuBackend::LaunchTyped(CaseState& cs, Variant variant, const CallArgs& arg
 }
 
 bool CpuBackend::LaunchCall(CaseState& cs, Variant variant, uint32_t m, uint32_t slot) {
+  if (worker::CancelRequested()) {
+    // Between two calls: the case ends here, and every loop below stops at a false return.
+    guard_.RecordHang(0, -1, kCancelledPhase);
+    return false;
+  }
   if (fault_.kind == worker::FaultPlan::Kind::kDelayRank && fault_.Targets(rank_)) {
     std::this_thread::sleep_for(std::chrono::microseconds(fault_.delay_us));
   }

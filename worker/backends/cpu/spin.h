@@ -45,6 +45,9 @@ class SpinGuard {
 
 void Backoff(uint32_t polls);
 
+// The phase a wait records when the controller cancelled the case (not a hang of any peer).
+inline constexpr char kCancelledPhase[] = "cancelled";
+
 // Polls `ready` until it returns true (-> true) or the deadline passes or another block of the
 // rank gave up (-> false).
 template <class Ready>
@@ -53,15 +56,28 @@ bool SpinUntil(SpinGuard& guard, PostedStores& posted, int block, int awaited_pe
   // Long enough that a release-free protocol really races, short enough to cost microseconds;
   // repeated, because blocks of this rank that finish later leave stores behind too.
   constexpr uint32_t kDrainEveryPolls = 48;
+  bool announced = false;  // this wait told the controller whom it waits for
+  auto leave = [&](bool result) {
+    if (announced) worker::Awaiting(-1);
+    return result;
+  };
   for (uint32_t polls = 0;; ++polls) {
-    if (ready()) return true;
+    if (ready()) return leave(true);
     if (polls % kDrainEveryPolls == kDrainEveryPolls - 1) posted.Drain();
     if ((polls & 15) == 15) {
       worker::Beat();
-      if (guard.aborted()) return false;
+      if (!announced && awaited_peer >= 0) {
+        worker::Awaiting(awaited_peer);
+        announced = true;
+      }
+      if (guard.aborted()) return leave(false);
+      if (worker::CancelRequested()) {
+        guard.RecordHang(block, -1, kCancelledPhase);
+        return leave(false);
+      }
       if (std::chrono::steady_clock::now() > guard.deadline()) {
         guard.RecordHang(block, awaited_peer, phase);
-        return false;
+        return leave(false);
       }
     }
     Backoff(polls);

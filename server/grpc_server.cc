@@ -1,0 +1,108 @@
+#include "server/grpc_server.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "grpc/grpc.h"
+#include "grpcpp/resource_quota.h"
+#include "grpcpp/server_posix.h"
+#include "server/fd_limit.h"
+#include "spdlog/spdlog.h"
+
+namespace colltest::server {
+namespace {
+
+constexpr int kMaxMessageBytes = 64 << 20;
+// Keepalive: every connection, with calls or without, is pinged after 30 s of silence and closed
+// when the ping is not answered within 10 s, so a vanished client (host down, cable pulled) frees
+// its slot in under a minute instead of at TCP's retransmission timeout (~15 min).
+constexpr int kKeepaliveTimeMs = 30'000;
+constexpr int kKeepaliveTimeoutMs = 10'000;
+
+int Milliseconds(absl::Duration d) {
+  return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(d), INT32_MAX));
+}
+
+void ConfigureBuilder(const FrontEndLimits& limits, grpc::ServerBuilder& builder) {
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // Without this the server stops pinging an idle connection after two pings.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             Milliseconds(limits.max_connection_idle));
+  // Bounds gRPC's own (TLS) handshake; plaintext connections are bounded by the Listener.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             Milliseconds(limits.handshake_timeout));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(limits.max_streams_per_connection));
+  grpc::ResourceQuota quota("colltestd");
+  quota.Resize(limits.memory_bytes);
+  quota.SetMaxThreads(static_cast<int>(limits.max_threads));
+  builder.SetResourceQuota(quota);
+}
+
+}  // namespace
+
+FrontEndLimits ResolveFrontEndLimits(const ServerOptions& options, uint64_t fd_soft_limit,
+                                     size_t devices) {
+  FrontEndLimits limits;
+  limits.max_connections = options.max_connections != 0
+                               ? options.max_connections
+                               : DefaultMaxConnections(fd_soft_limit, devices);
+  if (options.max_connections != 0 &&
+      options.max_connections > DefaultMaxConnections(fd_soft_limit, devices) * 2) {
+    spdlog::warn("--max-connections {} leaves less than {} of the {} descriptors to the workers",
+                 options.max_connections, FdReserve(devices), fd_soft_limit);
+  }
+  limits.handshake_timeout = options.handshake_timeout;
+  limits.max_connection_idle = options.max_connection_idle;
+  limits.max_streams_per_connection = options.max_streams_per_connection;
+  limits.max_threads = options.max_threads;
+  limits.memory_bytes = options.grpc_memory;
+  return limits;
+}
+
+absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> GrpcFrontEnd::Prepare(
+    const std::string& listen, std::shared_ptr<grpc::ServerCredentials> credentials, bool tls,
+    const FrontEndLimits& limits, grpc::ServerBuilder& builder) {
+  ConfigureBuilder(limits, builder);
+  std::unique_ptr<GrpcFrontEnd> front(new GrpcFrontEnd());
+  front->listen_ = listen;
+  if (tls) {
+    builder.AddListeningPort(listen, std::move(credentials), &front->tls_port_);
+    return front;
+  }
+  ListenerOptions listener_options;
+  listener_options.max_connections = limits.max_connections;
+  listener_options.handshake_timeout = limits.handshake_timeout;
+  absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Bind(listen, listener_options);
+  if (!listener.ok()) return listener.status();
+  front->listener_ = *std::move(listener);
+  return front;
+}
+
+absl::Status GrpcFrontEnd::Start(grpc::Server* server) {
+  if (listener_ == nullptr) {
+    const bool unix_socket = absl::StartsWith(listen_, "unix:");
+    if (!unix_socket && tls_port_ == 0) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", listen_));
+    }
+    address_ = unix_socket ? listen_ : absl::StrCat(ListenHost(listen_), ":", tls_port_);
+    return absl::OkStatus();
+  }
+  address_ = listener_->address();
+  listener_->Start([server](int fd) { grpc::AddInsecureChannelFromFd(server, fd); });
+  return absl::OkStatus();
+}
+
+void GrpcFrontEnd::Stop() {
+  if (listener_ != nullptr) listener_->Stop();
+}
+
+}  // namespace colltest::server

@@ -1,0 +1,238 @@
+#include "server/listener.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace colltest::server {
+namespace {
+
+// RFC 9113 section 3.4: every HTTP/2 client connection starts with these 24 bytes.
+constexpr char kClientPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr size_t kPrefaceBytes = sizeof(kClientPreface) - 1;
+
+// After a partial preface the socket stays readable, so it is looked at again after this pause
+// instead of spinning on poll; a real client sends the 24 bytes in one segment.
+constexpr absl::Duration kPartialRecheck = absl::Milliseconds(10);
+constexpr absl::Duration kMinAcceptBackoff = absl::Milliseconds(10);
+constexpr absl::Duration kMaxAcceptBackoff = absl::Milliseconds(500);
+constexpr absl::Duration kPruneInterval = absl::Seconds(1);
+// Refusals and accept errors come in floods: one log line per interval, with the count.
+constexpr absl::Duration kLogInterval = absl::Seconds(5);
+// Accepts per listening socket per loop turn, so that prefaces are checked during a flood.
+constexpr int kAcceptBatch = 64;
+
+bool OutOfResources(int error) {
+  return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(const std::string& listen,
+                                                         ListenerOptions options) {
+  COLLTEST_ASSIGN_OR_RETURN(ListenSockets sockets, BindListenSockets(listen, options.backlog));
+  UniqueFd wake(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake.valid()) return absl::ErrnoToStatus(errno, "eventfd (listener)");
+  return std::unique_ptr<Listener>(new Listener(std::move(sockets), options, std::move(wake)));
+}
+
+Listener::Listener(ListenSockets sockets, ListenerOptions options, UniqueFd wake)
+    : sockets_(std::move(sockets)), options_(options), wake_(std::move(wake)) {}
+
+Listener::~Listener() {
+  Stop();
+  if (!sockets_.unix_path.empty()) unlink(sockets_.unix_path.c_str());
+}
+
+void Listener::Start(Handoff handoff) {
+  handoff_ = std::move(handoff);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Listener::Stop() {
+  stopping_.store(true);
+  const uint64_t one = 1;
+  if (write(wake_.get(), &one, sizeof(one)) < 0) {
+    // The counter cannot overflow with one write per Stop; nothing to do.
+  }
+  if (thread_.joinable()) thread_.join();
+  pending_.clear();
+}
+
+ListenerCounts Listener::counts() const {
+  absl::MutexLock lock(&mu_);
+  return counts_;
+}
+
+void Listener::Loop() {
+  while (!stopping_.load()) {
+    std::vector<pollfd> polled = PollSet(absl::Now());
+    const int ready = poll(polled.data(), polled.size(), PollTimeoutMs(absl::Now()));
+    if (ready < 0 && errno != EINTR) {
+      spdlog::error("listener: poll: {}", std::strerror(errno));
+      absl::SleepFor(kMinAcceptBackoff);
+      continue;
+    }
+    if (stopping_.load()) break;
+    const absl::Time now = absl::Now();
+    ServePending(polled, now);
+    for (size_t i = 0; i < sockets_.fds.size(); ++i) {
+      if (polled[1 + i].revents & POLLIN) AcceptFrom(sockets_.fds[i].get(), now);
+    }
+    if (now >= next_prune_) {
+      next_prune_ = now + kPruneInterval;
+      const size_t open = handed_.Prune();
+      absl::MutexLock lock(&mu_);
+      counts_.handed_over = open;
+    }
+  }
+}
+
+// [wake, listening sockets..., pending connections...]: ServePending relies on this order. A
+// listening socket is polled for nothing while accepting is paused, a pending connection for
+// nothing until its recheck time.
+std::vector<pollfd> Listener::PollSet(absl::Time now) const {
+  std::vector<pollfd> polled;
+  polled.reserve(1 + sockets_.fds.size() + pending_.size());
+  polled.push_back(pollfd{wake_.get(), POLLIN, 0});
+  const short accept_events = now >= accept_paused_until_ ? POLLIN : 0;
+  for (const UniqueFd& fd : sockets_.fds) polled.push_back(pollfd{fd.get(), accept_events, 0});
+  for (const Pending& p : pending_) {
+    polled.push_back(pollfd{p.fd.get(), static_cast<short>(now >= p.recheck_at ? POLLIN : 0), 0});
+  }
+  return polled;
+}
+
+int Listener::PollTimeoutMs(absl::Time now) const {
+  absl::Time wake_at = next_prune_;
+  if (accept_paused_until_ > now) wake_at = std::min(wake_at, accept_paused_until_);
+  for (const Pending& p : pending_) {
+    wake_at = std::min(wake_at, p.deadline);
+    if (p.recheck_at > now) wake_at = std::min(wake_at, p.recheck_at);
+  }
+  const int64_t ms = absl::ToInt64Milliseconds(absl::Ceil(wake_at - now, absl::Milliseconds(1)));
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, 1000));
+}
+
+void Listener::ServePending(const std::vector<pollfd>& polled, absl::Time now) {
+  const size_t first = 1 + sockets_.fds.size();
+  std::vector<Pending> waiting;
+  waiting.reserve(pending_.size());
+  uint64_t timed_out = 0, not_http2 = 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    Pending& p = pending_[i];
+    if (const short revents = polled[first + i].revents; revents != 0) {
+      Preface preface = PeekPreface(p.fd.get());
+      // A peer that hung up after part of the preface would otherwise be polled until its deadline.
+      if (preface == Preface::kPartial && (revents & (POLLHUP | POLLERR)))
+        preface = Preface::kWrong;
+      if (preface == Preface::kComplete) {
+        HandOver(std::move(p.fd));
+        continue;
+      }
+      if (preface == Preface::kWrong) {
+        ++not_http2;
+        continue;  // closed as `p` goes
+      }
+      p.recheck_at = now + kPartialRecheck;
+    }
+    if (now >= p.deadline) {
+      ++timed_out;
+      continue;
+    }
+    waiting.push_back(std::move(p));
+  }
+  pending_ = std::move(waiting);
+  absl::MutexLock lock(&mu_);
+  counts_.timed_out += timed_out;
+  counts_.not_http2 += not_http2;
+  counts_.awaiting_preface = pending_.size();
+  counts_.handed_over = handed_.size();
+}
+
+Listener::Preface Listener::PeekPreface(int fd) {
+  char head[kPrefaceBytes];
+  const ssize_t got = recv(fd, head, sizeof(head), MSG_PEEK);
+  if (got < 0) return errno == EAGAIN || errno == EINTR ? Preface::kPartial : Preface::kWrong;
+  if (got == 0) return Preface::kWrong;  // the peer hung up
+  if (std::memcmp(head, kClientPreface, static_cast<size_t>(got)) != 0) return Preface::kWrong;
+  return static_cast<size_t>(got) == kPrefaceBytes ? Preface::kComplete : Preface::kPartial;
+}
+
+void Listener::HandOver(UniqueFd fd) {
+  // gRPC's own listener sets TCP_NODELAY on what it accepts; a handed-over socket needs it too,
+  // or small replies wait up to 40 ms for delayed ACKs (Nagle). Fails harmlessly on unix sockets.
+  const int one = 1;
+  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  // Recorded before gRPC owns the fd: it may close it at any moment after.
+  if (!handed_.Add(fd.get())) return;
+  handoff_(fd.release());
+}
+
+bool Listener::AtCap() {
+  if (handed_.size() + pending_.size() < options_.max_connections) return false;
+  handed_.Prune();
+  return handed_.size() + pending_.size() >= options_.max_connections;
+}
+
+void Listener::AcceptFrom(int listen_fd, absl::Time now) {
+  uint64_t refused = 0;
+  for (int i = 0; i < kAcceptBatch && now >= accept_paused_until_; ++i) {
+    UniqueFd fd(accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      AcceptFailed(errno, now);
+      continue;
+    }
+    accept_backoff_ = absl::ZeroDuration();
+    if (AtCap()) {
+      ++refused;  // closed as `fd` goes: the client sees the connection reset or closed
+      continue;
+    }
+    pending_.push_back(Pending{std::move(fd), now + options_.handshake_timeout, now});
+  }
+  absl::MutexLock lock(&mu_);
+  counts_.refused += refused;
+  counts_.awaiting_preface = pending_.size();
+  if (refused > 0 && now - last_refusal_log_ >= kLogInterval) {
+    last_refusal_log_ = now;
+    spdlog::warn(
+        "listener: {} open connections (--max-connections {}): refusing new ones ({} so "
+        "far)",
+        handed_.size() + pending_.size(), options_.max_connections, counts_.refused);
+  }
+}
+
+void Listener::AcceptFailed(int error, absl::Time now) {
+  // Network errors of the connection being accepted (ECONNABORTED, EPROTO, ENETDOWN, ...) concern
+  // that connection only: go on. Lack of descriptors or memory lasts: pause accepting (the client
+  // waits in the backlog) and try again, never giving up.
+  const bool pause = OutOfResources(error) || error == EBADF || error == EINVAL;
+  if (pause) {
+    accept_backoff_ = std::clamp(accept_backoff_ * 2, kMinAcceptBackoff, kMaxAcceptBackoff);
+    accept_paused_until_ = now + accept_backoff_;
+  }
+  absl::MutexLock lock(&mu_);
+  if (!pause) return;
+  ++counts_.accept_errors;
+  if (now - last_error_log_ >= kLogInterval) {
+    last_error_log_ = now;
+    spdlog::warn("listener: accept: {}: retrying in {} ({} such errors so far)",
+                 std::strerror(error), absl::FormatDuration(accept_backoff_),
+                 counts_.accept_errors);
+  }
+}
+
+}  // namespace colltest::server

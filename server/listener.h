@@ -1,0 +1,108 @@
+// colltestd's own accept loop for plaintext gRPC (TCP and unix sockets). gRPC 1.51's listener
+// stops accepting for good after one failed accept4 (EMFILE under a connection flood) and lets any
+// number of idle connections hold descriptors, so colltestd accepts connections itself and hands
+// each one to gRPC (grpc::AddInsecureChannelFromFd) once it has proved to speak HTTP/2:
+//  - at most `max_connections` connections are open (waiting for their preface or handed over);
+//    beyond that a new connection is accepted and closed at once, so the backlog never fills;
+//  - a connection is handed over only after its 24-byte HTTP/2 client preface has arrived (peeked,
+//    left for gRPC to read) within `handshake_timeout`; else it is closed, so idle TCP connections
+//    cannot hold the cap;
+//  - EMFILE, ENFILE, ENOBUFS and ENOMEM from accept pause accepting briefly (10 ms, doubling to
+//    500 ms) and never stop it.
+#pragma once
+
+#include <poll.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/handed_connections.h"
+#include "server/listen_socket.h"
+#include "server/unique_fd.h"
+
+namespace colltest::server {
+
+struct ListenerOptions {
+  uint32_t max_connections = 1024;
+  absl::Duration handshake_timeout = absl::Seconds(5);
+  int backlog = 1024;
+};
+
+struct ListenerCounts {
+  size_t handed_over = 0;       // open connections gRPC serves
+  size_t awaiting_preface = 0;  // accepted, preface not yet complete
+  uint64_t refused = 0;         // closed at once: the cap was reached
+  uint64_t timed_out = 0;       // closed: no preface within the handshake timeout
+  uint64_t not_http2 = 0;       // closed: sent something else (TLS, HTTP/1) or hung up first
+  uint64_t accept_errors = 0;   // accept failed for want of descriptors or memory
+};
+
+class Listener {
+ public:
+  // Takes ownership of a connected, non-blocking socket that has sent the HTTP/2 preface.
+  using Handoff = std::function<void(int fd)>;
+
+  // Binds now, so that the address (with the chosen port) is known before the server starts.
+  static absl::StatusOr<std::unique_ptr<Listener>> Bind(const std::string& listen,
+                                                        ListenerOptions options);
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+  const std::string& address() const { return sockets_.address; }
+  // Starts the accept thread; connections that arrived since Bind wait in the backlog until then.
+  void Start(Handoff handoff);
+  // Stops accepting and closes the connections still waiting for their preface. Call before the
+  // gRPC server shuts down, which closes the ones handed over.
+  void Stop();
+  ListenerCounts counts() const;
+
+ private:
+  struct Pending {
+    UniqueFd fd;
+    absl::Time deadline;    // the handshake timeout
+    absl::Time recheck_at;  // after a partial preface: when to look again
+  };
+
+  Listener(ListenSockets sockets, ListenerOptions options, UniqueFd wake);
+  void Loop();
+  std::vector<pollfd> PollSet(absl::Time now) const;
+  int PollTimeoutMs(absl::Time now) const;
+  void ServePending(const std::vector<pollfd>& polled, absl::Time now);
+  // What the peeked bytes say: hand over, wait for more, or close.
+  enum class Preface { kComplete, kPartial, kWrong };
+  static Preface PeekPreface(int fd);
+  void HandOver(UniqueFd fd);
+  void AcceptFrom(int listen_fd, absl::Time now);
+  void AcceptFailed(int error, absl::Time now);
+  bool AtCap();
+
+  const ListenSockets sockets_;
+  const ListenerOptions options_;
+  UniqueFd wake_;  // an eventfd: Stop() makes it readable
+  Handoff handoff_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+
+  // Owned by the accept thread.
+  std::vector<Pending> pending_;
+  HandedConnections handed_;
+  absl::Time accept_paused_until_ = absl::InfinitePast();
+  absl::Duration accept_backoff_ = absl::ZeroDuration();
+  absl::Time next_prune_ = absl::InfinitePast();
+  absl::Time last_refusal_log_ = absl::InfinitePast();
+  absl::Time last_error_log_ = absl::InfinitePast();
+
+  mutable absl::Mutex mu_;
+  ListenerCounts counts_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace colltest::server
