@@ -4,7 +4,8 @@
 # same box measured with torch (tests/gpu/anchors.py -> anchors.json), then the health check,
 # recovery and metrics (tests/gpu/health_on_box.py), stopping running cases and SIGTERM
 # (tests/gpu/cancel_on_box.py), JSON under $OUT, and tables printed last
-# (graph mode: each variant against the anchors; the fault matrix). STAGE=test|bench|all (default all);
+# (graph mode: each variant against the anchors; the fault matrix). STAGE=test|bench|all|cancel (default all;
+# cancel: only tests/gpu/cancel_on_box.py and the SIGTERM check);
 # BENCH_M (rows), BENCH_MODES ("graph eager"), ANCHORS=0 (skip the anchors) narrow a run. The test
 # stage also writes the fault matrix (fault_matrix.json), printed as a table at the very end.
 set -uo pipefail
@@ -37,6 +38,29 @@ stop_daemon() {
   kill "$daemon"
   wait "$daemon"
 }
+
+# SIGTERM with a 100,000-call case running on the daemon of $daemon: it must exit within 10 s.
+sigterm_check() {
+  "$bin/colltest" --server "$addr" run --world 2 --m 1024 --n 16384 --variants lamport \
+    --modes graph --iters 100000 --timeout 2s --format json >"$out/sigterm_run.json" 2>&1 &
+  sigterm_client=$!
+  sleep 3
+  t0=$(date +%s.%N)
+  stop_daemon
+  t1=$(date +%s.%N)
+  wait "$sigterm_client"
+  echo "SIGTERM with a running case: colltestd exited in $(python3 -c "print(round($t1 - $t0, 3))") s" \
+    | tee "$out/sigterm.txt"
+}
+
+if [ "$stage" = "cancel" ]; then
+  # Only the cancel and SIGTERM checks below (STAGE=cancel).
+  start_daemon health --allow-fault-injection --http 127.0.0.1:0
+  timeout 300 python3 tests/gpu/cancel_on_box.py "$bin/colltest" "$addr" "$out"
+  echo "cancel stage rc=$?"
+  sigterm_check
+  exit 0
+fi
 
 # A first look that takes seconds: every variant at three shapes, both modes.
 start_daemon smoke
@@ -166,17 +190,7 @@ if [ "$stage" != "bench" ]; then
   # Stopping running cases (docs/cancel.md): Cancel and a client that goes away, eager and graph.
   timeout 300 python3 tests/gpu/cancel_on_box.py "$bin/colltest" "$addr" "$out"
   echo "cancel stage rc=$?"
-  # SIGTERM with a 100,000-call case running: the daemon must exit within 10 s.
-  "$bin/colltest" --server "$addr" run --world 2 --m 64 --n 7168 --variants lamport \
-    --modes graph --iters 100000 --timeout 2s --format json >"$out/sigterm_run.json" 2>&1 &
-  sigterm_client=$!
-  sleep 3
-  t0=$(date +%s.%N)
-  stop_daemon
-  t1=$(date +%s.%N)
-  wait "$sigterm_client"
-  echo "SIGTERM with a running case: colltestd exited in $(python3 -c "print(round($t1 - $t0, 3))") s" \
-    | tee "$out/sigterm.txt"
+  sigterm_check
 fi
 
 if [ -f "$out/fault_matrix.json" ]; then
