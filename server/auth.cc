@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/security/auth_context.h"
+#include "server/peer_names.h"
 
 namespace colltest::server {
 namespace {
@@ -72,7 +73,8 @@ absl::StatusOr<Caller> Authorizer::Identify(const grpc::ServerContext& context) 
       common_names.emplace_back(cn.data(), cn.size());
     }
   }
-  return Identify(authorization, common_names, context.peer());
+  // A connection colltestd's listener handed over is "fd:N" to gRPC: name its real peer instead.
+  return Identify(authorization, common_names, PeerAddress(context.peer()));
 }
 
 absl::StatusOr<Caller> Authorizer::Identify(std::optional<absl::string_view> authorization,

@@ -81,6 +81,7 @@ absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> GrpcFrontEnd::Prepare(
   ListenerOptions listener_options;
   listener_options.max_connections = limits.max_connections;
   listener_options.handshake_timeout = limits.handshake_timeout;
+  listener_options.events = limits.listener_events;
   absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Bind(listen, listener_options);
   if (!listener.ok()) return listener.status();
   front->listener_ = *std::move(listener);

@@ -14,6 +14,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "server/listener.h"
+#include "server/listener_events.h"
 #include "server/options.h"
 
 namespace colltest::server {
@@ -26,6 +27,7 @@ struct FrontEndLimits {
   uint32_t max_streams_per_connection = 0;
   uint32_t max_threads = 0;
   uint64_t memory_bytes = 0;
+  ListenerEvents* listener_events = nullptr;  // not owned; null: nobody counts connections
 };
 
 // --max-connections or its default for `fd_soft_limit` and `devices`, and the other flags as is.

@@ -94,6 +94,7 @@ void Listener::Loop() {
     if (now >= next_prune_) {
       next_prune_ = now + kPruneInterval;
       const size_t open = handed_.Prune();
+      ReportOpen();
       absl::MutexLock lock(&mu_);
       counts_.handed_over = open;
     }
@@ -139,7 +140,7 @@ void Listener::ServePending(const std::vector<pollfd>& polled, absl::Time now) {
       if (preface == Preface::kPartial && (revents & (POLLHUP | POLLERR)))
         preface = Preface::kWrong;
       if (preface == Preface::kComplete) {
-        HandOver(std::move(p.fd));
+        HandOver(p);
         continue;
       }
       if (preface == Preface::kWrong) {
@@ -155,6 +156,9 @@ void Listener::ServePending(const std::vector<pollfd>& polled, absl::Time now) {
     waiting.push_back(std::move(p));
   }
   pending_ = std::move(waiting);
+  Report(ListenerEvents::Refusal::kHandshakeTimeout, timed_out);
+  Report(ListenerEvents::Refusal::kBadPreface, not_http2);
+  ReportOpen();
   absl::MutexLock lock(&mu_);
   counts_.timed_out += timed_out;
   counts_.not_http2 += not_http2;
@@ -171,13 +175,16 @@ Listener::Preface Listener::PeekPreface(int fd) {
   return static_cast<size_t>(got) == kPrefaceBytes ? Preface::kComplete : Preface::kPartial;
 }
 
-void Listener::HandOver(UniqueFd fd) {
+void Listener::HandOver(Pending& pending) {
+  UniqueFd fd = std::move(pending.fd);
   // gRPC's own listener sets TCP_NODELAY on what it accepts; a handed-over socket needs it too,
   // or small replies wait up to 40 ms for delayed ACKs (Nagle). Fails harmlessly on unix sockets.
   const int one = 1;
   setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   // Recorded before gRPC owns the fd: it may close it at any moment after.
   if (!handed_.Add(fd.get())) return;
+  // gRPC names this connection "fd:N"; the service asks for the real peer (peer_names.h).
+  if (!pending.peer.empty()) options_.peer_names->Record(fd.get(), std::move(pending.peer));
   handoff_(fd.release());
 }
 
@@ -201,8 +208,13 @@ void Listener::AcceptFrom(int listen_fd, absl::Time now) {
       ++refused;  // closed as `fd` goes: the client sees the connection reset or closed
       continue;
     }
-    pending_.push_back(Pending{std::move(fd), now + options_.handshake_timeout, now});
+    // Asked now, while the peer is surely still connected.
+    std::string peer = DescribePeer(fd.get());
+    pending_.push_back(
+        Pending{std::move(fd), std::move(peer), now + options_.handshake_timeout, now});
   }
+  Report(ListenerEvents::Refusal::kCap, refused);
+  ReportOpen();
   absl::MutexLock lock(&mu_);
   counts_.refused += refused;
   counts_.awaiting_preface = pending_.size();
@@ -223,6 +235,7 @@ void Listener::AcceptFailed(int error, absl::Time now) {
   if (pause) {
     accept_backoff_ = std::clamp(accept_backoff_ * 2, kMinAcceptBackoff, kMaxAcceptBackoff);
     accept_paused_until_ = now + accept_backoff_;
+    Report(ListenerEvents::Refusal::kAcceptError, 1);
   }
   absl::MutexLock lock(&mu_);
   if (!pause) return;
@@ -232,6 +245,16 @@ void Listener::AcceptFailed(int error, absl::Time now) {
     spdlog::warn("listener: accept: {}: retrying in {} ({} such errors so far)",
                  std::strerror(error), absl::FormatDuration(accept_backoff_),
                  counts_.accept_errors);
+  }
+}
+
+void Listener::Report(ListenerEvents::Refusal reason, uint64_t count) {
+  if (options_.events != nullptr && count > 0) options_.events->ObserveRefused(reason, count);
+}
+
+void Listener::ReportOpen() {
+  if (options_.events != nullptr) {
+    options_.events->SetConnectionsOpen(handed_.size() + pending_.size());
   }
 }
 

@@ -26,6 +26,8 @@
 #include "absl/time/time.h"
 #include "server/handed_connections.h"
 #include "server/listen_socket.h"
+#include "server/listener_events.h"
+#include "server/peer_names.h"
 #include "server/unique_fd.h"
 
 namespace colltest::server {
@@ -34,6 +36,10 @@ struct ListenerOptions {
   uint32_t max_connections = 1024;
   absl::Duration handshake_timeout = absl::Seconds(5);
   int backlog = 1024;
+  // Where the peer of each handed connection is recorded; not owned.
+  PeerNames* peer_names = &HandedPeerNames();
+  // Told of open connections and refusals (metrics); not owned; null: nobody.
+  ListenerEvents* events = nullptr;
 };
 
 struct ListenerCounts {
@@ -68,6 +74,7 @@ class Listener {
  private:
   struct Pending {
     UniqueFd fd;
+    std::string peer;       // as accepted: "ipv4:127.0.0.1:41234"
     absl::Time deadline;    // the handshake timeout
     absl::Time recheck_at;  // after a partial preface: when to look again
   };
@@ -80,10 +87,12 @@ class Listener {
   // What the peeked bytes say: hand over, wait for more, or close.
   enum class Preface { kComplete, kPartial, kWrong };
   static Preface PeekPreface(int fd);
-  void HandOver(UniqueFd fd);
+  void HandOver(Pending& pending);
   void AcceptFrom(int listen_fd, absl::Time now);
   void AcceptFailed(int error, absl::Time now);
   bool AtCap();
+  void Report(ListenerEvents::Refusal reason, uint64_t count);
+  void ReportOpen();
 
   const ListenSockets sockets_;
   const ListenerOptions options_;

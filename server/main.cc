@@ -8,9 +8,12 @@
 #include <cstdio>
 #include <memory>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
@@ -23,6 +26,7 @@
 #include "server/metrics.h"
 #include "server/options.h"
 #include "server/parse_error_interceptor.h"
+#include "server/reflection_guard.h"
 #include "server/service.h"
 #include "server/serving_state.h"
 #include "server/token_file.h"
@@ -86,65 +90,36 @@ void LogAuthMode(const ServerOptions& options, const Authorizer& authorizer) {
   }
 }
 
-int Main(int argc, char** argv) {
-  // Blocked before any thread exists, so every thread (gRPC's included) inherits the mask and the
-  // signals reach only the sigwait thread below. SIGPIPE: a client that hangs up must not kill us.
+// Blocked before any thread exists, so every thread (gRPC's included) inherits the mask and the
+// signals reach only the sigwait thread of Main. SIGPIPE: a client that hangs up must not kill us.
+sigset_t BlockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  return stop_signals;
+}
 
-  // stdout carries exactly one line (the listening line) that scripts read; logs go to stderr.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("colltestd"));
-
-  ParsedOptions parsed = ParseOptions(argc, argv);
-  if (!parsed.options) return parsed.exit_code;
-  const ServerOptions& options = *parsed.options;
-  // Before any worker or connection exists: every one of them costs descriptors (docs/limits.md).
-  absl::StatusOr<FdLimits> fd_limits = RaiseFdLimit();
-  if (!fd_limits.ok()) return Fail(std::string(fd_limits.status().message()));
-  spdlog::info("open files: soft limit {} (was {}), hard limit {}", fd_limits->soft,
-               fd_limits->soft_before, fd_limits->hard);
-
-  absl::StatusOr<BackendInfo> backend =
-      ResolveBackend(options.backend, options.cpu_ranks, options.devices, options.worker,
-                     [](const std::string& worker, const std::string& b) {
-                       return RunProbe(worker, b, kProbeTimeout);
-                     });
-  if (!backend.ok()) return Fail(std::string(backend.status().message()));
-  if (!backend->note.empty()) spdlog::info("{}", backend->note);
-
-  absl::StatusOr<AuthConfig> auth = LoadAuth(options);
-  if (!auth.ok()) return Fail(std::string(auth.status().message()));
-  // Outlives `metrics`, whose HTTP threads call it until the server stops.
-  const Authorizer authorizer(*auth);
-  LogAuthMode(options, authorizer);
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      MakeServerCredentials(options);
-  if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
-  Metrics metrics;
-  if (!options.http.empty()) {
-    Metrics::BasicAuthCheck basic_auth;
-    if (authorizer.metrics_need_auth()) {
-      basic_auth = [&authorizer](const std::string& user, const std::string& password) {
-        return authorizer.CheckBasic(user, password);
-      };
-    }
-    if (absl::Status served = metrics.Serve(options.http, std::move(basic_auth)); !served.ok()) {
-      return Fail(std::string(served.message()));
-    }
+// /metrics on --http, behind HTTP Basic auth when a token file exists (docs/security.md).
+absl::Status ServeMetrics(const ServerOptions& options, const Authorizer& authorizer,
+                          Metrics& metrics) {
+  if (options.http.empty()) return absl::OkStatus();
+  Metrics::BasicAuthCheck basic_auth;
+  if (authorizer.metrics_need_auth()) {
+    basic_auth = [&authorizer](const std::string& user, const std::string& password) {
+      return authorizer.CheckBasic(user, password);
+    };
   }
-  ServingState serving(&metrics);
-  if (!options.state_dir.empty()) {
-    spdlog::warn("--state-dir {}: the history is kept in memory only for now", options.state_dir);
-  }
-  if (options.allow_fault_injection) spdlog::warn("fault injection is allowed");
+  return metrics.Serve(options.http, std::move(basic_auth));
+}
 
+WorkerPoolOptions PoolOptionsFor(const ServerOptions& options, const std::string& backend,
+                                 ServingState& serving) {
   WorkerPoolOptions pool_options;
   pool_options.worker_binary = options.worker;
-  pool_options.backend = backend->backend;
+  pool_options.backend = backend;
   pool_options.runtime_dir = options.runtime_dir;
   pool_options.max_case_bytes = options.max_case_bytes;
   pool_options.canary = CanaryCase();
@@ -158,80 +133,168 @@ int Main(int argc, char** argv) {
                    group.last_recovery_ms(), group.message());
     }
   };
-  absl::StatusOr<std::unique_ptr<WorkerPool>> pool = CreateWorkerPool(pool_options);
-  if (!pool.ok()) return Fail(absl::StrCat("worker pool: ", pool.status().message()));
+  return pool_options;
+}
 
-  absl::StatusOr<TuneTables> tune = TuneTables::LoadDir(options.tune_dir);
-  if (!tune.ok()) return Fail(std::string(tune.status().message()));
+absl::StatusOr<TuneTables> LoadTuneTables(const std::string& dir) {
+  absl::StatusOr<TuneTables> tune = TuneTables::LoadDir(dir);
+  if (!tune.ok()) return tune.status();
   for (const TuneTable& t : tune->tables()) {
     spdlog::info("auto: tune table {} ({} W={} n={}, {} rows)", t.source, t.backend, t.world, t.n,
                  t.rows.size());
   }
+  return tune;
+}
 
+ServiceOptions ServiceOptionsFor(const ServerOptions& options, const BackendInfo& backend,
+                                 const AuthConfig& auth, Metrics* metrics, const TuneTables* tune) {
   ServiceOptions service_options;
-  service_options.backend = backend->backend;
-  service_options.devices = backend->devices;
-  service_options.variants = VariantsFor(backend->backend);
+  service_options.backend = backend.backend;
+  service_options.devices = backend.devices;
+  service_options.variants = VariantsFor(backend.backend);
   service_options.max_case_bytes = options.max_case_bytes;
   service_options.allow_fault_injection = options.allow_fault_injection;
-  service_options.auth = *auth;
+  service_options.auth = auth;
   service_options.history_max_bytes = options.history_max_bytes;
+  service_options.max_active_runs_per_owner = options.max_active_runs_per_owner;
   service_options.version = Version();
-  service_options.metrics = &metrics;
-  service_options.tune = &*tune;
+  service_options.metrics = metrics;
+  service_options.tune = tune;
   service_options.stream_send_timeout = options.stream_send_timeout;
-  CollectiveTestService service(std::move(service_options), pool->get());
+  return service_options;
+}
+
+// Requests that cannot be deserialized get INVALID_ARGUMENT naming the type, not an empty
+// INTERNAL; reflection follows the API's roles. One list: SetInterceptorCreators replaces any
+// earlier one.
+std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> Interceptors(
+    const Authorizer& authorizer, bool mutual_tls) {
+  auto interceptors = ParseErrorInterceptorCreators();
+  for (auto& guard : ReflectionGuardCreators(&authorizer, mutual_tls)) {
+    interceptors.push_back(std::move(guard));
+  }
+  return interceptors;
+}
+
+// The one line on stdout that scripts wait for, and its longer form in the log.
+void AnnounceListening(const ServerOptions& options, const BackendInfo& backend,
+                       const std::string& address, const std::string& http, const AuthConfig& auth,
+                       const Authorizer& authorizer) {
+  std::printf("colltestd listening on %s backend=%s devices=%zu%s\n", address.c_str(),
+              backend.backend.c_str(), backend.devices.size(),
+              http.empty() ? "" : absl::StrCat(" http=", http).c_str());
+  std::fflush(stdout);
+  spdlog::info("serving {} on {} ({} devices: {}), TLS {}, {} identities{}", Version(), address,
+               backend.backend, backend.devices.size(),
+               options.tls_cert.empty() ? "off" : (options.tls_client_ca.empty() ? "on" : "mutual"),
+               auth.principals.size(),
+               authorizer.enabled() ? ", reflection needs role viewer" : "");
+}
+
+// Everything Main sets up before it serves; owns what must outlive the gRPC server.
+struct Daemon {
+  BackendInfo backend;
+  AuthConfig auth;
+  std::unique_ptr<Authorizer> authorizer;  // outlives `metrics`, whose HTTP threads call it
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  Metrics metrics;
+  std::unique_ptr<ServingState> serving;
+  std::unique_ptr<WorkerPool> pool;
+  TuneTables tune;
+};
+
+absl::Status Prepare(const ServerOptions& options, Daemon& d) {
+  absl::StatusOr<BackendInfo> backend =
+      ResolveBackend(options.backend, options.cpu_ranks, options.devices, options.worker,
+                     [](const std::string& worker, const std::string& b) {
+                       return RunProbe(worker, b, kProbeTimeout);
+                     });
+  COLLTEST_RETURN_IF_ERROR(backend.status());
+  d.backend = *std::move(backend);
+  if (!d.backend.note.empty()) spdlog::info("{}", d.backend.note);
+  COLLTEST_ASSIGN_OR_RETURN(d.auth, LoadAuth(options));
+  d.authorizer = std::make_unique<Authorizer>(d.auth);
+  LogAuthMode(options, *d.authorizer);
+  COLLTEST_ASSIGN_OR_RETURN(d.credentials, MakeServerCredentials(options));
+  COLLTEST_RETURN_IF_ERROR(ServeMetrics(options, *d.authorizer, d.metrics));
+  d.serving = std::make_unique<ServingState>(&d.metrics);
+  if (!options.state_dir.empty()) {
+    spdlog::warn("--state-dir {}: the history is kept in memory only for now", options.state_dir);
+  }
+  if (options.allow_fault_injection) spdlog::warn("fault injection is allowed");
+  absl::StatusOr<std::unique_ptr<WorkerPool>> pool =
+      CreateWorkerPool(PoolOptionsFor(options, d.backend.backend, *d.serving));
+  if (!pool.ok()) {
+    return absl::Status(pool.status().code(),
+                        absl::StrCat("worker pool: ", pool.status().message()));
+  }
+  d.pool = *std::move(pool);
+  COLLTEST_ASSIGN_OR_RETURN(d.tune, LoadTuneTables(options.tune_dir));
+  return absl::OkStatus();
+}
+
+int Main(int argc, char** argv) {
+  const sigset_t stop_signals = BlockStopSignals();
+  // stdout carries exactly one line (the listening line) that scripts read; logs go to stderr.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("colltestd"));
+
+  ParsedOptions parsed = ParseOptions(argc, argv);
+  if (!parsed.options) return parsed.exit_code;
+  const ServerOptions& options = *parsed.options;
+  // Before any worker or connection exists: every one of them costs descriptors (docs/limits.md).
+  absl::StatusOr<FdLimits> fd_limits = RaiseFdLimit();
+  if (!fd_limits.ok()) return Fail(std::string(fd_limits.status().message()));
+  spdlog::info("open files: soft limit {} (was {}), hard limit {}", fd_limits->soft,
+               fd_limits->soft_before, fd_limits->hard);
+  Daemon d;
+  if (absl::Status prepared = Prepare(options, d); !prepared.ok()) {
+    if (d.pool != nullptr) d.pool->Shutdown();
+    return Fail(std::string(prepared.message()));
+  }
+  CollectiveTestService service(ServiceOptionsFor(options, d.backend, d.auth, &d.metrics, &d.tune),
+                                d.pool.get());
 
   grpc::EnableDefaultHealthCheckService(true);
-  // gRPC 1.51 gives no public way to put a check in front of the reflection service (processors
-  // run only on TLS credentials, interceptors cannot refuse a call), so with authentication on it
-  // is not served at all rather than served to anyone.
-  if (!authorizer.enabled()) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // Loading libgrpc++_reflection alone registers reflection with every server (a static
+  // initializer in it calls this too); the call keeps it linked. With authentication on, the
+  // reflection guard answers callers below role viewer with an error in its place.
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  FrontEndLimits front_limits =
+      ResolveFrontEndLimits(options, fd_limits->soft, d.backend.devices.size());
+  front_limits.listener_events = &d.metrics;
   absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> front = GrpcFrontEnd::Prepare(
-      options.listen, *credentials, !options.tls_cert.empty(),
-      ResolveFrontEndLimits(options, fd_limits->soft, backend->devices.size()), builder);
+      options.listen, d.credentials, !options.tls_cert.empty(), front_limits, builder);
   if (!front.ok()) {
-    (*pool)->Shutdown();
+    d.pool->Shutdown();
     return Fail(std::string(front.status().message()));
   }
   builder.RegisterService(&service);
-  // Requests that cannot be deserialized get INVALID_ARGUMENT naming the type, not an empty
-  // INTERNAL.
-  builder.experimental().SetInterceptorCreators(ParseErrorInterceptorCreators());
+  builder.experimental().SetInterceptorCreators(Interceptors(*d.authorizer, d.auth.mutual_tls));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   absl::Status started =
       server == nullptr ? absl::UnavailableError(absl::StrCat("cannot serve on ", options.listen))
                         : (*front)->Start(server.get());
   if (!started.ok()) {
-    (*pool)->Shutdown();
+    d.pool->Shutdown();
     return Fail(std::string(started.message()));
   }
-  serving.Attach(server->GetHealthCheckService());
-
-  const std::string address = (*front)->address();
-  const std::string http = metrics.bound_address();
-  std::printf("colltestd listening on %s backend=%s devices=%zu%s\n", address.c_str(),
-              backend->backend.c_str(), backend->devices.size(),
-              http.empty() ? "" : absl::StrCat(" http=", http).c_str());
-  std::fflush(stdout);
-  spdlog::info("serving {} on {} ({} devices: {}), TLS {}, {} identities{}", Version(), address,
-               backend->backend, backend->devices.size(),
-               options.tls_cert.empty() ? "off" : (options.tls_client_ca.empty() ? "on" : "mutual"),
-               auth->principals.size(), authorizer.enabled() ? ", reflection off" : "");
+  d.serving->Attach(server->GetHealthCheckService());
+  AnnounceListening(options, d.backend, (*front)->address(), d.metrics.bound_address(), d.auth,
+                    *d.authorizer);
 
   std::thread stopper([&] {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
     spdlog::info("signal {}: shutting down", signal_number);
-    serving.Detach();
+    d.serving->Detach();
     service.BeginShutdown();
     (*front)->Stop();
     server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   });
   server->Wait();
   stopper.join();
-  (*pool)->Shutdown();
+  d.pool->Shutdown();
   spdlog::info("stopped");
   return 0;
 }

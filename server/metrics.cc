@@ -46,6 +46,24 @@ std::string GroupStateLabel(v1::GroupState s) {
   }
 }
 
+constexpr std::array<ListenerEvents::Refusal, 4> kRefusals = {
+    ListenerEvents::Refusal::kCap, ListenerEvents::Refusal::kHandshakeTimeout,
+    ListenerEvents::Refusal::kBadPreface, ListenerEvents::Refusal::kAcceptError};
+
+const char* RefusalLabel(ListenerEvents::Refusal reason) {
+  switch (reason) {
+    case ListenerEvents::Refusal::kCap:
+      return "cap";
+    case ListenerEvents::Refusal::kHandshakeTimeout:
+      return "handshake_timeout";
+    case ListenerEvents::Refusal::kBadPreface:
+      return "bad_preface";
+    case ListenerEvents::Refusal::kAcceptError:
+      return "accept_error";
+  }
+  return "unknown";
+}
+
 // Per-call kernel latencies sit between a few us (small shapes, one-shot kernels) and tens of ms
 // (large shapes on CPU ranks): powers of two from 1 us to 131 ms.
 prometheus::Histogram::BucketBoundaries LatencyBuckets() {
@@ -102,7 +120,18 @@ struct Metrics::Impl {
           .Name("colltest_health_checks_total")
           .Help("Finished Health RPCs by overall status.")
           .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& connections =
+      prometheus::BuildGauge()
+          .Name("colltest_connections_open")
+          .Help("Open plaintext client connections, counting those awaiting their preface.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& refused =
+      prometheus::BuildCounter()
+          .Name("colltest_connections_refused_total")
+          .Help("Connections the listener closed without serving them, or failed to accept.")
+          .Register(*registry);
 
+  prometheus::Gauge& connections_open = connections.Add({});
   prometheus::Gauge& runs_queued = runs.Add({{"state", "queued"}});
   prometheus::Gauge& runs_running = runs.Add({{"state", "running"}});
   prometheus::Counter& restarts_total = restarts.Add({});
@@ -128,6 +157,7 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
                                   v1::VARIANT_LAMPORT,   v1::VARIANT_LAMPORT_TB,
                                   v1::VARIANT_NCCL,      v1::VARIANT_AUTO};
   const v1::Mode modes[] = {v1::MODE_EAGER, v1::MODE_GRAPH};
+  for (ListenerEvents::Refusal r : kRefusals) impl_->refused.Add({{"reason", RefusalLabel(r)}});
   for (v1::CaseStatus s : statuses) {
     impl_->health_checks.Add({{"status", StatusLabel(s)}});
   }
@@ -231,6 +261,14 @@ void Metrics::SetRuns(size_t queued, size_t running) {
 
 void Metrics::ObserveHealthCheck(v1::CaseStatus status) {
   impl_->health_checks.Add({{"status", StatusLabel(status)}}).Increment();
+}
+
+void Metrics::SetConnectionsOpen(size_t open) {
+  impl_->connections_open.Set(static_cast<double>(open));
+}
+
+void Metrics::ObserveRefused(Refusal reason, uint64_t count) {
+  impl_->refused.Add({{"reason", RefusalLabel(reason)}}).Increment(static_cast<double>(count));
 }
 
 std::string Metrics::Render() const {

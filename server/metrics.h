@@ -13,13 +13,14 @@
 
 #include "absl/status/status.h"
 #include "colltest/v1/colltest.pb.h"
+#include "server/listener_events.h"
 
 namespace colltest::server {
 
 inline constexpr int kMetricsThreads = 16;
 inline constexpr int kMetricsRequestTimeoutMs = 2000;
 
-class Metrics {
+class Metrics final : public ListenerEvents {
  public:
   Metrics();  // registry with every family created up front (so a scrape shows them at zero)
   ~Metrics();
@@ -54,6 +55,11 @@ class Metrics {
   void SetRuns(size_t queued, size_t running);
   // colltest_health_checks_total{status} (+1) for a finished Health RPC.
   void ObserveHealthCheck(colltest::v1::CaseStatus status);
+
+  // colltest_connections_open gauge: the listener's open client connections.
+  void SetConnectionsOpen(size_t open) override;
+  // colltest_connections_refused_total{reason="cap|handshake_timeout|bad_preface|accept_error"}.
+  void ObserveRefused(Refusal reason, uint64_t count) override;
 
   // The same text a scrape returns (for tests and for a future dashboard).
   std::string Render() const;

@@ -137,6 +137,41 @@ void AddConnectionOptions(CLI::App& app, ServerOptions& o) {
 
 }  // namespace
 
+// TLS, tokens and what callers may ask for: docs/security.md.
+void AddSecurityOptions(CLI::App& app, ServerOptions& o) {
+  auto* cert = app.add_option("--tls-cert", o.tls_cert, "server certificate (PEM)")
+                   ->check(CLI::ExistingFile);
+  auto* key =
+      app.add_option("--tls-key", o.tls_key, "server private key (PEM)")->check(CLI::ExistingFile);
+  auto* ca = app.add_option("--tls-client-ca", o.tls_client_ca,
+                            "require client certificates signed by this CA (mutual TLS)")
+                 ->check(CLI::ExistingFile);
+  cert->needs(key);
+  key->needs(cert);
+  ca->needs(cert);
+  app.add_option("--token-file", o.token_file,
+                 "require \"authorization: Bearer <token>\" with the token in this file")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--insecure-listen", o.insecure_listen,
+               "allow a non-loopback --listen without TLS and without --token-file");
+  app.add_flag("--allow-fault-injection", o.allow_fault_injection,
+               "accept requests with a fault to inject (never on a shared node)");
+}
+
+// What one case, the history and one caller may take: docs/limits.md, docs/security.md.
+void AddRunLimitOptions(CLI::App& app, ServerOptions& o) {
+  AddByteSizeOption(app, "--max-case-bytes", o.max_case_bytes,
+                    "largest m * n * element size of one case, per rank (e.g. 32MiB; K, M, G, T "
+                    "are powers of 1024)");
+  AddByteSizeOption(app, "--history-max-bytes", o.history_max_bytes,
+                    "serialized size of the runs kept for GetRun and ListRuns (e.g. 128MiB); the "
+                    "oldest finished runs are forgotten first");
+  app.add_option("--max-active-runs-per-owner", o.max_active_runs_per_owner,
+                 "runs one caller may have queued or running at once; more are refused "
+                 "RESOURCE_EXHAUSTED (0: no limit)")
+      ->capture_default_str();
+}
+
 ParsedOptions ParseOptions(int argc, const char* const* argv) {
   ServerOptions o;
   CLI::App app{"colltestd: tests fused all-reduce + RMSNorm collective kernels on this node"};
@@ -165,32 +200,9 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
   app.add_option("--http", o.http,
                  "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any)");
   app.add_option("--state-dir", o.state_dir, "directory for persistent state (not used yet)");
-  auto* cert = app.add_option("--tls-cert", o.tls_cert, "server certificate (PEM)")
-                   ->check(CLI::ExistingFile);
-  auto* key =
-      app.add_option("--tls-key", o.tls_key, "server private key (PEM)")->check(CLI::ExistingFile);
-  auto* ca = app.add_option("--tls-client-ca", o.tls_client_ca,
-                            "require client certificates signed by this CA (mutual TLS)")
-                 ->check(CLI::ExistingFile);
-  cert->needs(key);
-  key->needs(cert);
-  ca->needs(cert);
-  app.add_option("--token-file", o.token_file,
-                 "require \"authorization: Bearer <token>\" with the token in this file")
-      ->check(CLI::ExistingFile);
-  app.add_flag("--insecure-listen", o.insecure_listen,
-               "allow a non-loopback --listen without TLS and without --token-file");
-  app.add_flag("--allow-fault-injection", o.allow_fault_injection,
-               "accept requests with a fault to inject (never on a shared node)");
+  AddSecurityOptions(app, o);
   app.add_option("--worker", o.worker, "colltest-worker binary (default: next to colltestd)");
-  AddByteSizeOption(app, "--max-case-bytes", o.max_case_bytes,
-                    "largest m * n * element size of one case, per rank (e.g. 32MiB; K, M, G, T "
-                    "are powers of 1024)");
-  app.add_option("--history-max-bytes", o.history_max_bytes,
-                 "serialized size of the runs kept for GetRun and ListRuns (e.g. 256MiB); the "
-                 "oldest finished runs are forgotten first")
-      ->capture_default_str()
-      ->transform(CLI::AsSizeValue(true));
+  AddRunLimitOptions(app, o);
   AddConnectionOptions(app, o);
   app.add_option("--tune-dir", o.tune_dir,
                  "directory of tune tables (colltest tune --out) that `auto` dispatches with")

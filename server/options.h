@@ -32,6 +32,7 @@ struct ServerOptions {
   std::string runtime_dir;
   std::string tune_dir;  // tune tables for `auto`; empty = DefaultTuneDir()
   uint64_t history_max_bytes = kDefaultHistoryMaxBytes;  // serialized runs kept in the history
+  uint32_t max_active_runs_per_owner = 16;  // queued or running runs of one caller; 0: no limit
   // Connections and streams (docs/limits.md).
   uint32_t max_connections = 0;  // 0: DefaultMaxConnections(the soft fd limit, the devices)
   absl::Duration handshake_timeout = absl::Seconds(5);     // TCP accept to HTTP/2 client preface

@@ -47,7 +47,8 @@ RunExecutor::RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* hist
       history_(history),
       arbiter_(arbiter),
       metrics_(metrics),
-      tune_(tune) {}
+      tune_(tune),
+      quota_(limits_.max_active_runs_per_owner) {}
 
 std::optional<v1::CaseResult> RunExecutor::RunOne(uint32_t index,
                                                   const std::vector<uint32_t>& devices,
@@ -122,6 +123,9 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
                                                    const std::string& owner) {
   absl::StatusOr<v1::SweepSpec> spec = ValidateSpec(request, limits_);
   if (!spec.ok()) return spec.status();
+  // Refused before it is recorded or queued: nothing is left to answer later.
+  absl::StatusOr<OwnerQuota::Slot> slot = quota_.Take(owner);
+  if (!slot.ok()) return slot.status();
 
   const uint64_t count = static_cast<uint64_t>(spec->m_size()) * spec->n_size() *
                          spec->variants_size() * spec->modes_size();

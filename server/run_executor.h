@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "colltest/v1/colltest.pb.h"
 #include "server/metrics.h"
+#include "server/owner_quota.h"
 #include "server/run_history.h"
 #include "server/run_queue.h"
 #include "server/tune_table.h"
@@ -80,6 +81,7 @@ class RunExecutor {
   DeviceArbiter* const arbiter_;
   Metrics* const metrics_;
   const TuneTables* const tune_;
+  OwnerQuota quota_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<uint64_t> next_case_id_{1};
 };

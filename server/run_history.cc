@@ -60,13 +60,15 @@ std::string RunHistory::Create(const v1::SweepSpec& spec, const std::string& bac
                                const std::string& owner) {
   std::string id = NewRunId();
   Entry entry;
-  entry.run.set_run_id(id);
-  entry.run.set_state(v1::RUN_STATE_QUEUED);
-  *entry.run.mutable_spec() = spec;
-  entry.run.set_backend(backend);
-  entry.run.set_created_unix_ms(NowMs());
-  entry.run.set_owner(owner);
-  entry.bytes = entry.run.ByteSizeLong();
+  entry.active = std::make_unique<v1::RunResult>();
+  v1::RunResult& run = *entry.active;
+  run.set_run_id(id);
+  run.set_state(v1::RUN_STATE_QUEUED);
+  *run.mutable_spec() = spec;
+  run.set_backend(backend);
+  run.set_created_unix_ms(NowMs());
+  run.set_owner(owner);
+  entry.bytes = run.ByteSizeLong();
   std::lock_guard<std::mutex> lock(mu_);
   bytes_ += entry.bytes;
   auto pos = order_.insert(order_.end(), id);
@@ -84,7 +86,7 @@ void RunHistory::EvictLocked(const std::string& keep) {
   // writes to them); they are bounded by the server's threads, so the excess is temporary.
   for (auto it = order_.begin(); OverBoundsLocked() && it != order_.end();) {
     auto run = runs_.find(*it);
-    if (IsTerminal(run->second.first.run.state()) && *it != keep) {
+    if (IsTerminal(run->second.first.state()) && *it != keep) {
       bytes_ -= run->second.first.bytes;
       runs_.erase(run);
       it = order_.erase(it);
@@ -106,29 +108,31 @@ absl::StatusOr<RunHistory::Entry*> RunHistory::Find(const std::string& run_id) {
   return &it->second.first;
 }
 
-absl::Status RunHistory::MarkRunning(const std::string& run_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+absl::StatusOr<RunHistory::Entry*> RunHistory::FindIn(const std::string& run_id,
+                                                      v1::RunState want) {
   auto entry = Find(run_id);
   if (!entry.ok()) return entry.status();
-  v1::RunResult& run = (*entry)->run;
-  if (run.state() != v1::RUN_STATE_QUEUED) {
+  const v1::RunState state = (*entry)->state();
+  if (state != want) {
     return absl::FailedPreconditionError(
-        absl::StrCat("run ", run_id, " is ", RunStateName(run.state()), ", not QUEUED"));
+        absl::StrCat("run ", run_id, " is ", RunStateName(state), ", not ", RunStateName(want)));
   }
-  run.set_state(v1::RUN_STATE_RUNNING);
+  return entry;
+}
+
+absl::Status RunHistory::MarkRunning(const std::string& run_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto entry = FindIn(run_id, v1::RUN_STATE_QUEUED);
+  if (!entry.ok()) return entry.status();
+  (*entry)->active->set_state(v1::RUN_STATE_RUNNING);
   return absl::OkStatus();
 }
 
 absl::Status RunHistory::AddCase(const std::string& run_id, const v1::CaseResult& result) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto entry = Find(run_id);
+  auto entry = FindIn(run_id, v1::RUN_STATE_RUNNING);
   if (!entry.ok()) return entry.status();
-  v1::RunResult& run = (*entry)->run;
-  if (run.state() != v1::RUN_STATE_RUNNING) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("run ", run_id, " is ", RunStateName(run.state()), ", not RUNNING"));
-  }
-  *run.add_cases() = result;
+  *(*entry)->active->add_cases() = result;
   const uint64_t added = RepeatedElementBytes(result);
   (*entry)->bytes += added;
   bytes_ += added;
@@ -146,18 +150,25 @@ absl::Status RunHistory::Finish(const std::string& run_id, v1::RunState state,
   std::lock_guard<std::mutex> lock(mu_);
   auto entry = Find(run_id);
   if (!entry.ok()) return entry.status();
-  v1::RunResult& run = (*entry)->run;
-  if (IsTerminal(run.state())) {
+  Entry& e = **entry;
+  if (IsTerminal(e.state())) {
     return absl::FailedPreconditionError(
-        absl::StrCat("run ", run_id, " already finished as ", RunStateName(run.state())));
+        absl::StrCat("run ", run_id, " already finished as ", RunStateName(e.state())));
   }
-  run.set_state(state);
-  run.set_message(message);
-  run.set_finished_unix_ms(NowMs());
-  // Exact once per run (the incremental sums are exact too; this also covers the message).
-  bytes_ -= (*entry)->bytes;
-  (*entry)->bytes = run.ByteSizeLong();
-  bytes_ += (*entry)->bytes;
+  e.active->set_state(state);
+  e.active->set_message(message);
+  e.active->set_finished_unix_ms(NowMs());
+  // From here on the run is its bytes: exact (the incremental sums are exact too; this also covers
+  // the message), and sized to them, since SerializeToString resizes an empty string once. With the
+  // summary and the freeing of the message this takes about 2 ms for 4,096 cases.
+  auto serialized = std::make_shared<std::string>();
+  e.active->SerializeToString(serialized.get());
+  e.summary = Summarize(*e.active);
+  e.active.reset();
+  bytes_ -= e.bytes;
+  e.bytes = serialized->size();
+  bytes_ += e.bytes;
+  e.finished = std::move(serialized);
   // The run just finished stays even when it alone exceeds the bound: its caller reads it back
   // right away. The next change to the history makes room.
   EvictLocked(run_id);
@@ -165,17 +176,30 @@ absl::Status RunHistory::Finish(const std::string& run_id, v1::RunState state,
 }
 
 absl::StatusOr<v1::RunResult> RunHistory::Get(const std::string& run_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = runs_.find(run_id);
-  if (it == runs_.end()) return NotFound(run_id);
-  return it->second.first.run;
+  std::shared_ptr<const std::string> finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = runs_.find(run_id);
+    if (it == runs_.end()) return NotFound(run_id);
+    const Entry& entry = it->second.first;
+    if (entry.active) return *entry.active;
+    finished = entry.finished;
+  }
+  // Parsing a run of 4,096 cases takes about 2 ms (390 KB, 2 cores): outside the lock, the other
+  // runs' cases need not wait for it.
+  v1::RunResult run;
+  if (!run.ParseFromString(*finished)) {
+    return absl::InternalError(absl::StrCat("run ", run_id, ": stored bytes do not parse"));
+  }
+  return run;
 }
 
 absl::StatusOr<std::string> RunHistory::Owner(const std::string& run_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = runs_.find(run_id);
   if (it == runs_.end()) return NotFound(run_id);
-  return it->second.first.run.owner();
+  const Entry& entry = it->second.first;
+  return entry.active ? entry.active->owner() : entry.summary.owner();
 }
 
 std::vector<v1::RunSummary> RunHistory::List(uint32_t limit) const {
@@ -184,7 +208,8 @@ std::vector<v1::RunSummary> RunHistory::List(uint32_t limit) const {
   std::vector<v1::RunSummary> out;
   out.reserve(std::min<size_t>(limit, order_.size()));
   for (auto it = order_.rbegin(); it != order_.rend() && out.size() < limit; ++it) {
-    out.push_back(Summarize(runs_.at(*it).first.run));
+    const Entry& entry = runs_.at(*it).first;
+    out.push_back(entry.active ? Summarize(*entry.active) : entry.summary);
   }
   return out;
 }
@@ -193,7 +218,7 @@ absl::StatusOr<v1::RunState> RunHistory::RequestCancel(const std::string& run_id
   std::lock_guard<std::mutex> lock(mu_);
   auto entry = Find(run_id);
   if (!entry.ok()) return entry.status();
-  const v1::RunState state = (*entry)->run.state();
+  const v1::RunState state = (*entry)->state();
   if (!IsTerminal(state)) (*entry)->cancel_requested = true;
   return state;
 }
@@ -212,6 +237,13 @@ size_t RunHistory::size() const {
 uint64_t RunHistory::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return bytes_;
+}
+
+size_t RunHistory::decoded_runs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, entry] : runs_) n += entry.first.active != nullptr;
+  return n;
 }
 
 }  // namespace colltest::server

@@ -2,12 +2,14 @@
 // cases finished so far, and whether someone asked to cancel it. Bounded by a number of runs and by
 // their serialized size, since one sweep of 4,096 cases weighs as much as thousands of small runs:
 // the oldest finished runs are forgotten first, so a long-lived daemon does not grow without limit.
-// Thread-safe.
+// A finished run is kept serialized, since a decoded one holds about 3.1 times its serialized size:
+// its bytes are what the bound counts, and what the process holds. Thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -18,7 +20,8 @@
 namespace colltest::server {
 
 inline constexpr size_t kDefaultHistoryCapacity = 1000;
-inline constexpr uint64_t kDefaultHistoryMaxBytes = uint64_t{256} << 20;
+// See docs/security.md ("History bounds") for the flood that sets it.
+inline constexpr uint64_t kDefaultHistoryMaxBytes = uint64_t{128} << 20;
 inline constexpr uint32_t kDefaultListLimit = 50;
 
 bool IsTerminal(colltest::v1::RunState state);
@@ -44,10 +47,12 @@ class RunHistory {
   absl::Status Finish(const std::string& run_id, colltest::v1::RunState state,
                       const std::string& message = "");
 
+  // A finished run is parsed from its stored bytes, outside the lock.
   absl::StatusOr<colltest::v1::RunResult> Get(const std::string& run_id) const;
   // Who started the run (RunResult.owner), without copying its cases.
   absl::StatusOr<std::string> Owner(const std::string& run_id) const;
-  // Newest first; limit 0 means kDefaultListLimit.
+  // Newest first; limit 0 means kDefaultListLimit. Finished runs answer with the summary made when
+  // they finished: no run is parsed.
   std::vector<colltest::v1::RunSummary> List(uint32_t limit) const;
 
   // Flags the run for cancellation and returns the state it was in. The run's executor notices the
@@ -59,17 +64,28 @@ class RunHistory {
   size_t size() const;
   // Serialized size of every run held, as accounted on Create, AddCase and Finish.
   uint64_t bytes() const;
+  // Runs held as decoded messages: the queued and running ones, never a finished one.
+  size_t decoded_runs() const;
 
  private:
   struct Entry {
-    colltest::v1::RunResult run;
-    uint64_t bytes = 0;  // run.ByteSizeLong(), kept up to date incrementally
+    // Queued or running: a message, since cases keep landing on it. Null once finished.
+    std::unique_ptr<colltest::v1::RunResult> active;
+    // Finished: the serialized RunResult, shared with a Get that parses it after the run is
+    // evicted, and the summary List answers with.
+    std::shared_ptr<const std::string> finished;
+    colltest::v1::RunSummary summary;
+    uint64_t bytes = 0;  // serialized size, kept up to date incrementally while active
     bool cancel_requested = false;
+
+    colltest::v1::RunState state() const { return active ? active->state() : summary.state(); }
   };
   using Order = std::list<std::string>;  // oldest first
 
   // With mu_ held.
   absl::StatusOr<Entry*> Find(const std::string& run_id);
+  // Find, and FAILED_PRECONDITION unless the run is in state `want`.
+  absl::StatusOr<Entry*> FindIn(const std::string& run_id, colltest::v1::RunState want);
   // Drops the oldest finished runs, except `keep`, until both bounds hold (or only active runs
   // and `keep` are left).
   void EvictLocked(const std::string& keep = "");

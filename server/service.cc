@@ -21,12 +21,8 @@ ServerLimits LimitsFor(const ServiceOptions& options) {
   std::sort(limits.devices.begin(), limits.devices.end());
   limits.max_case_bytes = options.max_case_bytes;
   limits.allow_fault_injection = options.allow_fault_injection;
+  limits.max_active_runs_per_owner = options.max_active_runs_per_owner;
   return limits;
-}
-
-absl::Status CheckRunId(const std::string& run_id) {
-  if (run_id.empty()) return absl::InvalidArgumentError("run_id: empty");
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -118,7 +114,7 @@ grpc::Status CollectiveTestService::GetRun(grpc::ServerContext* context,
   if (auto caller = auth_.Require(*context, Role::kViewer, "GetRun"); !caller.ok()) {
     return ToGrpcStatus(caller.status());
   }
-  if (absl::Status s = CheckRunId(request->run_id()); !s.ok()) return ToGrpcStatus(s);
+  if (absl::Status s = ValidateRunId(request->run_id()); !s.ok()) return ToGrpcStatus(s);
   absl::StatusOr<v1::RunResult> run = history_.Get(request->run_id());
   if (!run.ok()) return ToGrpcStatus(run.status());
   *response = *std::move(run);
@@ -140,7 +136,7 @@ grpc::Status CollectiveTestService::Cancel(grpc::ServerContext* context,
                                            v1::CancelResponse* response) {
   auto caller = auth_.Require(*context, Role::kRunner, "Cancel");
   if (!caller.ok()) return ToGrpcStatus(caller.status());
-  if (absl::Status s = CheckRunId(request->run_id()); !s.ok()) return ToGrpcStatus(s);
+  if (absl::Status s = ValidateRunId(request->run_id()); !s.ok()) return ToGrpcStatus(s);
   absl::StatusOr<std::string> owner = history_.Owner(request->run_id());
   if (!owner.ok()) return ToGrpcStatus(owner.status());
   if (absl::Status s = CheckMayCancel(*caller, request->run_id(), *owner); !s.ok()) {

@@ -29,6 +29,7 @@ struct ServiceOptions {
   absl::Duration queue_poll = absl::Milliseconds(50);
   size_t history_capacity = kDefaultHistoryCapacity;
   uint64_t history_max_bytes = kDefaultHistoryMaxBytes;
+  uint32_t max_active_runs_per_owner = 16;  // queued or running runs of one caller; 0: no limit
   Metrics* metrics = nullptr;        // not owned; null: no metrics
   const TuneTables* tune = nullptr;  // not owned; null: `auto` is UNSUPPORTED
   // A Sweep whose client reads nothing for this long is cancelled (a blocked send holds devices).

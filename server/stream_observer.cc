@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "server/peer_names.h"
 #include "spdlog/spdlog.h"
 
 namespace colltest::server {
@@ -41,7 +42,8 @@ bool StreamObserver::Write(const v1::SweepEvent& event) {
   if (write_failed_) return false;
   const uint64_t armed = watchdog_->Arm([this] {
     if (!send_timed_out_.exchange(true)) {
-      spdlog::warn("{}: {}: cancelling its call", context_->peer(), kClientStoppedReading);
+      spdlog::warn("{}: {}: cancelling its call", PeerAddress(context_->peer()),
+                   kClientStoppedReading);
     }
     context_->TryCancel();
   });

@@ -45,6 +45,7 @@ struct ServerLimits {
   std::vector<uint32_t> devices;  // device indices this server may use, ascending
   uint64_t max_case_bytes = kDefaultMaxCaseBytes;
   bool allow_fault_injection = false;
+  uint32_t max_active_runs_per_owner = 16;  // queued or running at once; 0: no limit
 };
 
 // Checks `spec` and returns a normalized copy: world_size and devices filled in explicitly,

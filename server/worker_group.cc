@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <optional>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -284,8 +284,7 @@ RankResult WorkerGroup::UnansweredResult(size_t rank, CallFailure failure,
     result.set_status(colltest::v1::CASE_STATUS_HANG);
     result.set_suspect_peer(awaited);
     result.set_phase(how);
-    result.set_message(
-        absl::StrCat("rank ", rank, " waited for rank ", awaited, " in ", how));
+    result.set_message(absl::StrCat("rank ", rank, " waited for rank ", awaited, " in ", how));
   };
   switch (failure) {
     case CallFailure::kDied:
@@ -309,21 +308,21 @@ RankResult WorkerGroup::UnansweredResult(size_t rank, CallFailure failure,
       break;
     case CallFailure::kLate:
       if (awaited >= 0) {
-        waiting_hang(
-            absl::StrCat("a wait ended by the host deadline (", absl::FormatDuration(deadline), ")"));
+        waiting_hang(absl::StrCat("a wait ended by the host deadline (",
+                                  absl::FormatDuration(deadline), ")"));
         break;
       }
       result.set_status(colltest::v1::CASE_STATUS_HANG);
-      result.set_message(absl::StrCat("rank ", rank, " did not answer within ",
-                                      absl::FormatDuration(deadline)));
+      result.set_message(
+          absl::StrCat("rank ", rank, " did not answer within ", absl::FormatDuration(deadline)));
       result.set_phase("host deadline");
       break;
     case CallFailure::kError:
       result.set_status(colltest::v1::CASE_STATUS_ERROR);
-      result.set_message(absl::StrCat(
-          "rank ", rank, " RunCase failed (infrastructure): ",
-          absl::StatusCodeToString(static_cast<absl::StatusCode>(error.error_code())), ": ",
-          error.error_message()));
+      result.set_message(
+          absl::StrCat("rank ", rank, " RunCase failed (infrastructure): ",
+                       absl::StatusCodeToString(static_cast<absl::StatusCode>(error.error_code())),
+                       ": ", error.error_message()));
       break;
     case CallFailure::kKilledByUs:
       if (watch.cancel_killed) {
@@ -341,10 +340,9 @@ RankResult WorkerGroup::UnansweredResult(size_t rank, CallFailure failure,
       // hung: a consequence of that hang, not an error of this rank.
       result.set_status(watch.culprit_died ? colltest::v1::CASE_STATUS_ERROR
                                            : colltest::v1::CASE_STATUS_HANG);
-      result.set_message(culprit.has_value()
-                             ? absl::StrCat("aborted: group torn down after rank ", *culprit,
-                                            " failed")
-                             : "aborted: group torn down");
+      result.set_message(culprit.has_value() ? absl::StrCat("aborted: group torn down after rank ",
+                                                            *culprit, " failed")
+                                             : "aborted: group torn down");
       result.set_phase(result.status() == colltest::v1::CASE_STATUS_HANG ? "aborted" : "");
       break;
   }

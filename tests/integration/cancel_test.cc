@@ -74,8 +74,7 @@ std::string WaitUntilRunning(const Daemon& daemon, const std::string& label) {
 }
 
 // Polls GetRun until the run leaves RUNNING; returns its final state and when it got there.
-v1::RunResult WaitUntilFinished(const Daemon& daemon, const std::string& id,
-                                absl::Duration limit) {
+v1::RunResult WaitUntilFinished(const Daemon& daemon, const std::string& id, absl::Duration limit) {
   const absl::Time give_up = absl::Now() + limit;
   v1::GetRunRequest get;
   get.set_run_id(id);
@@ -99,9 +98,8 @@ TEST(CancelTest, CancelStopsARunningCaseOfAHundredThousandCalls) {
   auto daemon = Daemon::Start(4);
   v1::RunResult endless;
   grpc::Status endless_status;
-  std::thread runner([&] {
-    endless_status = daemon->Stub()->Run(Context(120).get(), EndlessCase(), &endless);
-  });
+  std::thread runner(
+      [&] { endless_status = daemon->Stub()->Run(Context(120).get(), EndlessCase(), &endless); });
   const std::string id = WaitUntilRunning(*daemon, "endless");
   ASSERT_FALSE(id.empty());
   absl::SleepFor(absl::Milliseconds(300));  // well inside the case's calls
@@ -145,8 +143,7 @@ TEST(CancelTest, ClientThatGoesAwayStopsItsRunningCase) {
   const absl::Time gone = absl::Now();
   const v1::RunResult run = WaitUntilFinished(*daemon, id, absl::Seconds(30));
   const absl::Duration took = absl::Now() - gone;
-  std::printf("[ cancel ] client gone -> CANCELLED in %.0f ms\n",
-              absl::ToDoubleMilliseconds(took));
+  std::printf("[ cancel ] client gone -> CANCELLED in %.0f ms\n", absl::ToDoubleMilliseconds(took));
   EXPECT_EQ(run.state(), v1::RUN_STATE_CANCELLED) << run.message();
   EXPECT_TRUE(absl::StrContains(run.message(), "the client went away")) << run.message();
   EXPECT_LT(took, StopBound(2000));
@@ -157,13 +154,11 @@ TEST(CancelTest, SigtermStopsTheRunningCaseRefusesQueuedRunsAndLeavesNothing) {
   const std::vector<std::string> before = daemon->ShmSegments();
   grpc::Status running_status, queued_status;
   v1::RunResult running, queued;
-  std::thread runner([&] {
-    running_status = daemon->Stub()->Run(Context(120).get(), EndlessCase(), &running);
-  });
+  std::thread runner(
+      [&] { running_status = daemon->Stub()->Run(Context(120).get(), EndlessCase(), &running); });
   ASSERT_FALSE(WaitUntilRunning(*daemon, "endless").empty());
-  std::thread waiter([&] {
-    queued_status = daemon->Stub()->Run(Context(120).get(), SmallCase(), &queued);
-  });
+  std::thread waiter(
+      [&] { queued_status = daemon->Stub()->Run(Context(120).get(), SmallCase(), &queued); });
   absl::SleepFor(absl::Milliseconds(300));  // queued behind the endless run
   const std::vector<pid_t> workers = daemon->WorkerPids();
   EXPECT_EQ(workers.size(), 4u);

@@ -14,6 +14,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -154,6 +155,33 @@ TEST(MetricsTest, SetRunsSetsBothGauges) {
   EXPECT_EQ(Value(metrics, R"(colltest_runs{state="running"})"), 1);
   metrics.SetRuns(0, 0);
   EXPECT_EQ(Value(metrics, R"(colltest_runs{state="queued"})"), 0);
+}
+
+// The listener reports through ListenerEvents only; each reason is its own series, at 0 from the
+// start so that rate() sees the first refusal.
+TEST(MetricsTest, ListenerEventsFeedTheConnectionSeries) {
+  Metrics metrics;
+  ListenerEvents& events = metrics;
+  EXPECT_EQ(Value(metrics, "colltest_connections_open"), 0);
+  for (const char* reason : {"cap", "handshake_timeout", "bad_preface", "accept_error"}) {
+    EXPECT_EQ(
+        Value(metrics, absl::StrCat("colltest_connections_refused_total{reason=\"", reason, "\"}")),
+        0)
+        << reason;
+  }
+  events.SetConnectionsOpen(7);
+  events.ObserveRefused(ListenerEvents::Refusal::kCap, 5);
+  events.ObserveRefused(ListenerEvents::Refusal::kCap, 1);
+  events.ObserveRefused(ListenerEvents::Refusal::kHandshakeTimeout, 2);
+  events.ObserveRefused(ListenerEvents::Refusal::kBadPreface, 3);
+  events.ObserveRefused(ListenerEvents::Refusal::kAcceptError, 4);
+  EXPECT_EQ(Value(metrics, "colltest_connections_open"), 7);
+  EXPECT_EQ(Value(metrics, R"(colltest_connections_refused_total{reason="cap"})"), 6);
+  EXPECT_EQ(Value(metrics, R"(colltest_connections_refused_total{reason="handshake_timeout"})"), 2);
+  EXPECT_EQ(Value(metrics, R"(colltest_connections_refused_total{reason="bad_preface"})"), 3);
+  EXPECT_EQ(Value(metrics, R"(colltest_connections_refused_total{reason="accept_error"})"), 4);
+  events.SetConnectionsOpen(0);
+  EXPECT_EQ(Value(metrics, "colltest_connections_open"), 0);
 }
 
 TEST(MetricsTest, ObserveHealthCheckCountsByStatus) {

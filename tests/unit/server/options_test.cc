@@ -62,9 +62,10 @@ TEST(OptionsTest, EveryFlag) {
   EXPECT_EQ(p.options->history_max_bytes, 4ull << 20);
 }
 
-TEST(OptionsTest, HistoryMaxBytesDefaultsTo256MiB) {
-  EXPECT_EQ(Parse({}).options->history_max_bytes, 256ull << 20);
+TEST(OptionsTest, HistoryMaxBytesDefaultsTo128MiBAndReadsTheSharedSizeGrammar) {
+  EXPECT_EQ(Parse({}).options->history_max_bytes, 128ull << 20);
   EXPECT_EQ(Parse({"--history-max-bytes", "1GiB"}).options->history_max_bytes, 1ull << 30);
+  EXPECT_EQ(Parse({"--history-max-bytes", "64M"}).options->history_max_bytes, 64ull << 20);
   EXPECT_EQ(Parse({"--history-max-bytes", "0"}).exit_code, 2);
   EXPECT_EQ(Parse({"--history-max-bytes", "lots"}).exit_code, 2);
 }

@@ -1,5 +1,9 @@
 #include "server/run_history.h"
 
+#include <malloc.h>
+
+#include <atomic>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -232,6 +236,151 @@ TEST(RunHistoryTest, CancelFlags) {
   ASSERT_TRUE(state.ok());
   EXPECT_EQ(*state, v1::RUN_STATE_DONE);
   EXPECT_FALSE(history.CancelRequested(done));
+}
+
+// Like the cases of `--variants auto` without a tune table: about 160 bytes serialized.
+v1::CaseResult UnsupportedCase(uint32_t m) {
+  v1::CaseResult c = Case(v1::CASE_STATUS_UNSUPPORTED);
+  c.set_index(m - 1);
+  c.set_variant(v1::VARIANT_AUTO);
+  c.set_world_size(4);
+  c.set_m(m);
+  c.set_n(8);
+  c.set_message("auto: no tune table in --tune-dir covers this shape; run `colltest tune` first");
+  c.set_wall_ms(0.01);
+  return c;
+}
+
+std::string UnsupportedSweep(RunHistory& history, uint32_t cases) {
+  const std::string id = history.Create(Spec("flood"), "cpu", "owner");
+  EXPECT_TRUE(history.MarkRunning(id).ok());
+  for (uint32_t m = 1; m <= cases; ++m) EXPECT_TRUE(history.AddCase(id, UnsupportedCase(m)).ok());
+  EXPECT_TRUE(history.Finish(id, v1::RUN_STATE_DONE, "4096 unsupported").ok());
+  return id;
+}
+
+// Bytes the allocator has handed out, over every arena.
+uint64_t HeapInUse() { return mallinfo2().uordblks; }
+
+TEST(RunHistoryTest, FinishedRunsAreKeptSerializedAndReadBackWhole) {
+  RunHistory history;
+  const std::string id = history.Create(Spec("nightly"), "cpu", "ci");
+  ASSERT_TRUE(history.MarkRunning(id).ok());
+  for (uint32_t m = 1; m <= 5; ++m) ASSERT_TRUE(history.AddCase(id, UnsupportedCase(m)).ok());
+  EXPECT_EQ(history.decoded_runs(), 1u);
+  v1::RunResult expected = *history.Get(id);
+
+  ASSERT_TRUE(history.Finish(id, v1::RUN_STATE_CANCELLED, "stopped").ok());
+  EXPECT_EQ(history.decoded_runs(), 0u);
+  const v1::RunResult run = *history.Get(id);
+  expected.set_state(v1::RUN_STATE_CANCELLED);
+  expected.set_message("stopped");
+  expected.set_finished_unix_ms(run.finished_unix_ms());
+  EXPECT_GT(run.finished_unix_ms(), 0);
+  EXPECT_EQ(run.SerializeAsString(), expected.SerializeAsString());
+  EXPECT_EQ(history.bytes(), run.ByteSizeLong());
+  EXPECT_EQ(*history.Owner(id), "ci");
+  EXPECT_EQ(*history.RequestCancel(id), v1::RUN_STATE_CANCELLED);
+  EXPECT_EQ(history.MarkRunning(id).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(history.AddCase(id, Case(v1::CASE_STATUS_OK)).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(RunHistoryTest, ListSummarizesFinishedAndActiveRuns) {
+  RunHistory history;
+  const std::string done = history.Create(Spec("done"), "cpu", "a");
+  ASSERT_TRUE(history.MarkRunning(done).ok());
+  for (v1::CaseStatus status : {v1::CASE_STATUS_OK, v1::CASE_STATUS_OK, v1::CASE_STATUS_WRONG,
+                                v1::CASE_STATUS_UNSUPPORTED}) {
+    ASSERT_TRUE(history.AddCase(done, Case(status)).ok());
+  }
+  ASSERT_TRUE(history.Finish(done, v1::RUN_STATE_FAILED, "x").ok());
+  const std::string running = history.Create(Spec("running"), "cpu", "b");
+  ASSERT_TRUE(history.MarkRunning(running).ok());
+  ASSERT_TRUE(history.AddCase(running, Case(v1::CASE_STATUS_HANG)).ok());
+
+  const auto list = history.List(0);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].run_id(), running);
+  EXPECT_EQ(list[0].state(), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(list[0].cases(), 1u);
+  EXPECT_EQ(list[0].failed(), 1u);
+  EXPECT_EQ(list[1].run_id(), done);
+  EXPECT_EQ(list[1].state(), v1::RUN_STATE_FAILED);
+  EXPECT_EQ(list[1].label(), "done");
+  EXPECT_EQ(list[1].owner(), "a");
+  EXPECT_EQ(list[1].cases(), 4u);
+  EXPECT_EQ(list[1].ok(), 2u);
+  EXPECT_EQ(list[1].failed(), 1u);
+  EXPECT_EQ(list[1].created_unix_ms(), history.Get(done)->created_unix_ms());
+}
+
+// Decoded, a run of 4,096 such cases holds about 3 times its serialized size; kept serialized the
+// heap grows by little more than the bytes counted.
+TEST(RunHistoryTest, HeapFollowsTheSerializedBytes) {
+  RunHistory history;
+  const uint64_t before = HeapInUse();
+  for (int i = 0; i < 8; ++i) UnsupportedSweep(history, 4096);
+  const uint64_t grown = HeapInUse() - before;
+  EXPECT_GT(history.bytes(), uint64_t{8} * 4096 * 100);
+  EXPECT_LT(grown, history.bytes() * 5 / 4)
+      << "heap +" << grown << " bytes for " << history.bytes() << " serialized";
+}
+
+// Runs forgotten by the byte bound give their memory back to the allocator.
+TEST(RunHistoryTest, EvictedRunsReleaseTheirMemory) {
+  constexpr uint64_t kBound = uint64_t{4} << 20;
+  const uint64_t before = HeapInUse();
+  {
+    RunHistory history(/*capacity=*/1000, kBound);
+    for (int i = 0; i < 40; ++i) UnsupportedSweep(history, 4096);
+    EXPECT_LE(history.bytes(), kBound);
+    EXPECT_LT(HeapInUse() - before, kBound * 5 / 4) << "heap after 40 runs of ~650 KB";
+  }
+  EXPECT_LT(HeapInUse() - before, uint64_t{64} << 10) << "heap once the history is gone";
+}
+
+// Readers parse a finished run outside the lock while writers evict it: a Get sees the whole run
+// or NOT_FOUND.
+TEST(RunHistoryTest, GetRacesEviction) {
+  RunHistory history(/*capacity=*/3);
+  std::mutex mu;
+  std::vector<std::string> ids;
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {
+    while (!stop) {
+      std::string id;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!ids.empty()) id = ids.back();
+      }
+      if (id.empty()) continue;
+      auto run = history.Get(id);
+      if (run.ok()) {
+        EXPECT_EQ(run->cases_size(), 64);
+      } else {
+        EXPECT_EQ(run.status().code(), absl::StatusCode::kNotFound);
+      }
+    }
+  });
+  for (int i = 0; i < 300; ++i) {
+    const std::string id = UnsupportedSweep(history, 64);
+    std::lock_guard<std::mutex> lock(mu);
+    ids.push_back(id);
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(history.size(), 3u);
+}
+
+TEST(RunHistoryTest, DefaultByteBoundIs128MiB) {
+  RunHistory history;
+  std::vector<std::string> ids;
+  // Runs of about 1 MiB: 128 of them fit, not 129.
+  for (int i = 0; i < 140; ++i) ids.push_back(FinishedRun(history, "", 1, (size_t{1} << 20) - 200));
+  EXPECT_LE(history.bytes(), uint64_t{128} << 20);
+  EXPECT_GT(history.bytes(), uint64_t{127} << 20);
+  EXPECT_EQ(history.size(), 128u);
 }
 
 TEST(RunHistoryTest, ConcurrentWriters) {

@@ -381,6 +381,48 @@ TEST_F(ServiceTest, CancelQueuedRun) {
   EXPECT_EQ(pool_.calls().size(), 1u);  // the cancelled run never reached the workers
 }
 
+// A caller's share of the queue is bounded: its runs beyond the limit are refused up front, while
+// another caller's runs are still taken (the device queue is FIFO; without the bound one client
+// could make every other wait behind all of its runs).
+TEST_F(ServiceTest, OneCallerCannotFillTheQueue) {
+  ServiceOptions options = CpuOptions();
+  options.auth.principals = {{"ci-a", Role::kRunner, "token-of-ci-a-0123", ""},
+                             {"ci-b", Role::kRunner, "token-of-ci-b-0123", ""}};
+  options.max_active_runs_per_owner = 2;
+  Start(std::move(options));
+  const auto as = [](const char* token) {
+    auto context = Context();
+    context->AddMetadata("authorization", absl::StrCat("Bearer ", token));
+    return context;
+  };
+  const auto run_as = [&](const char* token, uint32_t m) {
+    v1::RunResult run;
+    return stub_->Run(as(token).get(), Request(2, {m}), &run);
+  };
+  pool_.CloseGate();
+  auto a1 = std::async(std::launch::async, [&] { return run_as("token-of-ci-a-0123", 1); });
+  pool_.WaitForCalls(1);
+  auto a2 = std::async(std::launch::async, [&] { return run_as("token-of-ci-a-0123", 8); });
+  bool queued = false;
+  for (int i = 0; i < 500 && !queued; ++i) {
+    v1::ListRunsResponse list;
+    ASSERT_TRUE(stub_->ListRuns(as("token-of-ci-b-0123").get(), {}, &list).ok());
+    for (const auto& r : list.runs()) queued = queued || r.state() == v1::RUN_STATE_QUEUED;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(queued);
+  const grpc::Status refused = run_as("token-of-ci-a-0123", 64);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr("ci-a has 2 runs queued or running, the limit is 2"));
+  auto b1 = std::async(std::launch::async, [&] { return run_as("token-of-ci-b-0123", 16); });
+  pool_.OpenGate();
+  EXPECT_TRUE(a1.get().ok());
+  EXPECT_TRUE(a2.get().ok());
+  EXPECT_TRUE(b1.get().ok()) << "another caller's run was refused";
+  EXPECT_TRUE(run_as("token-of-ci-a-0123", 64).ok()) << "slots are given back when runs end";
+}
+
 TEST_F(ServiceTest, CancelQueuedUnaryRun) {
   Start();
   pool_.CloseGate();
@@ -480,6 +522,28 @@ TEST_F(ServiceTest, UnknownRunIds) {
   context = Context();
   EXPECT_EQ(stub_->GetRun(context.get(), get, &run).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// Run ids are checked before any lookup: a huge or control-character id is refused naming the
+// field, in GetRun and in Cancel alike.
+TEST_F(ServiceTest, RunIdsAreShortPrintableAsciiInEveryHandler) {
+  Start();
+  for (const std::string& id : {std::string(1000, 'r'), std::string("r-\x1b[2J")}) {
+    v1::GetRunRequest get;
+    get.set_run_id(id);
+    v1::RunResult run;
+    auto context = Context();
+    const grpc::Status got = stub_->GetRun(context.get(), get, &run);
+    EXPECT_EQ(got.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(got.error_message(), HasSubstr("run_id:"));
+    v1::CancelRequest cancel;
+    cancel.set_run_id(id);
+    v1::CancelResponse response;
+    context = Context();
+    const grpc::Status cancelled = stub_->Cancel(context.get(), cancel, &response);
+    EXPECT_EQ(cancelled.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(cancelled.error_message(), HasSubstr("run_id:"));
+  }
 }
 
 TEST_F(ServiceTest, BearerToken) {
@@ -634,7 +698,9 @@ TEST_F(ServiceTest, HealthIsolatesTheDeviceEveryFailingPairHolds) {
     EXPECT_EQ(r.phase(), "lamport phase B");
   }
   for (const v1::HealthTarget& p : health.pairs()) {
-    if (p.devices(0) == 2 || p.devices(1) == 2) EXPECT_EQ(p.suspect_peer(), 2);
+    if (p.devices(0) == 2 || p.devices(1) == 2) {
+      EXPECT_EQ(p.suspect_peer(), 2);
+    }
   }
   // Stopped at the first failure: one group case, one case per failing pair, four per healthy one.
   EXPECT_EQ(health.cases_size(), 1 + 3 * 1 + 3 * 4);

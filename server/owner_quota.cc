@@ -1,0 +1,38 @@
+#include "server/owner_quota.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace colltest::server {
+
+OwnerQuota::Slot::~Slot() {
+  if (quota_ != nullptr) quota_->Give(owner_);
+}
+
+absl::StatusOr<OwnerQuota::Slot> OwnerQuota::Take(const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint32_t& count = active_[owner];
+  if (max_ > 0 && count >= max_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(owner.empty() ? "this caller" : owner, " has ", count,
+                     " runs queued or running, the limit is ", max_,
+                     " (colltestd --max-active-runs-per-owner); wait for one to finish"));
+  }
+  ++count;
+  return Slot(this, owner);
+}
+
+uint32_t OwnerQuota::active(const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find(owner);
+  return it == active_.end() ? 0 : it->second;
+}
+
+void OwnerQuota::Give(const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find(owner);
+  if (it == active_.end()) return;
+  if (--it->second == 0) active_.erase(it);
+}
+
+}  // namespace colltest::server
