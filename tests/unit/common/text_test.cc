@@ -44,7 +44,7 @@ TEST(CheckLabelTest, RefusesAboveTheLimitNamingFieldAndLimit) {
 }
 
 TEST(CheckLabelTest, RefusesNewlineAndOtherControlCharacters) {
-  for (const std::string label :
+  for (const std::string& label :
        {std::string("a\nforged log line"), std::string("\x1b[2J"), std::string("tab\there"),
         std::string("nul\0x", 5), std::string("del\x7f"), std::string("csi \xc2\x9b")}) {
     const absl::Status s = CheckLabel("spec.label", label);

@@ -23,7 +23,9 @@ TEST(FdLimitTest, RaisesTheSoftLimitToTheHardOne) {
   EXPECT_EQ(limits->soft_before, 256u);
   EXPECT_EQ(limits->soft, now.rlim_cur);
   EXPECT_GT(now.rlim_cur, 256u);
-  if (saved.rlim_max != RLIM_INFINITY) EXPECT_EQ(now.rlim_cur, saved.rlim_max);
+  if (saved.rlim_max != RLIM_INFINITY) {
+    EXPECT_EQ(now.rlim_cur, saved.rlim_max);
+  }
 }
 
 TEST(FdLimitTest, DefaultCapLeavesTheReserveAndHalfTheRest) {
