@@ -1,9 +1,7 @@
 // colltest-worker: one process per rank (one per GPU). Started by colltestd, which talks to it
 // over a unix socket and learns it is ready from a line on an inherited pipe.
-#include <dirent.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -11,11 +9,11 @@
 #include <iostream>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/shm_names.h"
 #include "worker/backends/cpu/cpu_backend.h"
 #ifdef COLLTEST_HAVE_GPU_BACKEND
 #include "worker/backends/gpu/gpu_backend.h"
@@ -51,24 +49,14 @@ int Probe(const std::string& backend) {
   return 0;
 }
 
-// Unlinks the shared-memory segments this process created ("/colltest.<controller>.<self>.<n>",
-// worker/backends/cpu/cpu_backend.cc) without touching the mappings a running case may still use.
-// Called when the controller died: nobody else is left to remove them.
+// Unlinks the shared-memory segments this process created (common/shm_names.h) without touching the
+// mappings a running case may still use. Called when the controller died: nobody else is left to
+// remove them.
 void UnlinkOwnSegments() {
-  DIR* dir = opendir("/dev/shm");
-  if (dir == nullptr) return;
-  const std::string self = absl::StrCat(".", getpid(), ".");
-  while (const dirent* entry = readdir(dir)) {
-    const std::string_view name = entry->d_name;
-    if (name.rfind("colltest.", 0) != 0) continue;
-    const size_t controller_end = name.find('.', sizeof("colltest.") - 1);
-    if (controller_end == std::string_view::npos ||
-        name.compare(controller_end, self.size(), self) != 0) {
-      continue;
-    }
-    shm_unlink(absl::StrCat("/", std::string(name)).c_str());
-  }
-  closedir(dir);
+  const int self = getpid();
+  colltest::common::ForEachColltestShm([self](const colltest::common::ShmEntry& entry) {
+    if (entry.worker_pid == self) colltest::common::UnlinkShmEntry(entry);
+  });
 }
 
 // How long a worker told to stop (SIGTERM, SIGINT, its controller's death) may take to leave

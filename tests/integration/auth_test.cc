@@ -8,6 +8,7 @@
 #include <regex>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/integration/daemon.h"
 
@@ -22,14 +23,11 @@ constexpr char kRunnerB[] = "runner-token-0000000000b";
 constexpr char kAdmin[] = "admin-token-000000000001";
 
 std::string WriteTokenFile() {
-  const std::string path = ::testing::TempDir() + "/colltestd_auth_tokens";
-  std::ofstream(path) << "# identities of the auth test\n"
-                      << "dash   viewer " << kViewer << "\n"
-                      << "ci-a   runner " << kRunnerA << "\n"
-                      << "ci-b   runner " << kRunnerB << "\n\n"
-                      << "root   admin  " << kAdmin << "\n";
-  chmod(path.c_str(), 0600);
-  return path;
+  return ::colltest::testing::WriteTokenFile(
+      "colltestd_auth_tokens",
+      absl::StrCat("# identities of the auth test\n", "dash   viewer ", kViewer, "\n",
+                   "ci-a   runner ", kRunnerA, "\n", "ci-b   runner ", kRunnerB, "\n\n",
+                   "root   admin  ", kAdmin, "\n"));
 }
 
 std::unique_ptr<grpc::ClientContext> As(const std::string& token) {
@@ -40,13 +38,8 @@ std::unique_ptr<grpc::ClientContext> As(const std::string& token) {
 }
 
 v1::RunRequest SmallRun(const std::string& fault = "") {
-  v1::RunRequest request;
-  v1::SweepSpec* spec = request.mutable_spec();
-  spec->set_world_size(2);
-  spec->add_m(1);
-  spec->add_n(1024);
-  spec->add_variants(v1::VARIANT_LAMPORT);
-  spec->set_fault(fault);
+  v1::RunRequest request = LamportRun(2, 1, 1024);
+  request.mutable_spec()->set_fault(fault);
   return request;
 }
 

@@ -41,14 +41,9 @@ v1::RunRequest EndlessCase(uint32_t timeout_ms = 2000) {
 }
 
 v1::RunRequest SmallCase() {
-  v1::RunRequest req;
-  v1::SweepSpec* s = req.mutable_spec();
-  s->set_world_size(4);
-  s->add_m(8);
-  s->add_n(256);
-  s->add_variants(v1::VARIANT_LAMPORT);
-  s->set_warmup(1);
-  s->set_iters(3);
+  v1::RunRequest req = LamportRun(4, 8, 256);
+  req.mutable_spec()->set_warmup(1);
+  req.mutable_spec()->set_iters(3);
   return req;
 }
 
@@ -176,7 +171,9 @@ TEST(CancelTest, SigtermStopsTheRunningCaseRefusesQueuedRunsAndLeavesNothing) {
       << queued_status.error_message();
   EXPECT_TRUE(absl::StrContains(queued_status.error_message(), "shutting down"))
       << queued_status.error_message();
-  if (running_status.ok()) EXPECT_EQ(running.state(), v1::RUN_STATE_CANCELLED);
+  if (running_status.ok()) {
+    EXPECT_EQ(running.state(), v1::RUN_STATE_CANCELLED);
+  }
   for (pid_t pid : workers) EXPECT_NE(kill(pid, 0), 0) << "worker " << pid << " outlived colltestd";
   EXPECT_TRUE(daemon->ShmSegments().empty());
 }

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,8 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "gtest/gtest.h"
 
 namespace colltest::testing {
 
@@ -215,6 +218,23 @@ std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv) {
   while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
   const int status = pclose(f);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+colltest::v1::RunRequest LamportRun(uint32_t world, uint32_t m, uint32_t n) {
+  colltest::v1::RunRequest request;
+  colltest::v1::SweepSpec* spec = request.mutable_spec();
+  spec->set_world_size(world);
+  spec->add_m(m);
+  spec->add_n(n);
+  spec->add_variants(colltest::v1::VARIANT_LAMPORT);
+  return request;
+}
+
+std::string WriteTokenFile(const std::string& name, const std::string& contents) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << contents;
+  chmod(path.c_str(), 0600);
+  return path;
 }
 
 }  // namespace colltest::testing

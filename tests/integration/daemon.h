@@ -59,4 +59,11 @@ class Daemon {
 // Runs a command, returns (exit code, stdout + stderr).
 std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv);
 
+// One lamport case of m x n on `world` ranks, everything else the server's defaults.
+colltest::v1::RunRequest LamportRun(uint32_t world, uint32_t m, uint32_t n);
+
+// Writes `contents` to a file named `name` in the test's temporary directory, mode 0600 (a token
+// file colltestd accepts without a warning), and returns its path.
+std::string WriteTokenFile(const std::string& name, const std::string& contents);
+
 }  // namespace colltest::testing

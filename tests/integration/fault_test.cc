@@ -242,7 +242,9 @@ TEST(FaultVerdict, SlowRankPastTheHostDeadlineIsTheHangCulpritEveryTime) {
     EXPECT_EQ(c.status(), colltest::v1::CASE_STATUS_HANG) << c.message();
     EXPECT_NE(c.message().find("rank 2 never arrived"), std::string::npos) << c.message();
     for (const colltest::v1::RankResult& rank : c.ranks()) {
-      if (rank.rank() != 2) EXPECT_EQ(rank.suspect_peer(), 2) << rank.message();
+      if (rank.rank() != 2) {
+        EXPECT_EQ(rank.suspect_peer(), 2) << rank.message();
+      }
     }
   }
 }

@@ -21,12 +21,8 @@ namespace v1 = ::colltest::v1;
 using ::testing::HasSubstr;
 
 v1::RunRequest SmallRun() {
-  v1::RunRequest request;
+  v1::RunRequest request = LamportRun(4, 8, 256);
   v1::SweepSpec* s = request.mutable_spec();
-  s->set_world_size(4);
-  s->add_m(8);
-  s->add_n(256);
-  s->add_variants(v1::VARIANT_LAMPORT);
   s->set_warmup(1);
   s->set_iters(3);
   s->set_timeout_ms(1000);

@@ -20,15 +20,7 @@ namespace {
 
 namespace v1 = ::colltest::v1;
 
-v1::RunRequest SmallRun() {
-  v1::RunRequest request;
-  v1::SweepSpec* spec = request.mutable_spec();
-  spec->set_world_size(2);
-  spec->add_m(1);
-  spec->add_n(1024);
-  spec->add_variants(v1::VARIANT_LAMPORT);
-  return request;
-}
+v1::RunRequest SmallRun() { return LamportRun(2, 1, 1024); }
 
 // A Run over `channel`; the run's owner as the reply and GetRun both report it.
 std::string RunOwner(const std::shared_ptr<grpc::Channel>& channel) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/support/sync_stream.h"
@@ -25,10 +26,8 @@ constexpr char kService[] = "colltest.v1.CollectiveTest";
 constexpr char kMethod[] = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
 
 std::string WriteTokenFile() {
-  const std::string path = ::testing::TempDir() + "/colltestd_reflection_tokens";
-  std::ofstream(path) << "dash viewer " << kViewer << "\n";
-  chmod(path.c_str(), 0600);
-  return path;
+  return ::colltest::testing::WriteTokenFile("colltestd_reflection_tokens",
+                                             absl::StrCat("dash viewer ", kViewer, "\n"));
 }
 
 // The reflection messages come from the descriptors grpc++_reflection links in; the installed

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/shm_names.h"
 #include "worker/backends/cpu/barrier.h"
 
 namespace colltest::cpu {
@@ -40,8 +41,7 @@ absl::StatusOr<colltest::worker::v1::InitReply> CpuBackend::Init(
   layout_ =
       MakeRankLayout(request.max_case_bytes() > 0 ? request.max_case_bytes() : 32u << 20, world_);
   // The name carries the controller's pid so that it can sweep segments a killed worker left.
-  const std::string name =
-      absl::StrCat("/colltest.", getppid(), ".", getpid(), ".", options_.device);
+  const std::string name = common::ShmSegmentName(getppid(), getpid(), options_.device);
   absl::StatusOr<ShmSegment> seg = ShmSegment::Create(name, layout_.total);
   if (!seg.ok()) return seg.status();
   own_ = std::move(*seg);
