@@ -1,37 +1,120 @@
 #include "client/app.h"
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <variant>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "client/cli.h"
 #include "client/commands.h"
+#include "client/compare_flags.h"
 #include "client/exit_code.h"
 #include "client/flags.h"
 #include "client/format.h"
+#include "client/history.h"
 #include "client/output.h"
 #include "client/rpc.h"
+#include "common/status_macros.h"
 
 namespace colltest::client {
 namespace {
 
+// A command with every flag checked, waiting for a connection.
+using Command = std::function<int(Client&, Streams)>;
+
 // Commands whose verdict CI consumes, hence also as CSV and JUnit.
 bool PrintsEveryFormat(const std::string& command) {
-  return command == "run" || command == "sweep" || command == "get" || command == "health";
+  return command == "run" || command == "sweep" || command == "get" || command == "health" ||
+         command == "compare";
 }
 
 // Everything that can be rejected without a server is, so that a typo never costs a queued run.
 absl::StatusOr<OutputOptions> ParseOutputOptions(const Invocation& inv) {
-  absl::StatusOr<OutputFormat> format = ParseOutputFormat(inv.format);
-  if (!format.ok()) return format.status();
-  if (!PrintsEveryFormat(inv.command) && *format != OutputFormat::kTable &&
-      *format != OutputFormat::kJson) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--format: ", inv.command, " prints table or json, not ", inv.format));
+  COLLTEST_ASSIGN_OR_RETURN(const OutputFormat format, ParseOutputFormat(inv.format));
+  if (PrintsEveryFormat(inv.command) || format == OutputFormat::kTable ||
+      format == OutputFormat::kJson) {
+    return OutputOptions{format, inv.out_path};
   }
-  return OutputOptions{*format, inv.out_path};
+  if (inv.command == "history") {
+    if (format == OutputFormat::kCsv) return OutputOptions{format, inv.out_path};
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--format: history prints table, json or csv, not ", OutputFormatName(format)));
+  }
+  const std::string name = inv.command.substr(0, inv.command.find(' '));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--format: ", name, " prints table or json, not ", inv.format));
+}
+
+absl::StatusOr<Command> PrepareRun(const Invocation& inv, const OutputOptions& output) {
+  COLLTEST_ASSIGN_OR_RETURN(const v1::SweepSpec spec, BuildSweepSpec(inv.sweep));
+  COLLTEST_ASSIGN_OR_RETURN(const std::optional<v1::CompareRequest> compare,
+                            BuildRunComparison(inv.compare));
+  // A CSV file holds one table; the comparison is `colltest compare RUN --baseline --format csv`.
+  if (compare.has_value() && output.format == OutputFormat::kCsv) {
+    return absl::InvalidArgumentError(
+        "--compare-baseline: prints table, json or junit, not csv (for a CSV of the comparison: "
+        "colltest compare RUN_ID --baseline NAME --format csv)");
+  }
+  if (inv.command == "sweep") {
+    return Command([=](Client& c, Streams s) { return SweepCommand(c, spec, compare, output, s); });
+  }
+  return Command([=](Client& c, Streams s) { return RunCommand(c, spec, compare, output, s); });
+}
+
+absl::StatusOr<Command> PrepareHistoryAndBaselines(const Invocation& inv,
+                                                   const OutputOptions& output) {
+  if (inv.command == "history") {
+    COLLTEST_ASSIGN_OR_RETURN(const v1::ListRunsRequest request,
+                              BuildListRunsRequest(inv.history, absl::Now()));
+    const bool all = inv.history.all;
+    return Command(
+        [=](Client& c, Streams s) { return HistoryCommand(c, request, all, output, s); });
+  }
+  if (inv.command == "compare") {
+    COLLTEST_ASSIGN_OR_RETURN(const v1::CompareRequest request, BuildCompareRequest(inv.compare));
+    return Command([=](Client& c, Streams s) { return CompareCommand(c, request, output, s); });
+  }
+  if (inv.command == "baseline set") {
+    v1::SetBaselineRequest request;
+    request.set_run_id(inv.run_id);
+    request.set_name(inv.baseline_name);
+    return Command([=](Client& c, Streams s) { return BaselineSetCommand(c, request, output, s); });
+  }
+  v1::ListBaselinesRequest request;
+  request.set_machine_key(inv.machine_key);
+  return Command([=](Client& c, Streams s) { return BaselineListCommand(c, request, output, s); });
+}
+
+absl::StatusOr<Command> Prepare(const Invocation& inv, const OutputOptions& output) {
+  const std::string& command = inv.command;
+  if (command == "run" || command == "sweep") return PrepareRun(inv, output);
+  if (command == "tune") {
+    COLLTEST_ASSIGN_OR_RETURN(const v1::SweepSpec spec, BuildTuneSpec(inv.tune));
+    return Command([=](Client& c, Streams s) { return TuneCommand(c, spec, output, s); });
+  }
+  if (command == "health") {
+    COLLTEST_ASSIGN_OR_RETURN(const v1::HealthRequest request, BuildHealthRequest(inv.health));
+    return Command([=](Client& c, Streams s) { return HealthCommand(c, request, output, s); });
+  }
+  if (command == "history" || command == "compare" || command == "baseline set" ||
+      command == "baseline list") {
+    return PrepareHistoryAndBaselines(inv, output);
+  }
+  const std::string run_id = inv.run_id;
+  if (command == "devices") {
+    return Command([=](Client& c, Streams s) { return DevicesCommand(c, output, s); });
+  }
+  if (command == "get") {
+    return Command([=](Client& c, Streams s) { return GetCommand(c, run_id, output, s); });
+  }
+  if (command == "cancel") {
+    return Command([=](Client& c, Streams s) { return CancelCommand(c, run_id, s); });
+  }
+  return absl::InternalError(absl::StrCat("unhandled command ", command));
 }
 
 int Dispatch(const Invocation& inv, Streams streams) {
@@ -40,58 +123,17 @@ int Dispatch(const Invocation& inv, Streams streams) {
     PrintError(streams.err, output.status());
     return kExitError;
   }
-  v1::SweepSpec spec;
-  if (inv.command == "run" || inv.command == "sweep") {
-    absl::StatusOr<v1::SweepSpec> built = BuildSweepSpec(inv.sweep);
-    if (!built.ok()) {
-      PrintError(streams.err, built.status());
-      return kExitError;
-    }
-    spec = *std::move(built);
+  absl::StatusOr<Command> command = Prepare(inv, *output);
+  if (!command.ok()) {
+    PrintError(streams.err, command.status());
+    return kExitError;
   }
-  if (inv.command == "tune") {
-    absl::StatusOr<v1::SweepSpec> built = BuildTuneSpec(inv.tune);
-    if (!built.ok()) {
-      PrintError(streams.err, built.status());
-      return kExitError;
-    }
-    spec = *std::move(built);
-  }
-  v1::HealthRequest health;
-  if (inv.command == "health") {
-    absl::StatusOr<v1::HealthRequest> built = BuildHealthRequest(inv.health);
-    if (!built.ok()) {
-      PrintError(streams.err, built.status());
-      return kExitError;
-    }
-    health = *std::move(built);
-  }
-  uint32_t limit = 0;
-  if (inv.limit.has_value()) {
-    absl::StatusOr<uint32_t> parsed = ParseUint32Flag("--limit", *inv.limit);
-    if (!parsed.ok()) {
-      PrintError(streams.err, parsed.status());
-      return kExitError;
-    }
-    limit = *parsed;
-  }
-
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(inv.connection);
   if (!client.ok()) {
     PrintError(streams.err, client.status());
     return kExitError;
   }
-  Client& c = **client;
-  if (inv.command == "devices") return DevicesCommand(c, *output, streams);
-  if (inv.command == "run") return RunCommand(c, spec, *output, streams);
-  if (inv.command == "sweep") return SweepCommand(c, spec, *output, streams);
-  if (inv.command == "get") return GetCommand(c, inv.run_id, *output, streams);
-  if (inv.command == "runs") return RunsCommand(c, limit, *output, streams);
-  if (inv.command == "cancel") return CancelCommand(c, inv.run_id, streams);
-  if (inv.command == "health") return HealthCommand(c, health, *output, streams);
-  if (inv.command == "tune") return TuneCommand(c, spec, *output, streams);
-  PrintError(streams.err, absl::InternalError(absl::StrCat("unhandled command ", inv.command)));
-  return kExitError;
+  return (*command)(**client, streams);
 }
 
 }  // namespace

@@ -58,6 +58,60 @@ void AddSweepFlags(CLI::App* app, SweepFlags* f) {
                 "Stop at the first WRONG, HANG or ERROR case (fail fast)");
 }
 
+// A value that may be left out ("--baseline" alone means the default baseline), kept as "" then.
+void AddOptionalValue(CLI::App* app, const std::string& name, const std::string& type,
+                      std::optional<std::string>* target, const std::string& help) {
+  AddOptional(app, name, type, target, help);
+  app->get_option(name)->expected(0, 1);
+}
+
+void AddRunComparisonFlags(CLI::App* app, CompareFlags* f) {
+  AddOptionalValue(app, "--compare-baseline", "[NAME]", &f->baseline,
+                   "When the run completes, compare it with this baseline of its machine (no "
+                   "NAME: default); exit 4 on a regression");
+  AddOptional(app, "--compare-threshold", "X", &f->threshold,
+              "Slowdown of the median tolerated beyond the spread, e.g. 0.05 or 5% (default 5%)");
+}
+
+void AddHistoryFlags(CLI::App* app, HistoryFlags* f) {
+  AddOptional(app, "--label", "TEXT", &f->label, "Only runs with exactly this label");
+  AddOptional(app, "--state", "STATE", &f->state,
+              "Only runs in this state: done|cancelled|failed|interrupted|queued|running");
+  AddOptional(app, "--since", "WHEN", &f->since,
+              "Only runs created since a date (2026-11-01, UTC), an RFC 3339 time, or a duration "
+              "ago (24h, 7d)");
+  AddOptional(app, "--variant", "VARIANT", &f->variant, "Only runs that asked for this variant");
+  AddOptional(app, "--limit", "N", &f->limit, "Runs per page (server default 50, at most 1000)");
+  AddOptional(app, "--page-token", "TOKEN", &f->page_token, "Continue where a previous page ended");
+  app->add_flag("--all", f->all, "Follow the pages to the end of the history (at most 100 pages)");
+}
+
+void AddCompareFlags(CLI::App* app, CompareFlags* f) {
+  app->add_option("RUN", f->runs,
+                  "RUN_A RUN_B: the reference, then the candidate; or the candidate alone with "
+                  "--baseline")
+      ->expected(1, 2)
+      ->required();
+  AddOptionalValue(app, "--baseline", "[NAME]", &f->baseline,
+                   "Compare RUN with this baseline of its machine (no NAME: default)");
+  AddOptional(app, "--threshold", "X", &f->threshold,
+              "Slowdown of the median tolerated beyond the spread, e.g. 0.05 or 5% (default 5%)");
+}
+
+void AddBaselineCommands(CLI::App* app, Invocation* inv) {
+  CLI::App* baseline =
+      app->add_subcommand("baseline", "Set or list the baselines that runs are compared with");
+  baseline->require_subcommand(1);
+  CLI::App* set = baseline->add_subcommand(
+      "set", "Make a finished run the baseline of its machine (replaces one of the same name)");
+  set->add_option("RUN_ID", inv->run_id, "Run id (a DONE run)")->required();
+  set->add_option("--name", inv->baseline_name, "Baseline name (default: default)");
+  AddOutputFlags(set, inv, "table|json");
+  CLI::App* list = baseline->add_subcommand("list", "List the baselines");
+  list->add_option("--machine-key", inv->machine_key, "Only this machine's (default: all)");
+  AddOutputFlags(list, inv, "table|json");
+}
+
 void AddHealthFlags(CLI::App* app, HealthFlags* f) {
   app->add_flag("--pairs", f->pairs,
                 "Also check every pair of devices, to isolate one bad GPU or link");
@@ -96,6 +150,7 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
   CLI::App app("Tests fused all-reduce + RMSNorm collective kernels through colltestd.",
                "colltest");
   app.require_subcommand(1);
+
   // Global flags are also accepted after the command, where scripts tend to append them.
   app.fallthrough();
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
@@ -121,20 +176,33 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
 
   CLI::App* run = app.add_subcommand("run", "Run a sweep and print every case when it is done");
   AddSweepFlags(run, &inv.sweep);
+  AddRunComparisonFlags(run, &inv.compare);
   AddOutputFlags(run, &inv, run_formats);
 
   CLI::App* sweep =
       app.add_subcommand("sweep", "Run a sweep, printing progress on stderr as cases complete");
   AddSweepFlags(sweep, &inv.sweep);
+  AddRunComparisonFlags(sweep, &inv.compare);
   AddOutputFlags(sweep, &inv, run_formats);
 
   CLI::App* get = app.add_subcommand("get", "Print a run from the server's history");
   get->add_option("RUN_ID", inv.run_id, "Run id")->required();
   AddOutputFlags(get, &inv, run_formats);
 
-  CLI::App* runs = app.add_subcommand("runs", "List recent runs");
-  AddOptional(runs, "--limit", "N", &inv.limit, "Most runs to list (server default 50)");
-  AddOutputFlags(runs, &inv, list_formats);
+  CLI::App* history = app.add_subcommand(
+      "history", "List runs of the server's history, newest first, with filters");
+  history->alias("runs");
+  AddHistoryFlags(history, &inv.history);
+  AddOutputFlags(history, &inv, "table|json|csv");
+
+  AddBaselineCommands(&app, &inv);
+
+  CLI::App* compare = app.add_subcommand(
+      "compare",
+      "Compare two runs case by case (or a run with its machine's baseline); exit 4 "
+      "on a regression");
+  AddCompareFlags(compare, &inv.compare);
+  AddOutputFlags(compare, &inv, run_formats);
 
   CLI::App* cancel = app.add_subcommand("cancel", "Cancel a queued or running run");
   cancel->add_option("RUN_ID", inv.run_id, "Run id")->required();
@@ -148,6 +216,15 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
       "tune", "Sweep the variants over m and build the crossover table that auto dispatches from");
   AddTuneFlags(tune, &inv.tune, &inv);
 
+  // Set after the commands are added, which would otherwise repeat it under their own --help.
+  app.footer(
+      "Exit codes:\n"
+      "  0  every case OK or UNSUPPORTED; for compare, no regression\n"
+      "  1  some case WRONG\n"
+      "  2  some case HANG\n"
+      "  3  RPC or flag error, an ERROR case, or a run that did not complete\n"
+      "  4  compare or --compare-baseline found a regression (the run's own 1 to 3 outrank it)");
+
   std::vector<const char*> argv;
   argv.reserve(args.size());
   for (const std::string& arg : args) argv.push_back(arg.c_str());
@@ -157,7 +234,11 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
     const int code = app.exit(e, out, err);
     return code == 0 ? kExitOk : kExitError;
   }
-  inv.command = app.get_subcommands().front()->get_name();
+  const CLI::App* command = app.get_subcommands().front();
+  inv.command = command->get_name();
+  if (inv.command == "baseline") {
+    inv.command += " " + command->get_subcommands().front()->get_name();
+  }
   return inv;
 }
 

@@ -9,21 +9,28 @@
 #include <variant>
 #include <vector>
 
+#include "client/compare_flags.h"
 #include "client/flags.h"
+#include "client/history.h"
 #include "client/rpc.h"
 
 namespace colltest::client {
 
 struct Invocation {
   ConnectionOptions connection;
-  std::string command;  // devices, run, sweep, get, runs, cancel, health or tune
-  SweepFlags sweep;     // run and sweep
-  HealthFlags health;   // health
-  TuneFlags tune;       // tune
+  // devices, run, sweep, get, history (also for its alias `runs`), cancel, health, tune,
+  // "baseline set", "baseline list" or compare.
+  std::string command;
+  SweepFlags sweep;      // run and sweep
+  HealthFlags health;    // health
+  TuneFlags tune;        // tune
+  HistoryFlags history;  // history
+  CompareFlags compare;  // compare; --compare-baseline and --compare-threshold of run and sweep
   std::string format = "table";
   std::string out_path;
-  std::string run_id;                // get and cancel
-  std::optional<std::string> limit;  // runs
+  std::string run_id;         // get, cancel and baseline set
+  std::string baseline_name;  // baseline set --name ("" = "default")
+  std::string machine_key;    // baseline list --machine-key ("" = every machine)
 };
 
 // The parsed invocation, or the exit code when parsing already finished the job (--help prints to

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "client/command_support.h"
 #include "client/exit_code.h"
 #include "client/names.h"
 #include "client/output.h"
@@ -14,19 +15,6 @@
 
 namespace colltest::client {
 namespace {
-
-int Fail(Streams streams, const absl::Status& status) {
-  PrintError(streams.err, status);
-  return kExitError;
-}
-
-int WriteOrFail(Streams streams, const absl::StatusOr<std::string>& text,
-                const OutputOptions& output) {
-  if (!text.ok()) return Fail(streams, text.status());
-  absl::Status written = WriteOutput(*text, output.out_path, streams.out);
-  if (!written.ok()) return Fail(streams, written);
-  return kExitOk;
-}
 
 // A run's report is written even when its verdict is bad: that is when CI needs it most.
 int ReportRun(const v1::RunResult& run, const OutputOptions& output, Streams streams) {
@@ -38,6 +26,42 @@ int ReportRun(const v1::RunResult& run, const OutputOptions& output, Streams str
                 << (run.message().empty() ? "" : ": ") << run.message() << "\n";
   }
   return ExitCodeForRun(run);
+}
+
+// The run's report with its comparison (--compare-baseline). The comparison is asked for before
+// anything is written, since JSON and JUnit hold both in one document.
+int ReportRunWithComparison(Client& client, const v1::RunResult& run, v1::CompareRequest request,
+                            const OutputOptions& output, Streams streams) {
+  request.set_run_b(run.run_id());
+  absl::StatusOr<v1::CompareResponse> comparison = client.Compare(request);
+  if (!comparison.ok()) {
+    // The run happened: its report is still due, and the failed comparison sets the exit code.
+    WriteOrFail(streams, FormatRun(run, output.format), output);
+    return Fail(streams, comparison.status());
+  }
+  if (int code =
+          WriteOrFail(streams, FormatRunWithComparison(run, *comparison, output.format), output);
+      code != kExitOk) {
+    return code;
+  }
+  // Outside the table on a terminal, the verdict would otherwise only be inside a document.
+  if (output.format != OutputFormat::kTable || !output.out_path.empty()) {
+    streams.err << "colltest: comparison: " << comparison->message() << "\n";
+  }
+  return ExitCodeForRunAndComparison(ExitCodeForRun(run), *comparison);
+}
+
+int ReportRun(Client& client, const v1::RunResult& run,
+              const std::optional<v1::CompareRequest>& compare, const OutputOptions& output,
+              Streams streams) {
+  if (!compare.has_value()) return ReportRun(run, output, streams);
+  // A run that did not complete would show every case it skipped as missing: not compared.
+  if (RunAborted(run.state())) {
+    const int code = ReportRun(run, output, streams);
+    streams.err << "colltest: no comparison with the baseline: the run did not complete\n";
+    return code;
+  }
+  return ReportRunWithComparison(client, run, *compare, output, streams);
 }
 
 // HealthRequest.timeout_ms 0 means this on the server.
@@ -56,14 +80,16 @@ int DevicesCommand(Client& client, const OutputOptions& output, Streams streams)
   return WriteOrFail(streams, FormatDevices(*devices, output.format), output);
 }
 
-int RunCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& output,
+int RunCommand(Client& client, const v1::SweepSpec& spec,
+               const std::optional<v1::CompareRequest>& compare, const OutputOptions& output,
                Streams streams) {
   absl::StatusOr<v1::RunResult> run = client.Run(spec);
   if (!run.ok()) return Fail(streams, run.status());
-  return ReportRun(*run, output, streams);
+  return ReportRun(client, *run, compare, output, streams);
 }
 
-int SweepCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& output,
+int SweepCommand(Client& client, const v1::SweepSpec& spec,
+                 const std::optional<v1::CompareRequest>& compare, const OutputOptions& output,
                  Streams streams) {
   SweepCollector collector(&streams.err, ExpectedCaseCount(spec));
   absl::Status status =
@@ -74,7 +100,7 @@ int SweepCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions&
     WriteOrFail(streams, FormatRun(collector.Result(), output.format), output);
     return Fail(streams, absl::DataLossError("the sweep stream ended without a summary"));
   }
-  return ReportRun(collector.Result(), output, streams);
+  return ReportRun(client, collector.Result(), compare, output, streams);
 }
 
 int GetCommand(Client& client, const std::string& run_id, const OutputOptions& output,
@@ -82,12 +108,6 @@ int GetCommand(Client& client, const std::string& run_id, const OutputOptions& o
   absl::StatusOr<v1::RunResult> run = client.GetRun(run_id);
   if (!run.ok()) return Fail(streams, run.status());
   return ReportRun(*run, output, streams);
-}
-
-int RunsCommand(Client& client, uint32_t limit, const OutputOptions& output, Streams streams) {
-  absl::StatusOr<v1::ListRunsResponse> runs = client.ListRuns(limit);
-  if (!runs.ok()) return Fail(streams, runs.status());
-  return WriteOrFail(streams, FormatRuns(*runs, output.format), output);
 }
 
 int CancelCommand(Client& client, const std::string& run_id, Streams streams) {

@@ -4,6 +4,7 @@
 #define COLLTEST_CLIENT_COMMANDS_H_
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -25,15 +26,34 @@ struct Streams {
 };
 
 int DevicesCommand(Client& client, const OutputOptions& output, Streams streams);
-int RunCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& output,
+// With `compare` (--compare-baseline, run_b left empty), the completed run is then compared with
+// its machine's baseline and the comparison is printed with the run (FormatRunWithComparison).
+// The exit code is the run's when not 0, else 4 when the comparison found a regression. A failed
+// comparison (no such baseline) is 3, after the run's report; a run that did not complete is not
+// compared.
+int RunCommand(Client& client, const v1::SweepSpec& spec,
+               const std::optional<v1::CompareRequest>& compare, const OutputOptions& output,
                Streams streams);
 // Like `run`, with a progress line on `err` per streamed case.
-int SweepCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& output,
+int SweepCommand(Client& client, const v1::SweepSpec& spec,
+                 const std::optional<v1::CompareRequest>& compare, const OutputOptions& output,
                  Streams streams);
 int GetCommand(Client& client, const std::string& run_id, const OutputOptions& output,
                Streams streams);
-int RunsCommand(Client& client, uint32_t limit, const OutputOptions& output, Streams streams);
 int CancelCommand(Client& client, const std::string& run_id, Streams streams);
+
+// `history` (alias `runs`): the page `request` asks for or, with `all`, every page from there on
+// (FetchHistory, history.h). When --all stops at its page bound, a warning on `err` says where to
+// continue.
+int HistoryCommand(Client& client, const v1::ListRunsRequest& request, bool all,
+                   const OutputOptions& output, Streams streams);
+int BaselineSetCommand(Client& client, const v1::SetBaselineRequest& request,
+                       const OutputOptions& output, Streams streams);
+int BaselineListCommand(Client& client, const v1::ListBaselinesRequest& request,
+                        const OutputOptions& output, Streams streams);
+// The report is written whatever the verdict; the exit code is 4 when it found a regression.
+int CompareCommand(Client& client, const v1::CompareRequest& request, const OutputOptions& output,
+                   Streams streams);
 // Exit code from the verdict (exit_code.h); the report is written whatever the verdict.
 int HealthCommand(Client& client, const v1::HealthRequest& request, const OutputOptions& output,
                   Streams streams);

@@ -41,4 +41,17 @@ int ExitCodeForHealth(const v1::HealthResponse& health) {
   return code;
 }
 
+int ExitCodeForComparison(const v1::CompareResponse& comparison) {
+  bool regressed = comparison.regressed() || comparison.regressions() > 0;
+  for (const v1::CaseComparison& c : comparison.cases()) {
+    regressed = regressed || c.verdict() == v1::COMPARE_VERDICT_REGRESSION ||
+                c.verdict() == v1::COMPARE_VERDICT_ONLY_A;
+  }
+  return regressed ? kExitRegressed : kExitOk;
+}
+
+int ExitCodeForRunAndComparison(int run_code, const v1::CompareResponse& comparison) {
+  return run_code != kExitOk ? run_code : ExitCodeForComparison(comparison);
+}
+
 }  // namespace colltest::client

@@ -58,4 +58,33 @@ std::string FormatHealth(const v1::HealthResponse& health, OutputFormat format) 
   return FormatHealthTable(health);
 }
 
+std::string FormatCompare(const v1::CompareResponse& comparison, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kJson:
+      return FormatCompareJson(comparison);
+    case OutputFormat::kCsv:
+      return FormatCompareCsv(comparison);
+    case OutputFormat::kJunit:
+      return FormatCompareJunit(comparison);
+    case OutputFormat::kTable:
+      break;
+  }
+  return FormatCompareTable(comparison);
+}
+
+std::string FormatRunWithComparison(const v1::RunResult& run, const v1::CompareResponse& comparison,
+                                    OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kJson:
+      return FormatRunWithComparisonJson(run, comparison);
+    case OutputFormat::kCsv:
+      return FormatRunCsv(run);
+    case OutputFormat::kJunit:
+      return FormatRunWithComparisonJunit(run, comparison);
+    case OutputFormat::kTable:
+      break;
+  }
+  return absl::StrCat(FormatRunTable(run), "\n", FormatCompareTable(comparison));
+}
+
 }  // namespace colltest::client

@@ -39,10 +39,47 @@ std::string FormatHealthCsv(const v1::HealthResponse& health);
 // One testcase per rank and per pair.
 std::string FormatHealthJunit(const v1::HealthResponse& health);
 
-// `devices` and `runs` listings: table or JSON only (a CSV or JUnit view of them has no user).
+// The comparison of two runs (`compare`), in any of the four formats. Every format names each
+// case's verdict (REGRESSION, IMPROVEMENT, SAME, ONLY_A, ONLY_B) and its reason.
+std::string FormatCompare(const v1::CompareResponse& comparison, OutputFormat format);
+
+// Which runs, on which machines (when their drivers or builds differ, both), one row per case with
+// both medians and the change, then the one-line verdict.
+std::string FormatCompareTable(const v1::CompareResponse& comparison);
+// One object: run_a, run_b, baseline, threshold, regressed, regressions, improvements, message,
+// machine_a, machine_b and `cases`, each with variant, mode, world, m, n, dtype, verdict, reason,
+// status_a/b, median_a/b_us, p10 and p90 of both, ratio and the error counts of both. The fields
+// of a side the case is missing from (ONLY_A, ONLY_B) are null.
+std::string FormatCompareJson(const v1::CompareResponse& comparison);
+// One row per case.
+std::string FormatCompareCsv(const v1::CompareResponse& comparison);
+// <testsuite name="comparison">, one testcase per case, a <failure> for REGRESSION and ONLY_A.
+std::string FormatCompareJunit(const v1::CompareResponse& comparison);
+
+// A run followed by its comparison with a baseline (`run` / `sweep --compare-baseline`). Table:
+// the run's, then the comparison's. JSON: the run's object with a "comparison" object next to
+// "cases". JUnit: <testsuites> holding the run's suite and the comparison's. CSV has one table per
+// file, so the command refuses it; here it is the run's alone.
+std::string FormatRunWithComparison(const v1::RunResult& run, const v1::CompareResponse& comparison,
+                                    OutputFormat format);
+std::string FormatRunWithComparisonJson(const v1::RunResult& run,
+                                        const v1::CompareResponse& comparison);
+std::string FormatRunWithComparisonJunit(const v1::RunResult& run,
+                                         const v1::CompareResponse& comparison);
+
+// `devices` listing: table or JSON only (a CSV or JUnit view of it has no user).
 absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices,
                                           OutputFormat format);
+
+// `history` (and `runs`): table, JSON ({"runs": [...], "next_page_token": ...}) or CSV. A table
+// ends with the --page-token to continue with when there are more runs.
 absl::StatusOr<std::string> FormatRuns(const v1::ListRunsResponse& runs, OutputFormat format);
+
+// `baseline set`: "baseline NAME of HOST (key K) = RUN_ID", or the Baseline as JSON.
+absl::StatusOr<std::string> FormatBaseline(const v1::Baseline& baseline, OutputFormat format);
+// `baseline list`: table or JSON ({"baselines": [...]}).
+absl::StatusOr<std::string> FormatBaselines(const v1::ListBaselinesResponse& baselines,
+                                            OutputFormat format);
 
 }  // namespace colltest::client
 

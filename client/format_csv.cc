@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "client/csv.h"
 #include "client/format.h"
 #include "client/names.h"
 #include "client/result_view.h"
@@ -21,21 +22,6 @@ constexpr absl::string_view kHeader =
 
 constexpr absl::string_view kHealthHeader =
     "kind,devices,status,latency_us,median_ratio,slow,suspect_peer,phase,message";
-
-// RFC 4180 quoting, applied only where needed so that plain rows stay greppable.
-std::string CsvField(absl::string_view raw) {
-  // Text from the server (messages other clients' runs produced) is escaped like in a table, so
-  // that a CSV printed on a terminal cannot drive it either.
-  const std::string value = common::EscapeForTerminal(raw);
-  if (value.find_first_of(",\"\r\n") == absl::string_view::npos) return value;
-  std::string quoted = "\"";
-  for (char ch : value) {
-    if (ch == '"') quoted += '"';
-    quoted += ch;
-  }
-  quoted += '"';
-  return quoted;
-}
 
 void AppendTargetRows(absl::string_view kind,
                       const google::protobuf::RepeatedPtrField<v1::HealthTarget>& targets,
@@ -57,6 +43,20 @@ void AppendTargetRows(absl::string_view kind,
 }
 
 }  // namespace
+
+std::string CsvField(absl::string_view raw) {
+  // Text from the server (messages other clients' runs produced) is escaped like in a table, so
+  // that a CSV printed on a terminal cannot drive it either.
+  const std::string value = common::EscapeForTerminal(raw);
+  if (value.find_first_of(",\"\r\n") == absl::string_view::npos) return value;
+  std::string quoted = "\"";
+  for (char ch : value) {
+    if (ch == '"') quoted += '"';
+    quoted += ch;
+  }
+  quoted += '"';
+  return quoted;
+}
 
 std::string FormatRunCsv(const v1::RunResult& run) {
   std::string out = absl::StrCat(kHeader, "\n");

@@ -1,5 +1,7 @@
 // The JSON contract of DESIGN section 10. Scripts and CI parse it: fields may be added, never
 // renamed or removed.
+#include "client/format_json.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,9 +14,6 @@
 
 namespace colltest::client {
 namespace {
-
-// Insertion order keeps the output readable: identity first, numbers next, ranks last.
-using Json = nlohmann::ordered_json;
 
 // The per-case identity fields are repeated on each rank so that a rank object stands alone when a
 // script flattens the ranks of many cases.
@@ -105,14 +104,13 @@ Json TargetsJson(const google::protobuf::RepeatedPtrField<v1::HealthTarget>& tar
   return out;
 }
 
-// Invalid UTF-8 in a message is replaced rather than thrown on: a report must always come out.
-std::string Dump(const Json& json) {
+}  // namespace
+
+std::string DumpJson(const Json& json) {
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace
-
-std::string FormatRunJson(const v1::RunResult& run) {
+Json RunJson(const v1::RunResult& run) {
   Json out = Json::object();
   out["run_id"] = run.run_id();
   out["backend"] = run.backend();
@@ -124,8 +122,10 @@ std::string FormatRunJson(const v1::RunResult& run) {
   Json cases = Json::array();
   for (const v1::CaseResult& c : run.cases()) cases.push_back(CaseJson(c));
   out["cases"] = std::move(cases);
-  return Dump(out);
+  return out;
 }
+
+std::string FormatRunJson(const v1::RunResult& run) { return DumpJson(RunJson(run)); }
 
 std::string FormatHealthJson(const v1::HealthResponse& health) {
   Json out = Json::object();
@@ -139,7 +139,7 @@ std::string FormatHealthJson(const v1::HealthResponse& health) {
   for (const v1::CaseResult& c : health.cases()) cases.push_back(CaseJson(c));
   out["cases"] = std::move(cases);
   out["run_ids"] = std::vector<std::string>(health.run_ids().begin(), health.run_ids().end());
-  return Dump(out);
+  return DumpJson(out);
 }
 
 }  // namespace colltest::client

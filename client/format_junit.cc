@@ -10,54 +10,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "client/format.h"
+#include "client/junit_xml.h"
 #include "client/names.h"
 #include "client/result_view.h"
 
 namespace colltest::client {
 namespace {
-
-// Escapes for text and attribute values. Control characters other than tab, newline and carriage
-// return are not allowed anywhere in XML 1.0, even escaped, so they are dropped to keep the file
-// parseable. In an attribute, a raw newline would be normalised to a space, hence the references.
-std::string Escape(absl::string_view text, bool attribute) {
-  std::string out;
-  out.reserve(text.size());
-  for (char ch : text) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      case '\t':
-        out += attribute ? "&#9;" : "\t";
-        break;
-      case '\n':
-        out += attribute ? "&#10;" : "\n";
-        break;
-      case '\r':
-        out += "&#13;";
-        break;
-      default:
-        if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
-        break;
-    }
-  }
-  return out;
-}
-
-std::string XmlAttr(absl::string_view text) { return Escape(text, /*attribute=*/true); }
-std::string XmlText(absl::string_view text) { return Escape(text, /*attribute=*/false); }
 
 bool IsFailure(v1::CaseStatus status) {
   return status != v1::CASE_STATUS_OK && status != v1::CASE_STATUS_UNSUPPORTED;
@@ -100,23 +58,6 @@ std::string TestCaseXml(const v1::CaseResult& c) {
   return out;
 }
 
-using Properties = std::vector<std::pair<absl::string_view, std::string>>;
-
-std::string SuiteXml(absl::string_view name, int tests, int failures, int skipped, double seconds,
-                     const Properties& properties, absl::string_view testcases) {
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  absl::StrAppend(&out, absl::StrFormat("<testsuite name=\"%s\" tests=\"%d\" failures=\"%d\" "
-                                        "errors=\"0\" skipped=\"%d\" time=\"%.3f\">\n",
-                                        name, tests, failures, skipped, seconds));
-  absl::StrAppend(&out, "  <properties>\n");
-  for (const auto& [property, value] : properties) {
-    absl::StrAppend(&out, "    <property name=\"", property, "\" value=\"", XmlAttr(value),
-                    "\"/>\n");
-  }
-  absl::StrAppend(&out, "  </properties>\n", testcases, "</testsuite>\n");
-  return out;
-}
-
 // Like FailureDetails: who waited for whom, in device numbers since a health target has no ranks.
 std::string TargetFailureDetails(const v1::HealthTarget& t) {
   std::string details = t.message();
@@ -154,7 +95,7 @@ std::string TargetTestCaseXml(absl::string_view kind, const v1::HealthTarget& t)
 
 }  // namespace
 
-std::string FormatRunJunit(const v1::RunResult& run) {
+std::string RunSuiteXml(const v1::RunResult& run) {
   const StatusCounts counts = CountStatuses(run);
   int tests = run.cases_size();
   int failures = counts.wrong + counts.hang + counts.error + counts.unspecified;
@@ -176,12 +117,16 @@ std::string FormatRunJunit(const v1::RunResult& run) {
   std::string cases;
   for (const v1::CaseResult& c : run.cases()) absl::StrAppend(&cases, TestCaseXml(c));
   absl::StrAppend(&cases, run_case);
-  return SuiteXml("colltest", tests, failures, counts.unsupported, seconds,
+  return SuiteXml("colltest", {tests, failures, counts.unsupported, seconds},
                   {{"run_id", run.run_id()},
                    {"backend", run.backend()},
                    {"state", std::string(RunStateName(run.state()))},
                    {"label", run.spec().label()}},
                   cases);
+}
+
+std::string FormatRunJunit(const v1::RunResult& run) {
+  return absl::StrCat(kXmlDeclaration, RunSuiteXml(run));
 }
 
 std::string FormatHealthJunit(const v1::HealthResponse& health) {
@@ -208,11 +153,13 @@ std::string FormatHealthJunit(const v1::HealthResponse& health) {
                     "</failure>\n  </testcase>\n");
   }
 
-  return SuiteXml("colltest.health", tests, failures, skipped, health.wall_ms() / 1000.0,
-                  {{"status", std::string(CaseStatusName(health.status()))},
-                   {"message", health.message()},
-                   {"run_ids", absl::StrJoin(health.run_ids(), ",")}},
-                  cases);
+  return absl::StrCat(
+      kXmlDeclaration,
+      SuiteXml("colltest.health", {tests, failures, skipped, health.wall_ms() / 1000.0},
+               {{"status", std::string(CaseStatusName(health.status()))},
+                {"message", health.message()},
+                {"run_ids", absl::StrJoin(health.run_ids(), ",")}},
+               cases));
 }
 
 }  // namespace colltest::client

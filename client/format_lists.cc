@@ -1,4 +1,4 @@
-// Listings that are not runs: `devices` and `runs`.
+// The `devices` listing.
 #include <string>
 #include <vector>
 
@@ -25,11 +25,6 @@ absl::Status TableOrJsonOnly(absl::string_view command, OutputFormat format) {
 
 std::string Dump(const Json& json) {
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-}
-
-std::string CreatedTime(int64_t unix_ms) {
-  if (unix_ms <= 0) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
 }
 
 }  // namespace
@@ -78,44 +73,6 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
   // read as if one had gone missing.
   if (!devices.groups().empty()) absl::StrAppend(&out, "\n", GroupsTable(devices.groups()));
   return out;
-}
-
-absl::StatusOr<std::string> FormatRuns(const v1::ListRunsResponse& runs, OutputFormat format) {
-  if (format == OutputFormat::kJson) {
-    Json list = Json::array();
-    for (const v1::RunSummary& r : runs.runs()) {
-      Json run = Json::object();
-      run["run_id"] = r.run_id();
-      run["state"] = std::string(RunStateName(r.state()));
-      run["cases"] = r.cases();
-      run["ok"] = r.ok();
-      run["failed"] = r.failed();
-      run["created_unix_ms"] = r.created_unix_ms();
-      run["owner"] = r.owner();
-      run["label"] = r.label();
-      list.push_back(std::move(run));
-    }
-    Json out = Json::object();
-    out["runs"] = std::move(list);
-    return Dump(out);
-  }
-  if (format != OutputFormat::kTable) return TableOrJsonOnly("runs", format);
-
-  using Align = TextTable::Align;
-  TextTable table({{"run_id", Align::kLeft},
-                   {"state", Align::kLeft},
-                   {"cases", Align::kRight},
-                   {"ok", Align::kRight},
-                   {"failed", Align::kRight},
-                   {"created (UTC)", Align::kLeft},
-                   {"owner", Align::kLeft},
-                   {"label", Align::kLeft}});
-  for (const v1::RunSummary& r : runs.runs()) {
-    table.AddRow({r.run_id(), std::string(RunStateName(r.state())), absl::StrCat(r.cases()),
-                  absl::StrCat(r.ok()), absl::StrCat(r.failed()), CreatedTime(r.created_unix_ms()),
-                  r.owner(), r.label()});
-  }
-  return table.Render();
 }
 
 }  // namespace colltest::client

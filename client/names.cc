@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 
 namespace colltest::client {
 namespace {
@@ -70,18 +71,27 @@ constexpr std::array<std::pair<v1::CaseStatus, absl::string_view>, 5> kCaseStatu
     {v1::CASE_STATUS_UNSUPPORTED, "UNSUPPORTED"},
 }};
 
-constexpr std::array<std::pair<v1::RunState, absl::string_view>, 5> kRunStates = {{
+constexpr std::array<std::pair<v1::RunState, absl::string_view>, 6> kRunStates = {{
     {v1::RUN_STATE_QUEUED, "QUEUED"},
     {v1::RUN_STATE_RUNNING, "RUNNING"},
     {v1::RUN_STATE_DONE, "DONE"},
     {v1::RUN_STATE_CANCELLED, "CANCELLED"},
     {v1::RUN_STATE_FAILED, "FAILED"},
+    {v1::RUN_STATE_INTERRUPTED, "INTERRUPTED"},
 }};
 
 constexpr std::array<std::pair<v1::GroupState, absl::string_view>, 3> kGroupStates = {{
     {v1::GROUP_STATE_SERVING, "SERVING"},
     {v1::GROUP_STATE_DEGRADED, "DEGRADED"},
     {v1::GROUP_STATE_RECOVERING, "RECOVERING"},
+}};
+
+constexpr std::array<std::pair<v1::CompareVerdict, absl::string_view>, 5> kCompareVerdicts = {{
+    {v1::COMPARE_VERDICT_SAME, "SAME"},
+    {v1::COMPARE_VERDICT_REGRESSION, "REGRESSION"},
+    {v1::COMPARE_VERDICT_IMPROVEMENT, "IMPROVEMENT"},
+    {v1::COMPARE_VERDICT_ONLY_A, "ONLY_A"},
+    {v1::COMPARE_VERDICT_ONLY_B, "ONLY_B"},
 }};
 
 }  // namespace
@@ -98,6 +108,9 @@ absl::string_view RunStateName(v1::RunState s) { return NameOf(kRunStates, s, "U
 absl::string_view GroupStateName(v1::GroupState s) {
   return NameOf(kGroupStates, s, "UNSPECIFIED");
 }
+absl::string_view CompareVerdictName(v1::CompareVerdict v) {
+  return NameOf(kCompareVerdicts, v, "UNSPECIFIED");
+}
 
 std::optional<v1::Variant> ParseVariantName(absl::string_view name) {
   return Lookup(kVariants, name);
@@ -109,6 +122,13 @@ std::optional<v1::Pattern> ParsePatternName(absl::string_view name) {
 }
 std::optional<v1::Tolerance> ParseToleranceName(absl::string_view name) {
   return Lookup(kTolerances, name);
+}
+std::optional<v1::RunState> ParseRunStateName(absl::string_view name) {
+  // The table holds the upper-case spelling that outputs print; Lookup compares lower case.
+  for (const auto& [value, text] : kRunStates) {
+    if (absl::EqualsIgnoreCase(text, name)) return value;
+  }
+  return std::nullopt;
 }
 
 }  // namespace colltest::client

@@ -22,6 +22,8 @@ absl::string_view ToleranceName(v1::Tolerance t);
 absl::string_view CaseStatusName(v1::CaseStatus s);
 absl::string_view RunStateName(v1::RunState s);
 absl::string_view GroupStateName(v1::GroupState s);
+// "REGRESSION", "IMPROVEMENT", "SAME", "ONLY_A", "ONLY_B".
+absl::string_view CompareVerdictName(v1::CompareVerdict v);
 
 // Inverse of the lower-case names; case-insensitive. nullopt for an unknown name.
 std::optional<v1::Variant> ParseVariantName(absl::string_view name);
@@ -29,6 +31,8 @@ std::optional<v1::Mode> ParseModeName(absl::string_view name);
 std::optional<v1::DType> ParseDTypeName(absl::string_view name);
 std::optional<v1::Pattern> ParsePatternName(absl::string_view name);
 std::optional<v1::Tolerance> ParseToleranceName(absl::string_view name);
+// "done", "DONE", "interrupted", ...: a run state by its name, in any case.
+std::optional<v1::RunState> ParseRunStateName(absl::string_view name);
 
 }  // namespace colltest::client
 

@@ -75,7 +75,8 @@ std::string StatusCountsLine(const StatusCounts& counts) {
 }
 
 bool RunAborted(v1::RunState state) {
-  return state == v1::RUN_STATE_CANCELLED || state == v1::RUN_STATE_FAILED;
+  return state == v1::RUN_STATE_CANCELLED || state == v1::RUN_STATE_FAILED ||
+         state == v1::RUN_STATE_INTERRUPTED;
 }
 
 std::string TargetDevices(const v1::HealthTarget& t) { return absl::StrJoin(t.devices(), "-"); }

@@ -33,7 +33,8 @@ StatusCounts CountStatuses(const v1::RunResult& run);
 // "12 cases: 10 OK, 1 WRONG, 1 UNSUPPORTED" (zero counts omitted).
 std::string StatusCountsLine(const StatusCounts& counts);
 
-// True for states in which the run did not complete its cases.
+// True for states in which the run did not complete its cases: CANCELLED, FAILED, and INTERRUPTED
+// (colltestd stopped under it; the cases it finished are kept, the others were never run).
 bool RunAborted(v1::RunState state);
 
 // "1" for a rank, "0-1" for a pair.

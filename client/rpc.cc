@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace colltest::client {
 namespace {
@@ -92,6 +93,17 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ConnectionOptions&
   return std::make_unique<Client>(v1::CollectiveTest::NewStub(*channel), std::move(token));
 }
 
+template <typename Request, typename Response>
+absl::StatusOr<Response> Client::Unary(grpc::Status (v1::CollectiveTest::StubInterface::*method)(
+                                           grpc::ClientContext*, const Request&, Response*),
+                                       const Request& request) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  Response response;
+  COLLTEST_RETURN_IF_ERROR(FromGrpcStatus((stub_.get()->*method)(&context, request, &response)));
+  return response;
+}
+
 void Client::PrepareContext(grpc::ClientContext* context) const {
   // Per-call metadata rather than call credentials: gRPC refuses call credentials on an insecure
   // channel, and a token over plain TCP on a lab network is still a supported setup.
@@ -142,15 +154,8 @@ absl::StatusOr<v1::RunResult> Client::GetRun(absl::string_view run_id) {
   return response;
 }
 
-absl::StatusOr<v1::ListRunsResponse> Client::ListRuns(uint32_t limit) {
-  grpc::ClientContext context;
-  PrepareContext(&context);
-  v1::ListRunsRequest request;
-  request.set_limit(limit);
-  v1::ListRunsResponse response;
-  absl::Status status = FromGrpcStatus(stub_->ListRuns(&context, request, &response));
-  if (!status.ok()) return status;
-  return response;
+absl::StatusOr<v1::ListRunsResponse> Client::ListRuns(const v1::ListRunsRequest& request) {
+  return Unary(&v1::CollectiveTest::StubInterface::ListRuns, request);
 }
 
 absl::StatusOr<v1::CancelResponse> Client::Cancel(absl::string_view run_id) {
@@ -173,6 +178,19 @@ absl::StatusOr<v1::HealthResponse> Client::Health(const v1::HealthRequest& reque
   absl::Status status = FromGrpcStatus(stub_->Health(&context, request, &response));
   if (!status.ok()) return status;
   return response;
+}
+
+absl::StatusOr<v1::Baseline> Client::SetBaseline(const v1::SetBaselineRequest& request) {
+  return Unary(&v1::CollectiveTest::StubInterface::SetBaseline, request);
+}
+
+absl::StatusOr<v1::ListBaselinesResponse> Client::ListBaselines(
+    const v1::ListBaselinesRequest& request) {
+  return Unary(&v1::CollectiveTest::StubInterface::ListBaselines, request);
+}
+
+absl::StatusOr<v1::CompareResponse> Client::Compare(const v1::CompareRequest& request) {
+  return Unary(&v1::CollectiveTest::StubInterface::Compare, request);
 }
 
 }  // namespace colltest::client

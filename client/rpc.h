@@ -48,15 +48,25 @@ class Client {
   absl::Status Sweep(const v1::SweepSpec& spec,
                      absl::FunctionRef<void(const v1::SweepEvent&)> on_event);
   absl::StatusOr<v1::RunResult> GetRun(absl::string_view run_id);
-  absl::StatusOr<v1::ListRunsResponse> ListRuns(uint32_t limit);
+  // One page of the history; the response's next_page_token asks for the next.
+  absl::StatusOr<v1::ListRunsResponse> ListRuns(const v1::ListRunsRequest& request);
   absl::StatusOr<v1::CancelResponse> Cancel(absl::string_view run_id);
   // Fails with DEADLINE_EXCEEDED when no verdict came within `deadline`.
   absl::StatusOr<v1::HealthResponse> Health(const v1::HealthRequest& request,
                                             absl::Duration deadline);
+  absl::StatusOr<v1::Baseline> SetBaseline(const v1::SetBaselineRequest& request);
+  absl::StatusOr<v1::ListBaselinesResponse> ListBaselines(const v1::ListBaselinesRequest& request);
+  absl::StatusOr<v1::CompareResponse> Compare(const v1::CompareRequest& request);
 
  private:
   // Every call gets a fresh context: gRPC forbids reusing one.
   void PrepareContext(grpc::ClientContext* context) const;
+
+  // A unary call of `method` of the stub, with the token attached.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Unary(grpc::Status (v1::CollectiveTest::StubInterface::*method)(
+                                     grpc::ClientContext*, const Request&, Response*),
+                                 const Request& request);
 
   std::unique_ptr<v1::CollectiveTest::StubInterface> stub_;
   std::string token_;

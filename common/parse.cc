@@ -13,7 +13,7 @@ namespace colltest::common {
 namespace {
 
 constexpr absl::string_view kDurationExpected =
-    "a duration such as 250ms, 2s, 1.5s, 2m or 500us, or a whole number of milliseconds";
+    "a duration such as 250ms, 2s, 1.5s, 2m, 500us or 90d, or a whole number of milliseconds";
 constexpr absl::string_view kCountExpected =
     "a count such as 64, 8K or 1M (K, M, G, T: powers of 1024)";
 constexpr absl::string_view kByteSizeExpected =
@@ -150,6 +150,14 @@ absl::StatusOr<absl::Duration> ParseDuration(absl::string_view name, absl::strin
     int64_t ms = 0;
     if (!absl::SimpleAtoi(trimmed, &ms)) return CannotParse(name, text, kDurationExpected);
     return absl::Milliseconds(ms);
+  }
+  // Whole days ("90d"), for retention and history queries; absl's grammar stops at hours.
+  if (trimmed.size() > 1 && trimmed.back() == 'd' && AllDigits(trimmed.substr(0, trimmed.size() - 1))) {
+    int64_t days = 0;
+    if (!absl::SimpleAtoi(trimmed.substr(0, trimmed.size() - 1), &days) || days > 36500) {
+      return CannotParse(name, text, kDurationExpected);
+    }
+    return absl::Hours(24 * days);
   }
   absl::Duration duration;
   if (!absl::ParseDuration(std::string(trimmed), &duration) ||

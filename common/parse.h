@@ -19,8 +19,9 @@ namespace colltest::common {
 // typo such as "1..100000:+1" is refused before it allocates.
 inline constexpr size_t kMaxListValues = 4096;
 
-// A non-negative duration: an absl duration ("250ms", "2s", "1.5s", "2m", "500us", "1m30s"), or a
-// bare decimal number, which is milliseconds ("500" is half a second), as the CLI always read it.
+// A non-negative duration: an absl duration ("250ms", "2s", "1.5s", "2m", "500us", "1m30s"), whole
+// days ("90d", at most 36500), or a bare decimal number, which is milliseconds ("500" is half a
+// second), as the CLI always read it.
 absl::StatusOr<absl::Duration> ParseDuration(absl::string_view name, absl::string_view text);
 
 // A decimal integer with an optional suffix K, M, G or T (any case), itself optionally followed by

@@ -9,8 +9,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "dashboard/assets.h"
 #include "grpcpp/channel.h"
 
 namespace colltest::http {
@@ -27,8 +30,15 @@ struct GatewayOptions {
   std::function<std::string()> render_metrics;
   // HTTP Basic check for /metrics (user, password) -> ok; null: no check.
   std::function<bool(const std::string&, const std::string&)> metrics_basic_auth;
-  int threads = 16;               // connections served at once
-  int request_timeout_ms = 5000;  // to read a request; a sweep's response streams without limit
+  // The dashboard's file at a path (dashboard::FindAsset); null: every dashboard path is 404. A
+  // function rather than a link to colltest_dashboard, so that this library needs no web files.
+  std::function<const dashboard::Asset*(std::string_view)> find_asset;
+  int threads = 16;  // connections served at once
+  // To read a request, and for each write of a reply (a client that stops reading a sweep for
+  // that long is gone); a sweep's response as a whole streams without limit.
+  int request_timeout_ms = 5000;
+  // Deadline of each unary API call but Health (which may take minutes) and the sweep stream.
+  int api_deadline_ms = 30000;
 };
 
 class Gateway {

@@ -9,8 +9,10 @@ case "${1:-base}" in
     packages=(
       build-essential cmake ninja-build pkg-config git
       libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-      libabsl-dev libgtest-dev libgmock-dev
+      libabsl-dev libgtest-dev libgmock-dev libsqlite3-dev
       libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev prometheus-cpp-dev
+      libcivetweb-dev libssl-dev
+      chromium python3-websocket
     )
     ;;
   hip)

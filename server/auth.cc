@@ -59,22 +59,44 @@ std::optional<Role> ParseRole(absl::string_view name) {
   return std::nullopt;
 }
 
-absl::StatusOr<Caller> Authorizer::Identify(const grpc::ServerContext& context) const {
-  std::optional<absl::string_view> authorization;
+bool IsInProcess(const grpc::ServerContext& context) { return context.peer() == kInProcessPeer; }
+
+namespace {
+
+std::optional<std::string> Metadata(const grpc::ServerContext& context, absl::string_view key) {
   const auto& metadata = context.client_metadata();
-  if (auto it = metadata.find("authorization"); it != metadata.end()) {
-    authorization = absl::string_view(it->second.data(), it->second.size());
-  }
+  auto it = metadata.find(grpc::string_ref(key.data(), key.size()));
+  if (it == metadata.end()) return std::nullopt;
+  return std::string(it->second.data(), it->second.size());
+}
+
+}  // namespace
+
+absl::StatusOr<Caller> Authorizer::Identify(const grpc::ServerContext& context) const {
+  const std::optional<std::string> authorization = Metadata(context, "authorization");
+  std::optional<absl::string_view> bearer;
+  if (authorization.has_value()) bearer = *authorization;
   std::vector<std::string> common_names;
-  // Only a certificate the TLS layer verified against --tls-client-ca names anyone.
-  if (config_.mutual_tls && context.auth_context() != nullptr) {
-    for (const grpc::string_ref& cn :
-         context.auth_context()->FindPropertyValues("x509_common_name")) {
-      common_names.emplace_back(cn.data(), cn.size());
+  std::string peer;
+  if (IsInProcess(context)) {
+    // The HTTP gateway (http/gateway.h) calls over the in-process channel and forwards who its
+    // caller is; nothing outside this process can open that channel, so only it can say so.
+    peer = Metadata(context, kForwardedPeerKey).value_or("http:unknown");
+    if (auto cn = Metadata(context, kForwardedCnKey); cn.has_value() && config_.mutual_tls) {
+      common_names.push_back(*cn);
     }
+  } else {
+    // Only a certificate the TLS layer verified against --tls-client-ca names anyone.
+    if (config_.mutual_tls && context.auth_context() != nullptr) {
+      for (const grpc::string_ref& cn :
+           context.auth_context()->FindPropertyValues("x509_common_name")) {
+        common_names.emplace_back(cn.data(), cn.size());
+      }
+    }
+    // A connection colltestd's listener handed over is "fd:N" to gRPC: name its real peer instead.
+    peer = PeerAddress(context.peer());
   }
-  // A connection colltestd's listener handed over is "fd:N" to gRPC: name its real peer instead.
-  return Identify(authorization, common_names, PeerAddress(context.peer()));
+  return Identify(bearer, common_names, peer);
 }
 
 absl::StatusOr<Caller> Authorizer::Identify(std::optional<absl::string_view> authorization,

@@ -79,6 +79,14 @@ class Authorizer {
 };
 
 // PERMISSION_DENIED naming the role needed and the caller's role, or OK.
+// The peer of a call over grpc::Server::InProcessChannel, and the metadata the HTTP gateway sets
+// on such calls (http/forwarding.h): its caller's address in gRPC's form and, with client
+// certificates, the verified CN. Trusted on in-process calls only.
+inline constexpr absl::string_view kInProcessPeer = "inproc";
+inline constexpr absl::string_view kForwardedPeerKey = "x-colltest-forwarded-peer";
+inline constexpr absl::string_view kForwardedCnKey = "x-colltest-forwarded-cn";
+bool IsInProcess(const grpc::ServerContext& context);
+
 absl::Status CheckRole(const Caller& caller, Role needed, absl::string_view what);
 // The role a run needs: runner, or admin when it injects a fault.
 Role RoleToRun(const std::string& fault);

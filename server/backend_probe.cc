@@ -35,16 +35,67 @@ absl::Status ErrnoError(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
 }
 
+// The probe's optional fields: absent or of another type reads as empty, so that an older worker's
+// line (without them) still parses.
+std::string StringField(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+bool BoolField(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+// The probe's links. They only describe the machine, so an entry without both device indices is
+// dropped rather than failing the probe (which would leave colltestd without its devices).
+std::vector<v1::Link> ParseLinks(const nlohmann::json& j) {
+  std::vector<v1::Link> links;
+  auto it = j.find("links");
+  if (it == j.end() || !it->is_array()) return links;
+  for (const nlohmann::json& jl : *it) {
+    if (!jl.is_object() || !jl.contains("a") || !jl["a"].is_number_unsigned() ||
+        !jl.contains("b") || !jl["b"].is_number_unsigned()) {
+      continue;
+    }
+    v1::Link& l = links.emplace_back();
+    l.set_a(jl["a"].get<uint32_t>());
+    l.set_b(jl["b"].get<uint32_t>());
+    l.set_p2p(BoolField(jl, "p2p"));
+    if (jl.contains("performance_rank") && jl["performance_rank"].is_number_integer()) {
+      l.set_performance_rank(jl["performance_rank"].get<int32_t>());
+    }
+    l.set_native_atomics(BoolField(jl, "native_atomics"));
+  }
+  return links;
+}
+
 }  // namespace
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0 || name[0] == 0) return "unknown";
+  return name;
+}
 
 BackendInfo CpuBackend(uint32_t ranks) {
   BackendInfo info;
   info.backend = "cpu";
+  const std::string host = HostName();
   for (uint32_t i = 0; i < ranks; ++i) {
     v1::Device& d = info.devices.emplace_back();
     d.set_index(i);
     d.set_name(absl::StrCat("cpu rank ", i));
     d.set_backend("cpu");
+    d.set_uuid(absl::StrCat("cpu-", host, "-", i));
+  }
+  for (uint32_t a = 0; a < ranks; ++a) {
+    for (uint32_t b = a + 1; b < ranks; ++b) {
+      v1::Link& l = info.links.emplace_back();
+      l.set_a(a);
+      l.set_b(b);
+      l.set_p2p(true);
+      l.set_kind("shm");
+    }
   }
   return info;
 }
@@ -71,14 +122,18 @@ absl::StatusOr<BackendInfo> ParseProbeOutput(absl::string_view output) {
         }
         v1::Device& d = info.devices.emplace_back();
         d.set_index(jd["index"].get<uint32_t>());
-        if (jd.contains("name") && jd["name"].is_string())
-          d.set_name(jd["name"].get<std::string>());
+        d.set_name(StringField(jd, "name"));
         if (jd.contains("memory_bytes") && jd["memory_bytes"].is_number_unsigned()) {
           d.set_memory_bytes(jd["memory_bytes"].get<uint64_t>());
         }
         d.set_backend(info.backend);
+        d.set_uuid(StringField(jd, "uuid"));
+        d.set_pci_bus_id(StringField(jd, "pci_bus_id"));
       }
     }
+    info.driver_version = StringField(j, "driver_version");
+    info.runtime_version = StringField(j, "runtime_version");
+    info.links = ParseLinks(j);
     return info;
   }
   return absl::InvalidArgumentError("probe printed no JSON line");
@@ -214,6 +269,10 @@ absl::StatusOr<BackendInfo> ResolveBackend(const std::string& requested, uint32_
     std::sort(kept.begin(), kept.end(),
               [](const v1::Device& a, const v1::Device& b) { return a.index() < b.index(); });
     info.devices = std::move(kept);
+    // Links to devices left out describe hardware this daemon does not use.
+    std::erase_if(info.links, [&](const v1::Link& l) {
+      return seen.count(l.a()) == 0 || seen.count(l.b()) == 0;
+    });
   }
   return info;
 }

@@ -1,7 +1,12 @@
 // Which backend colltestd runs and which devices it offers. The controller never touches a GPU
 // runtime itself: it asks `colltest-worker --probe --backend B`, which prints one JSON line
-//   {"backend":"cuda","devices":[{"index":0,"name":"NVIDIA H200","memory_bytes":150...},...]}
-// and falls back to the cpu backend's virtual ranks where no GPU answers.
+//   {"backend":"cuda","devices":[{"index":0,"name":"NVIDIA H200","memory_bytes":150...,
+//    "uuid":"GPU-...","pci_bus_id":"0000:19:00.0"},...],"driver_version":"13.0",
+//    "runtime_version":"13.0","links":[{"a":0,"b":1,"p2p":true,"performance_rank":0,
+//    "native_atomics":true},...]}
+// and falls back to the cpu backend's virtual ranks where no GPU answers. Everything after
+// memory_bytes describes the machine (server/machine_identity.h); an older worker's line without it
+// still parses, with those fields empty.
 #pragma once
 
 #include <cstdint>
@@ -19,10 +24,17 @@ namespace colltest::server {
 struct BackendInfo {
   std::string backend;  // "cpu", "cuda" or "hip"
   std::vector<colltest::v1::Device> devices;
-  std::string note;  // why auto chose what it chose, for the log
+  std::string note;            // why auto chose what it chose, for the log
+  std::string driver_version;  // as the probe reported them; "" when it did not
+  std::string runtime_version;
+  std::vector<colltest::v1::Link> links;  // between devices (a < b), as the probe reported them
 };
 
-// `ranks` virtual devices named "cpu rank i".
+// This host's name (gethostname(2)); "unknown" when it has none to give.
+std::string HostName();
+
+// `ranks` virtual devices named "cpu rank i", UUID "cpu-<host>-<i>", every pair linked through
+// shared memory (kind "shm", p2p: each rank maps the others' segments).
 BackendInfo CpuBackend(uint32_t ranks);
 
 // Parses the probe's output (the first line that is a JSON object).

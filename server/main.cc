@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "dashboard/assets.h"
+#include "http/gateway.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
@@ -23,6 +25,10 @@
 #include "server/credentials.h"
 #include "server/fd_limit.h"
 #include "server/grpc_server.h"
+#include "server/history_pruner.h"
+#include "server/history_setup.h"
+#include "server/machine_identity.h"
+#include "server/build_info.h"
 #include "server/metrics.h"
 #include "server/options.h"
 #include "server/parse_error_interceptor.h"
@@ -37,6 +43,8 @@
 
 namespace colltest::server {
 namespace {
+
+namespace v1 = ::colltest::v1;
 
 constexpr absl::Duration kProbeTimeout = absl::Seconds(30);
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
@@ -102,17 +110,27 @@ sigset_t BlockStopSignals() {
   return stop_signals;
 }
 
-// /metrics on --http, behind HTTP Basic auth when a token file exists (docs/security.md).
-absl::Status ServeMetrics(const ServerOptions& options, const Authorizer& authorizer,
-                          Metrics& metrics) {
-  if (options.http.empty()) return absl::OkStatus();
-  Metrics::BasicAuthCheck basic_auth;
+// --http: the JSON API over the service in process, the dashboard, and /metrics behind HTTP Basic
+// auth when a token file exists (docs/http-api.md, docs/security.md).
+absl::StatusOr<std::unique_ptr<http::Gateway>> ServeHttp(const ServerOptions& options,
+                                                         const Authorizer& authorizer,
+                                                         Metrics& metrics, grpc::Server& server) {
+  if (options.http.empty()) return nullptr;
+  http::GatewayOptions gateway;
+  gateway.address = options.http;
+  gateway.tls_cert = options.tls_cert;
+  gateway.tls_key = options.tls_key;
+  gateway.tls_client_ca = options.tls_client_ca;
+  gateway.channel = server.InProcessChannel(grpc::ChannelArguments());
+  gateway.render_metrics = [&metrics] { return metrics.Render(); };
   if (authorizer.metrics_need_auth()) {
-    basic_auth = [&authorizer](const std::string& user, const std::string& password) {
+    gateway.metrics_basic_auth = [&authorizer](const std::string& user,
+                                               const std::string& password) {
       return authorizer.CheckBasic(user, password);
     };
   }
-  return metrics.Serve(options.http, std::move(basic_auth));
+  gateway.find_asset = dashboard::FindAsset;
+  return http::Gateway::Start(std::move(gateway));
 }
 
 WorkerPoolOptions PoolOptionsFor(const ServerOptions& options, const std::string& backend,
@@ -147,7 +165,8 @@ absl::StatusOr<TuneTables> LoadTuneTables(const std::string& dir) {
 }
 
 ServiceOptions ServiceOptionsFor(const ServerOptions& options, const BackendInfo& backend,
-                                 const AuthConfig& auth, Metrics* metrics, const TuneTables* tune) {
+                                 const AuthConfig& auth, Metrics* metrics, const TuneTables* tune,
+                                 store::RunStore* history, v1::MachineIdentity machine) {
   ServiceOptions service_options;
   service_options.backend = backend.backend;
   service_options.devices = backend.devices;
@@ -155,7 +174,8 @@ ServiceOptions ServiceOptionsFor(const ServerOptions& options, const BackendInfo
   service_options.max_case_bytes = options.max_case_bytes;
   service_options.allow_fault_injection = options.allow_fault_injection;
   service_options.auth = auth;
-  service_options.history_max_bytes = options.history_max_bytes;
+  service_options.history_store = history;
+  service_options.machine = std::move(machine);
   service_options.max_active_runs_per_owner = options.max_active_runs_per_owner;
   service_options.version = Version();
   service_options.metrics = metrics;
@@ -201,6 +221,9 @@ struct Daemon {
   std::unique_ptr<ServingState> serving;
   std::unique_ptr<WorkerPool> pool;
   TuneTables tune;
+  OpenedHistory history;
+  std::unique_ptr<HistoryPruner> pruner;
+  std::unique_ptr<http::Gateway> gateway;  // after the gRPC server is built: it calls into it
 };
 
 absl::Status Prepare(const ServerOptions& options, Daemon& d) {
@@ -216,11 +239,12 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
   d.authorizer = std::make_unique<Authorizer>(d.auth);
   LogAuthMode(options, *d.authorizer);
   COLLTEST_ASSIGN_OR_RETURN(d.credentials, MakeServerCredentials(options));
-  COLLTEST_RETURN_IF_ERROR(ServeMetrics(options, *d.authorizer, d.metrics));
   d.serving = std::make_unique<ServingState>(&d.metrics);
-  if (!options.state_dir.empty()) {
-    spdlog::warn("--state-dir {}: the history is kept in memory only for now", options.state_dir);
-  }
+  COLLTEST_ASSIGN_OR_RETURN(d.history, OpenHistory(options.state_dir));
+  d.pruner = std::make_unique<HistoryPruner>(
+      d.history.store.get(), RetentionPolicy{options.history_max_runs, options.history_max_age,
+                                             options.history_max_bytes},
+      options.history_prune_interval);
   if (options.allow_fault_injection) spdlog::warn("fault injection is allowed");
   absl::StatusOr<std::unique_ptr<WorkerPool>> pool =
       CreateWorkerPool(PoolOptionsFor(options, d.backend.backend, *d.serving));
@@ -251,8 +275,10 @@ int Main(int argc, char** argv) {
     if (d.pool != nullptr) d.pool->Shutdown();
     return Fail(std::string(prepared.message()));
   }
-  CollectiveTestService service(ServiceOptionsFor(options, d.backend, d.auth, &d.metrics, &d.tune),
-                                d.pool.get());
+  CollectiveTestService service(
+      ServiceOptionsFor(options, d.backend, d.auth, &d.metrics, &d.tune, d.history.store.get(),
+                        BuildMachineIdentity(d.backend, Version(), BuildCommit())),
+      d.pool.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   // Loading libgrpc++_reflection alone registers reflection with every server (a static
@@ -275,13 +301,19 @@ int Main(int argc, char** argv) {
   absl::Status started =
       server == nullptr ? absl::UnavailableError(absl::StrCat("cannot serve on ", options.listen))
                         : (*front)->Start(server.get());
+  if (started.ok()) {
+    absl::StatusOr<std::unique_ptr<http::Gateway>> gateway =
+        ServeHttp(options, *d.authorizer, d.metrics, *server);
+    if (gateway.ok()) d.gateway = *std::move(gateway);
+    started = gateway.status();
+  }
   if (!started.ok()) {
     d.pool->Shutdown();
     return Fail(std::string(started.message()));
   }
   d.serving->Attach(server->GetHealthCheckService());
-  AnnounceListening(options, d.backend, (*front)->address(), d.metrics.bound_address(), d.auth,
-                    *d.authorizer);
+  AnnounceListening(options, d.backend, (*front)->address(),
+                    d.gateway != nullptr ? d.gateway->bound_address() : "", d.auth, *d.authorizer);
 
   std::thread stopper([&] {
     int signal_number = 0;
@@ -290,6 +322,7 @@ int Main(int argc, char** argv) {
     d.serving->Detach();
     service.BeginShutdown();
     (*front)->Stop();
+    d.gateway.reset();  // its streaming sweeps end first: they hold calls into `server`
     server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   });
   server->Wait();

@@ -1,7 +1,6 @@
 #include "server/metrics.h"
 
 #include <array>
-#include <exception>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -10,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
@@ -138,11 +136,9 @@ struct Metrics::Impl {
   prometheus::Histogram& wall_seconds = wall.Add({}, WallBuckets());
 
   // Guards the three gauges of a group so that concurrent updates of one group leave exactly one
-  // of them at 1, and the exposer and its address against a concurrent Serve.
+  // of them at 1.
   mutable std::mutex mu;
   std::map<std::string, std::array<prometheus::Gauge*, kGroupStates.size()>> groups;
-  std::unique_ptr<prometheus::Exposer> exposer;
-  std::string bound_address;
 };
 
 Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
@@ -174,47 +170,6 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
 }
 
 Metrics::~Metrics() = default;
-
-absl::Status Metrics::Serve(const std::string& address, BasicAuthCheck basic_auth) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (impl_->exposer) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "metrics: cannot serve on ", address, ": already serving on ", impl_->bound_address));
-  }
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metrics: cannot serve on \"", address, "\": expected HOST:PORT"));
-  }
-  try {
-    // civetweb throws when it cannot bind (port in use, unknown host); its message does not name
-    // the address, ours does.
-    // CivetWeb's defaults (2 threads, 30 s to read a request) let two idle connections hold
-    // every thread for half a minute.
-    auto exposer = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-        "listening_ports", address, "num_threads", std::to_string(kMetricsThreads),
-        "request_timeout_ms", std::to_string(kMetricsRequestTimeoutMs)});
-    const std::vector<int> ports = exposer->GetListeningPorts();
-    if (ports.empty()) {
-      return absl::UnavailableError(
-          absl::StrCat("metrics: cannot serve on ", address, ": no listening port"));
-    }
-    // The guard goes up before the page exists, so no scrape slips through unauthenticated.
-    if (basic_auth) exposer->RegisterAuth(std::move(basic_auth), "colltestd");
-    exposer->RegisterCollectable(impl_->registry);
-    impl_->bound_address = absl::StrCat(address.substr(0, colon), ":", ports.front());
-    impl_->exposer = std::move(exposer);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("metrics: cannot serve on ", address, ": ", e.what()));
-  }
-  return absl::OkStatus();
-}
-
-std::string Metrics::bound_address() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->bound_address;
-}
 
 void Metrics::ObserveCase(const v1::CaseResult& result) {
   const std::string variant = VariantName(result.variant());

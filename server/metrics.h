@@ -1,6 +1,6 @@
 // Prometheus metrics of colltestd (DESIGN.md section 9): cases run, hangs with their culprit,
-// latencies, worker restarts, group health, the run queue and health checks, served as text on an
-// HTTP port. prometheus-cpp stays behind an Impl so that users of this header do not need its
+// latencies, worker restarts, group health, the run queue and health checks, rendered as the
+// Prometheus text format for the HTTP port (http/gateway.h). prometheus-cpp stays behind an Impl so that users of this header do not need its
 // headers. Thread-safe.
 #pragma once
 
@@ -17,27 +17,12 @@
 
 namespace colltest::server {
 
-inline constexpr int kMetricsThreads = 16;
-inline constexpr int kMetricsRequestTimeoutMs = 2000;
-
 class Metrics final : public ListenerEvents {
  public:
   Metrics();  // registry with every family created up front (so a scrape shows them at zero)
   ~Metrics();
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
-
-  // HTTP Basic credentials (user, password) -> whether the scrape may proceed.
-  using BasicAuthCheck = std::function<bool(const std::string&, const std::string&)>;
-
-  // Serves the text exposition format at GET /metrics on `address` ("HOST:PORT"; port 0 picks a
-  // free port); with `basic_auth`, a scrape without credentials it accepts gets 401. Connections
-  // that send nothing, or half a request, are dropped after kMetricsRequestTimeoutMs, and
-  // kMetricsThreads serve at once, so a few stuck clients cannot block scrapes. Errors name the
-  // address. Call at most once.
-  absl::Status Serve(const std::string& address, BasicAuthCheck basic_auth = nullptr);
-  // "HOST:PORT" actually bound after Serve (the real port when 0 was asked), "" before.
-  std::string bound_address() const;
 
   // One finished case: colltest_cases_total{status,variant,mode} (+1), and for cases that ran
   // (status OK or WRONG) colltest_case_latency_us{variant,mode} histogram of
@@ -61,7 +46,7 @@ class Metrics final : public ListenerEvents {
   // colltest_connections_refused_total{reason="cap|handshake_timeout|bad_preface|accept_error"}.
   void ObserveRefused(Refusal reason, uint64_t count) override;
 
-  // The same text a scrape returns (for tests and for a future dashboard).
+  // The text of a scrape (GET /metrics, served by http/gateway.h).
   std::string Render() const;
 
  private:

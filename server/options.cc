@@ -164,8 +164,17 @@ void AddRunLimitOptions(CLI::App& app, ServerOptions& o) {
                     "largest m * n * element size of one case, per rank (e.g. 32MiB; K, M, G, T "
                     "are powers of 1024)");
   AddByteSizeOption(app, "--history-max-bytes", o.history_max_bytes,
-                    "serialized size of the runs kept for GetRun and ListRuns (e.g. 128MiB); the "
-                    "oldest finished runs are forgotten first");
+                    "serialized case results the history database keeps (e.g. 1GiB); the oldest "
+                    "finished runs are deleted first, baselines never");
+  app.add_option("--history-max-runs", o.history_max_runs,
+                 "runs the history database keeps; the oldest finished are deleted first (0: no "
+                 "limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  AddDurationOption(app, "--history-max-age", o.history_max_age,
+                    "finished runs older than this are deleted from the history (e.g. 90d)");
+  AddDurationOption(app, "--history-prune-interval", o.history_prune_interval,
+                    "how often the retention bounds are applied (and once at start)");
   app.add_option("--max-active-runs-per-owner", o.max_active_runs_per_owner,
                  "runs one caller may have queued or running at once; more are refused "
                  "RESOURCE_EXHAUSTED (0: no limit)")
@@ -198,8 +207,11 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
       ->check(CLI::Range(1, 64));
   app.add_option("--devices", o.devices, "use only these device indices, e.g. 0,1")->delimiter(',');
   app.add_option("--http", o.http,
-                 "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any)");
-  app.add_option("--state-dir", o.state_dir, "directory for persistent state (not used yet)");
+                 "serve the dashboard, the JSON API (/api/v1) and Prometheus metrics (/metrics) "
+                 "at http://HOST:PORT (port 0: any)");
+  app.add_option("--state-dir", o.state_dir,
+                 "directory of the run history database (default $XDG_STATE_HOME/colltest, else "
+                 "~/.local/state/colltest)");
   AddSecurityOptions(app, o);
   app.add_option("--worker", o.worker, "colltest-worker binary (default: next to colltestd)");
   AddRunLimitOptions(app, o);

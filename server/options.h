@@ -9,7 +9,6 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "server/run_history.h"
 #include "server/validation.h"
 
 namespace colltest::server {
@@ -19,8 +18,8 @@ struct ServerOptions {
   std::string backend = "auto";            // auto, cpu, cuda or hip
   uint32_t cpu_ranks = 4;
   std::vector<uint32_t> devices;  // restrict the server to these device indices; empty = all
-  std::string http;               // Prometheus metrics address; empty = not served
-  std::string state_dir;          // persistent history (accepted, not used yet)
+  std::string http;  // HTTP address: API, dashboard, metrics (http/gateway.h); empty = not served
+  std::string state_dir;  // the history database's directory; empty = store::ResolveStateDir("")
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;  // set: clients must present a certificate signed by it
@@ -31,7 +30,11 @@ struct ServerOptions {
   uint64_t max_case_bytes = kDefaultMaxCaseBytes;
   std::string runtime_dir;
   std::string tune_dir;  // tune tables for `auto`; empty = DefaultTuneDir()
-  uint64_t history_max_bytes = kDefaultHistoryMaxBytes;  // serialized runs kept in the history
+  // Retention of the history database (docs/history.md); 0 / zero: no bound of that kind.
+  uint64_t history_max_runs = 10000;
+  absl::Duration history_max_age = absl::Hours(24 * 90);
+  uint64_t history_max_bytes = uint64_t{1} << 30;  // serialized case results kept
+  absl::Duration history_prune_interval = absl::Minutes(1);
   uint32_t max_active_runs_per_owner = 16;  // queued or running runs of one caller; 0: no limit
   // Connections and streams (docs/limits.md).
   uint32_t max_connections = 0;  // 0: DefaultMaxConnections(the soft fd limit, the devices)

@@ -97,13 +97,30 @@ std::optional<v1::CaseResult> RunExecutor::RunOne(uint32_t index,
 }
 
 void RunExecutor::Count(const v1::CaseResult& result, const std::vector<uint32_t>& devices) {
-  if (metrics_ == nullptr) return;
-  metrics_->ObserveCase(result);
+  if (metrics_ != nullptr) metrics_->ObserveCase(result);
   if (result.status() != v1::CASE_STATUS_HANG) return;
   const std::vector<v1::RankResult> ranks(result.ranks().begin(), result.ranks().end());
-  if (std::optional<uint32_t> culprit = HangCulprit(ranks);
-      culprit.has_value() && *culprit < devices.size()) {
+  std::optional<uint32_t> culprit = HangCulprit(ranks);
+  if (culprit.has_value() && *culprit >= devices.size()) culprit.reset();
+  if (metrics_ != nullptr && culprit.has_value()) {
     metrics_->ObserveHang(*culprit, devices[*culprit]);
+  }
+  v1::GroupHealth hang;
+  hang.set_last_hang(result.message());
+  hang.set_last_hang_unix_ms(absl::ToUnixMillis(absl::Now()));
+  hang.set_last_hang_device(culprit.has_value() ? static_cast<int32_t>(devices[*culprit]) : -1);
+  std::lock_guard<std::mutex> lock(hangs_mu_);
+  last_hangs_[devices] = std::move(hang);
+}
+
+void RunExecutor::AddLastHangs(std::vector<v1::GroupHealth>& groups) const {
+  std::lock_guard<std::mutex> lock(hangs_mu_);
+  for (v1::GroupHealth& group : groups) {
+    auto it = last_hangs_.find(std::vector<uint32_t>(group.devices().begin(), group.devices().end()));
+    if (it == last_hangs_.end()) continue;
+    group.set_last_hang(it->second.last_hang());
+    group.set_last_hang_unix_ms(it->second.last_hang_unix_ms());
+    group.set_last_hang_device(it->second.last_hang_device());
   }
 }
 
@@ -131,7 +148,9 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
                          spec->variants_size() * spec->modes_size();
   const SweepPlan plan = PlanSweep(*spec, next_case_id_.fetch_add(count));
   const auto total = static_cast<uint32_t>(plan.cases.size());
-  const std::string id = history_->Create(*spec, limits_.backend, owner);
+  absl::StatusOr<std::string> created = history_->Create(*spec, limits_.backend, owner);
+  if (!created.ok()) return created.status();
+  const std::string id = *std::move(created);
   spdlog::info("run {}: {} cases on devices {} ({}) for {}", id, total,
                absl::StrJoin(plan.devices, ","), spec->label(), owner);
 
@@ -186,7 +205,10 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
                    ModeName(result.mode()), result.m(), result.n(), CaseStatusName(result.status()),
                    result.message());
     }
-    (void)history_->AddCase(id, result);
+    if (absl::Status stored = history_->AddCase(id, result); !stored.ok()) {
+      spdlog::error("run {} case {}: not stored in the history: {}", id, i,
+                    std::string(stored.message()));
+    }
     Count(result, plan.devices);
     ++done;
     observer.OnCase(id, result, done, total);
@@ -214,9 +236,8 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
   if (state == v1::RUN_STATE_DONE && !failed_fast.empty()) {
     message = absl::StrCat(message, "; ", failed_fast);
   }
-  (void)history_->Finish(id, state, message);
   spdlog::info("run {}: {} {}", id, RunStateName(state), message);
-  return history_->Get(id);
+  return history_->Finish(id, state, message);
 }
 
 absl::StatusOr<v1::RunState> RunExecutor::Cancel(const std::string& run_id) {

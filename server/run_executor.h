@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -61,6 +63,9 @@ class RunExecutor {
 
   const ServerLimits& limits() const { return limits_; }
 
+  // Fills each group's last_hang fields from the HANG cases this executor has seen.
+  void AddLastHangs(std::vector<colltest::v1::GroupHealth>& groups) const;
+
  private:
   // Why `run_id` must stop, or "" when it may go on.
   std::string StopReason(const std::string& run_id, RunObserver& observer) const;
@@ -84,6 +89,9 @@ class RunExecutor {
   OwnerQuota quota_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<uint64_t> next_case_id_{1};
+  mutable std::mutex hangs_mu_;
+  // The last HANG per group (devices): GroupHealth with only the last_hang fields set.
+  std::map<std::vector<uint32_t>, colltest::v1::GroupHealth> last_hangs_;
 };
 
 }  // namespace colltest::server

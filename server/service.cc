@@ -1,11 +1,13 @@
 #include "server/service.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/grpc_status.h"
+#include "server/query_validation.h"
 #include "server/stream_observer.h"
 
 namespace colltest::server {
@@ -25,6 +27,13 @@ ServerLimits LimitsFor(const ServiceOptions& options) {
   return limits;
 }
 
+std::unique_ptr<store::RunStore> OpenMemoryStore() {
+  absl::StatusOr<std::unique_ptr<store::RunStore>> opened = store::RunStore::Open(":memory:");
+  // An in-memory database fails to open only when the process is out of memory.
+  if (!opened.ok()) std::abort();
+  return *std::move(opened);
+}
+
 }  // namespace
 
 std::vector<v1::Variant> VariantsFor(const std::string& backend) {
@@ -40,7 +49,9 @@ std::vector<v1::Variant> VariantsFor(const std::string& backend) {
 CollectiveTestService::CollectiveTestService(ServiceOptions options, WorkerPool* pool)
     : options_(std::move(options)),
       auth_(options_.auth),
-      history_(options_.history_capacity, options_.history_max_bytes),
+      own_store_(options_.history_store != nullptr ? nullptr : OpenMemoryStore()),
+      history_(options_.history_store != nullptr ? options_.history_store : own_store_.get(),
+               options_.machine),
       arbiter_(options_.queue_poll),
       executor_(LimitsFor(options_), pool, &history_, &arbiter_, options_.metrics, options_.tune),
       pool_(pool),
@@ -62,7 +73,10 @@ grpc::Status CollectiveTestService::ListDevices(grpc::ServerContext* context,
   for (v1::Variant v : options_.variants) response->add_variants(v);
   response->set_max_world_size(static_cast<uint32_t>(options_.devices.size()));
   response->set_version(options_.version);
-  for (v1::GroupHealth& g : pool_->GroupStates()) *response->add_groups() = std::move(g);
+  std::vector<v1::GroupHealth> groups = pool_->GroupStates();
+  executor_.AddLastHangs(groups);
+  for (v1::GroupHealth& g : groups) *response->add_groups() = std::move(g);
+  *response->mutable_machine() = options_.machine;
   return grpc::Status::OK;
 }
 
@@ -127,7 +141,10 @@ grpc::Status CollectiveTestService::ListRuns(grpc::ServerContext* context,
   if (auto caller = auth_.Require(*context, Role::kViewer, "ListRuns"); !caller.ok()) {
     return ToGrpcStatus(caller.status());
   }
-  for (v1::RunSummary& s : history_.List(request->limit())) *response->add_runs() = std::move(s);
+  if (absl::Status s = ValidateListRuns(*request); !s.ok()) return ToGrpcStatus(s);
+  absl::StatusOr<v1::ListRunsResponse> runs = history_.List(*request);
+  if (!runs.ok()) return ToGrpcStatus(runs.status());
+  *response = *std::move(runs);
   return grpc::Status::OK;
 }
 

@@ -3,6 +3,7 @@
 // the client goes away, the run is cancelled.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "server/run_queue.h"
 #include "server/send_watchdog.h"
 #include "server/worker_pool.h"
+#include "store/run_store.h"
 
 namespace colltest::server {
 
@@ -27,8 +29,9 @@ struct ServiceOptions {
   AuthConfig auth;  // no principals and no mutual TLS: no authentication
   std::string version;
   absl::Duration queue_poll = absl::Milliseconds(50);
-  size_t history_capacity = kDefaultHistoryCapacity;
-  uint64_t history_max_bytes = kDefaultHistoryMaxBytes;
+  // The history database (not owned); null: the service keeps its own in memory (tests).
+  store::RunStore* history_store = nullptr;
+  colltest::v1::MachineIdentity machine;  // recorded with every run
   uint32_t max_active_runs_per_owner = 16;  // queued or running runs of one caller; 0: no limit
   Metrics* metrics = nullptr;        // not owned; null: no metrics
   const TuneTables* tune = nullptr;  // not owned; null: `auto` is UNSUPPORTED
@@ -60,13 +63,26 @@ class CollectiveTestService final : public colltest::v1::CollectiveTest::Service
                       colltest::v1::CancelResponse* response) override;
   grpc::Status Health(grpc::ServerContext* context, const colltest::v1::HealthRequest* request,
                       colltest::v1::HealthResponse* response) override;
+  grpc::Status SetBaseline(grpc::ServerContext* context,
+                           const colltest::v1::SetBaselineRequest* request,
+                           colltest::v1::Baseline* response) override;
+  grpc::Status ListBaselines(grpc::ServerContext* context,
+                             const colltest::v1::ListBaselinesRequest* request,
+                             colltest::v1::ListBaselinesResponse* response) override;
+  grpc::Status Compare(grpc::ServerContext* context, const colltest::v1::CompareRequest* request,
+                       colltest::v1::CompareResponse* response) override;
 
   // Call before grpc::Server::Shutdown so that queued and long runs return promptly.
   void BeginShutdown() { executor_.BeginShutdown(); }
 
  private:
+  // A finished run, or FAILED_PRECONDITION naming `field`.
+  absl::StatusOr<colltest::v1::RunResult> FinishedRun(const std::string& run_id,
+                                                      absl::string_view field) const;
+
   const ServiceOptions options_;
   const Authorizer auth_;
+  std::unique_ptr<store::RunStore> own_store_;  // when options_.history_store is null
   RunHistory history_;
   DeviceArbiter arbiter_;
   RunExecutor executor_;

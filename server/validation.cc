@@ -245,16 +245,16 @@ absl::Status ValidateFault(absl::string_view field, absl::string_view fault, uin
   return common::ParseFaultSpec(field, fault, world).status();
 }
 
-absl::Status ValidateRunId(absl::string_view run_id) {
-  if (run_id.empty()) return Invalid("run_id: empty");
+absl::Status ValidateRunId(absl::string_view run_id, absl::string_view field) {
+  if (run_id.empty()) return Invalid(absl::StrCat(field, ": empty"));
   if (run_id.size() > kMaxRunIdBytes) {
     return Invalid(
-        absl::StrCat("run_id: ", run_id.size(), " bytes, the limit is ", kMaxRunIdBytes));
+        absl::StrCat(field, ": ", run_id.size(), " bytes, the limit is ", kMaxRunIdBytes));
   }
   for (size_t i = 0; i < run_id.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(run_id[i]);
     if (c < 0x21 || c > 0x7E) {
-      return Invalid(absl::StrCat("run_id: byte ", i, " is ",
+      return Invalid(absl::StrCat(field, ": byte ", i, " is ",
                                   common::EscapeForTerminal(run_id.substr(i, 1)),
                                   ": a run id is printable ASCII without spaces"));
     }

@@ -63,6 +63,7 @@ absl::Status ValidateFault(absl::string_view field, absl::string_view fault, uin
 
 // The run id of GetRun and Cancel: non-empty, at most kMaxRunIdBytes bytes of printable ASCII, so
 // that an id echoed in a NOT_FOUND message or a log line is short and cannot carry control bytes.
-absl::Status ValidateRunId(absl::string_view run_id);
+// `field` names it in the message (GetRun's "run_id", Compare's "run_a").
+absl::Status ValidateRunId(absl::string_view run_id, absl::string_view field = "run_id");
 
 }  // namespace colltest::server

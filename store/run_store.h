@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,8 @@ class RunStore {
   int schema_version() const;
 
   // A new run as RunHistory creates it: id, state, spec, backend, owner, created time and machine
-  // (recorded once per MachineIdentity.key). `run.cases` must be empty. ALREADY_EXISTS for a known id.
+  // (recorded once per MachineIdentity.key). `run.cases` must be empty. ALREADY_EXISTS for a known
+  // id.
   absl::Status InsertRun(const colltest::v1::RunResult& run);
   // Appends one finished case and updates the run's counters in one transaction: once this
   // returns, the case survives a SIGKILL of colltestd. NOT_FOUND for an unknown run.
@@ -80,7 +82,12 @@ class RunStore {
   RunStore(std::string path, std::unique_ptr<Database> db);
 
   const std::string path_;
+  // One connection for every caller: SQLite's own locking keeps one call whole, not a
+  // transaction of several statements, so every method holds mu_ from its first statement to its
+  // last.
+  mutable std::mutex mu_;
   std::unique_ptr<Database> db_;
+  int schema_version_ = 0;  // set by Open, after the migrations
 };
 
 }  // namespace colltest::store

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -74,6 +75,21 @@ std::unique_ptr<Daemon> Daemon::StartWithBackend(const std::string& backend,
   if (std::find(extra_args.begin(), extra_args.end(), "--listen") == extra_args.end()) {
     argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
   }
+  // A history of its own: tests must not share (or lock) the user's state directory.
+  std::string state_dir;
+  bool own_state_dir = false;
+  if (auto it = std::find(extra_args.begin(), extra_args.end(), "--state-dir");
+      it != extra_args.end() && it + 1 != extra_args.end()) {
+    state_dir = *(it + 1);
+  } else {
+    std::string tmpl = (std::getenv("TMPDIR") != nullptr ? std::string(std::getenv("TMPDIR"))
+                                                         : std::string("/tmp")) +
+                       "/colltestd-state-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) return nullptr;
+    state_dir = tmpl;
+    own_state_dir = true;
+    argv.insert(argv.end(), {"--state-dir", state_dir});
+  }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   std::vector<std::string> envv;
   for (char** e = environ; *e != nullptr; ++e) envv.emplace_back(*e);
@@ -95,6 +111,8 @@ std::unique_ptr<Daemon> Daemon::StartWithBackend(const std::string& backend,
   close(out[1]);
   auto d = std::unique_ptr<Daemon>(new Daemon());
   d->pid_ = pid;
+  d->state_dir_ = state_dir;
+  d->own_state_dir_ = own_state_dir;
   // GPU workers take longer to start (context creation, allocation).
   const std::string line = ReadLine(out[0], 120000);
   close(out[0]);
@@ -112,7 +130,18 @@ std::unique_ptr<Daemon> Daemon::StartWithBackend(const std::string& backend,
   return d;
 }
 
-Daemon::~Daemon() { Stop(); }
+Daemon::~Daemon() {
+  Stop();
+  if (own_state_dir_) std::filesystem::remove_all(state_dir_);
+}
+
+void Daemon::Kill() {
+  if (stopped_) return;
+  stopped_ = true;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+}
 
 std::unique_ptr<colltest::v1::CollectiveTest::Stub> Daemon::Stub() const {
   grpc::ChannelArguments args;

@@ -48,12 +48,19 @@ class Daemon {
   std::vector<std::string> ShmSegments() const;
   // SIGTERM and wait (SIGKILL after 10 s); returns the exit status as waitpid reports it.
   int Stop();
+  // SIGKILL and wait: colltestd gets no chance to finish anything (its workers follow it).
+  void Kill();
+  // The --state-dir it runs with: a fresh directory of its own (removed with the Daemon) unless
+  // the test passed one.
+  const std::string& state_dir() const { return state_dir_; }
 
  private:
   pid_t pid_ = -1;
   std::string address_;
   std::string http_address_;
   bool stopped_ = false;
+  std::string state_dir_;
+  bool own_state_dir_ = false;
 };
 
 // Runs a command, returns (exit code, stdout + stderr).

@@ -360,6 +360,15 @@ TEST(Recovery, HundredFaultCyclesLeaveNoProcessFdOrSegmentAndAreCounted) {
   }
   EXPECT_EQ(hung, hangs) << metrics;
   EXPECT_EQ(Metric(metrics, R"(colltest_group_state{group="0,1,2,3",state="serving"})"), 1);
+
+  // The dashboard's "culprit of the last hang": cycle 101 hung rank 1 (hang_end_sync:1).
+  grpc::ClientContext context;
+  v1::ListDevicesResponse devices;
+  ASSERT_TRUE(stub->ListDevices(&context, v1::ListDevicesRequest(), &devices).ok());
+  ASSERT_EQ(devices.groups_size(), 1);
+  EXPECT_EQ(devices.groups(0).last_hang_device(), 1);
+  EXPECT_THAT(devices.groups(0).last_hang(), HasSubstr("rank 1"));
+  EXPECT_GT(devices.groups(0).last_hang_unix_ms(), 0);
 }
 
 }  // namespace

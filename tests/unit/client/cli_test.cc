@@ -176,9 +176,103 @@ TEST_F(CliTest, GetCancelAndRuns) {
   EXPECT_EQ(std::get<Invocation>(cancel.result).command, "cancel");
   EXPECT_EQ(std::get<Invocation>(cancel.result).run_id, "r-2");
 
+  // `runs` is what `history` was called before it had filters.
   Parsed runs = Parse({"runs", "--limit", "5"});
   ASSERT_TRUE(std::holds_alternative<Invocation>(runs.result)) << runs.err;
-  EXPECT_EQ(std::get<Invocation>(runs.result).limit, "5");
+  EXPECT_EQ(std::get<Invocation>(runs.result).command, "history");
+  EXPECT_EQ(std::get<Invocation>(runs.result).history.limit, "5");
+}
+
+TEST_F(CliTest, HistoryFlagsAreKeptAsTyped) {
+  Parsed p =
+      Parse({"history", "--label", "nightly", "--state", "done", "--since", "24h", "--variant",
+             "lamport", "--limit", "20", "--page-token", "t-1", "--all", "--format", "csv"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(p.result)) << p.err;
+  const Invocation& inv = std::get<Invocation>(p.result);
+  EXPECT_EQ(inv.command, "history");
+  EXPECT_EQ(inv.history.label, "nightly");
+  EXPECT_EQ(inv.history.state, "done");
+  EXPECT_EQ(inv.history.since, "24h");
+  EXPECT_EQ(inv.history.variant, "lamport");
+  EXPECT_EQ(inv.history.limit, "20");
+  EXPECT_EQ(inv.history.page_token, "t-1");
+  EXPECT_TRUE(inv.history.all);
+  EXPECT_EQ(inv.format, "csv");
+
+  Parsed plain = Parse({"history"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(plain.result)) << plain.err;
+  EXPECT_FALSE(std::get<Invocation>(plain.result).history.all);
+  EXPECT_FALSE(std::get<Invocation>(plain.result).history.since.has_value());
+}
+
+TEST_F(CliTest, BaselineSetAndList) {
+  Parsed set = Parse({"baseline", "set", "r-7", "--name", "nightly", "--format", "json"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(set.result)) << set.err;
+  EXPECT_EQ(std::get<Invocation>(set.result).command, "baseline set");
+  EXPECT_EQ(std::get<Invocation>(set.result).run_id, "r-7");
+  EXPECT_EQ(std::get<Invocation>(set.result).baseline_name, "nightly");
+  EXPECT_EQ(std::get<Invocation>(set.result).format, "json");
+
+  Parsed list = Parse({"baseline", "list", "--machine-key", "k1", "--server", "h:1"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(list.result)) << list.err;
+  EXPECT_EQ(std::get<Invocation>(list.result).command, "baseline list");
+  EXPECT_EQ(std::get<Invocation>(list.result).machine_key, "k1");
+  EXPECT_EQ(std::get<Invocation>(list.result).connection.server, "h:1");
+
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"baseline"}, {"baseline", "set"}, {"baseline", "drop", "x"}}) {
+    Parsed p = Parse(bad);
+    ASSERT_TRUE(std::holds_alternative<int>(p.result)) << bad.size();
+    EXPECT_EQ(std::get<int>(p.result), 3);
+  }
+}
+
+TEST_F(CliTest, CompareRunsBaselineAndThreshold) {
+  Parsed two = Parse({"compare", "r-1", "r-2", "--threshold", "0.1", "--format", "junit"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(two.result)) << two.err;
+  const Invocation& inv = std::get<Invocation>(two.result);
+  EXPECT_EQ(inv.command, "compare");
+  EXPECT_EQ(inv.compare.runs, (std::vector<std::string>{"r-1", "r-2"}));
+  EXPECT_EQ(inv.compare.threshold, "0.1");
+  EXPECT_FALSE(inv.compare.baseline.has_value());
+
+  Parsed named = Parse({"compare", "r-2", "--baseline", "nightly"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(named.result)) << named.err;
+  EXPECT_EQ(std::get<Invocation>(named.result).compare.runs, std::vector<std::string>{"r-2"});
+  EXPECT_EQ(std::get<Invocation>(named.result).compare.baseline, "nightly");
+
+  Parsed unnamed = Parse({"compare", "r-2", "--baseline"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(unnamed.result)) << unnamed.err;
+  EXPECT_EQ(std::get<Invocation>(unnamed.result).compare.baseline, "");
+
+  Parsed three = Parse({"compare", "r-1", "r-2", "r-3"});
+  ASSERT_TRUE(std::holds_alternative<int>(three.result));
+  EXPECT_EQ(std::get<int>(three.result), 3);
+}
+
+TEST_F(CliTest, RunAndSweepCompareBaselineWithOrWithoutAName) {
+  Parsed bare = Parse({"run", "--compare-baseline", "--m", "1"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(bare.result)) << bare.err;
+  EXPECT_EQ(std::get<Invocation>(bare.result).compare.baseline, "");
+  EXPECT_EQ(std::get<Invocation>(bare.result).sweep.m, "1");
+
+  Parsed named = Parse({"sweep", "--compare-baseline", "nightly", "--compare-threshold", "3%"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(named.result)) << named.err;
+  EXPECT_EQ(std::get<Invocation>(named.result).compare.baseline, "nightly");
+  EXPECT_EQ(std::get<Invocation>(named.result).compare.threshold, "3%");
+
+  Parsed none = Parse({"run"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(none.result)) << none.err;
+  EXPECT_FALSE(std::get<Invocation>(none.result).compare.baseline.has_value());
+}
+
+TEST_F(CliTest, HelpNamesTheExitCodes) {
+  Parsed p = Parse({"--help"});
+  EXPECT_THAT(p.out, HasSubstr("history, runs"));
+  EXPECT_THAT(p.out, HasSubstr("compare"));
+  EXPECT_THAT(p.out, HasSubstr("  4  compare or --compare-baseline found a regression"));
+  Parsed sub = Parse({"run", "--help"});
+  EXPECT_THAT(sub.out, HasSubstr("--compare-baseline [NAME]"));
 }
 
 TEST_F(CliTest, HelpIsSuccess) {
@@ -208,7 +302,7 @@ TEST_F(CliTest, CommandIsRequired) {
 }
 
 TEST_F(CliTest, RemovedOrFutureCommandsAreNotAccepted) {
-  Parsed p = Parse({"history"});
+  Parsed p = Parse({"watch"});
   ASSERT_TRUE(std::holds_alternative<int>(p.result));
   EXPECT_EQ(std::get<int>(p.result), 3);
 }
@@ -286,6 +380,37 @@ TEST_F(CliTest, BadHealthFormatIsExitThree) {
   std::string out, err;
   EXPECT_EQ(Cli({"health", "--format", "yaml"}, &out, &err), 3);
   EXPECT_THAT(err, HasSubstr("--format: cannot parse 'yaml'"));
+}
+
+TEST_F(CliTest, HistoryRefusesJunitAndBadFiltersBeforeConnecting) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"history", "--format", "junit"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--format: history prints table, json or csv, not junit"));
+  EXPECT_EQ(Cli({"history", "--since", "2026"}, &out, &err), 3);
+  EXPECT_THAT(err, StartsWith("colltest: INVALID_ARGUMENT: --since: cannot parse '2026'"));
+  EXPECT_EQ(Cli({"history", "--state", "finished"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--state: unknown state 'finished'"));
+  EXPECT_EQ(Cli({"baseline", "list", "--format", "csv"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--format: baseline prints table or json, not csv"));
+}
+
+TEST_F(CliTest, CompareBadArgumentsAreExitThreeBeforeConnecting) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"compare", "r-1"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("compare: name two runs"));
+  EXPECT_EQ(Cli({"compare", "r-1", "r-2", "--baseline"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("with --baseline, name one run"));
+  EXPECT_EQ(Cli({"compare", "r-1", "r-2", "--threshold", "5"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--threshold: '5' would be 500 %"));
+}
+
+TEST_F(CliTest, CompareBaselineRefusesCsvAndAStrayThreshold) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"run", "--compare-baseline", "--format", "csv"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--compare-baseline: prints table, json or junit, not csv"));
+  EXPECT_EQ(Cli({"sweep", "--compare-threshold", "0.1"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--compare-threshold: only with --compare-baseline"));
+  EXPECT_EQ(out, "");
 }
 
 TEST_F(CliTest, BadLimitIsExitThree) {

@@ -20,6 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/unit/client/sample_compare.h"
 #include "tests/unit/client/sample_health.h"
 #include "tests/unit/client/sample_run.h"
 
@@ -141,6 +142,13 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
   grpc::Status GetRun(grpc::ServerContext* context, const v1::GetRunRequest* request,
                       v1::RunResult* response) override {
     Record(context);
+    if (request->run_id() == "r-int") {
+      *response = testing::SampleRun();
+      response->set_run_id("r-int");
+      response->set_state(v1::RUN_STATE_INTERRUPTED);
+      response->set_message("colltestd stopped during the run");
+      return grpc::Status::OK;
+    }
     if (request->run_id() != "r-42") {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "run " + request->run_id() + " not found");
     }
@@ -148,14 +156,74 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
     return grpc::Status::OK;
   }
 
+  // The label "paged" serves r-1 .. r-4 over three pages (tokens p2, p3); any other, r-42.
   grpc::Status ListRuns(grpc::ServerContext* context, const v1::ListRunsRequest* request,
                         v1::ListRunsResponse* response) override {
     Record(context);
     std::lock_guard<std::mutex> lock(mu_);
     last_limit_ = request->limit();
-    v1::RunSummary* r = response->add_runs();
-    r->set_run_id("r-42");
-    r->set_state(v1::RUN_STATE_DONE);
+    list_requests_.push_back(*request);
+    if (request->label() != "paged") {
+      v1::RunSummary* r = response->add_runs();
+      r->set_run_id("r-42");
+      r->set_state(v1::RUN_STATE_DONE);
+      return grpc::Status::OK;
+    }
+    const std::map<std::string, std::pair<std::vector<std::string>, std::string>> pages = {
+        {"", {{"r-1", "r-2"}, "p2"}}, {"p2", {{"r-3"}, "p3"}}, {"p3", {{"r-4"}, ""}}};
+    auto page = pages.find(request->page_token());
+    if (page == pages.end()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "page_token: not issued here");
+    }
+    for (const std::string& id : page->second.first) response->add_runs()->set_run_id(id);
+    response->set_next_page_token(page->second.second);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status SetBaseline(grpc::ServerContext* context, const v1::SetBaselineRequest* request,
+                           v1::Baseline* response) override {
+    Record(context);
+    std::lock_guard<std::mutex> lock(mu_);
+    last_set_baseline_ = *request;
+    response->set_name(request->name().empty() ? "default" : request->name());
+    response->set_machine_key("k1");
+    response->set_hostname("gpu-7");
+    response->set_run_id(request->run_id());
+    response->set_set_unix_ms(1700000000000);
+    response->set_set_by("ci-bot");
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListBaselines(grpc::ServerContext* context, const v1::ListBaselinesRequest* request,
+                             v1::ListBaselinesResponse* response) override {
+    Record(context);
+    std::lock_guard<std::mutex> lock(mu_);
+    last_machine_key_ = request->machine_key();
+    v1::Baseline* b = response->add_baselines();
+    b->set_name("default");
+    b->set_machine_key("k1");
+    b->set_hostname("gpu-7");
+    b->set_run_id("r-base");
+    return grpc::Status::OK;
+  }
+
+  // The reference selects the verdict: run r-base or baseline "slow" regressed, baseline "missing"
+  // does not exist, run r-gone neither; anything else is clean.
+  grpc::Status Compare(grpc::ServerContext* context, const v1::CompareRequest* request,
+                       v1::CompareResponse* response) override {
+    Record(context);
+    std::lock_guard<std::mutex> lock(mu_);
+    compare_requests_.push_back(*request);
+    if (request->baseline() == "missing") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          "no baseline 'missing' for gpu-7 (machine key k1)");
+    }
+    if (request->run_a() == "r-gone") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "run r-gone not found");
+    }
+    const bool slow = request->run_a() == "r-base" || request->baseline() == "slow";
+    *response = slow ? testing::SampleComparison() : testing::SampleCleanComparison();
+    response->set_run_b(request->run_b());
     return grpc::Status::OK;
   }
 
@@ -177,6 +245,22 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
   uint32_t last_limit() {
     std::lock_guard<std::mutex> lock(mu_);
     return last_limit_;
+  }
+  std::vector<v1::ListRunsRequest> list_requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return list_requests_;
+  }
+  v1::SetBaselineRequest last_set_baseline() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_set_baseline_;
+  }
+  std::string last_machine_key() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_machine_key_;
+  }
+  std::vector<v1::CompareRequest> compare_requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return compare_requests_;
   }
   v1::HealthRequest last_health() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -260,6 +344,10 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
   std::string authorization_;
   v1::SweepSpec last_spec_;
   uint32_t last_limit_ = 0;
+  std::vector<v1::ListRunsRequest> list_requests_;
+  v1::SetBaselineRequest last_set_baseline_;
+  std::string last_machine_key_;
+  std::vector<v1::CompareRequest> compare_requests_;
   v1::HealthRequest last_health_;
   std::chrono::system_clock::duration health_deadline_{};
 };
@@ -624,6 +712,179 @@ TEST_F(CommandsTest, TuneRefusedByTheServerIsThreeAndWritesNothing) {
 TEST_F(CommandsTest, TuneUnwritableOutIsThree) {
   EXPECT_EQ(Cli({"tune", "--world", "2", "--m", "1", "--out", "/nonexistent/dir/t.json"}), 3);
   EXPECT_THAT(err_, HasSubstr("--out: cannot write '/nonexistent/dir/t.json'"));
+}
+
+TEST_F(CommandsTest, GetInterruptedRunIsThreeAndNamesTheState) {
+  EXPECT_EQ(Cli({"get", "r-int"}), 3);
+  EXPECT_THAT(out_, HasSubstr("state INTERRUPTED"));
+  EXPECT_EQ(err_, "colltest: run r-int INTERRUPTED: colltestd stopped during the run\n");
+}
+
+TEST_F(CommandsTest, HistorySendsItsFilters) {
+  ASSERT_EQ(Cli({"history", "--label", "nightly", "--state", "interrupted", "--since", "2026-11-01",
+                 "--variant", "lamport", "--limit", "7", "--page-token", "t-1"}),
+            0)
+      << err_;
+  ASSERT_EQ(service_.list_requests().size(), 1u);
+  const v1::ListRunsRequest request = service_.list_requests()[0];
+  EXPECT_EQ(request.label(), "nightly");
+  EXPECT_EQ(request.state(), v1::RUN_STATE_INTERRUPTED);
+  EXPECT_EQ(request.since_unix_ms(), 1793491200000);
+  EXPECT_EQ(request.variant(), v1::VARIANT_LAMPORT);
+  EXPECT_EQ(request.limit(), 7u);
+  EXPECT_EQ(request.page_token(), "t-1");
+  EXPECT_THAT(out_, HasSubstr("r-42"));
+}
+
+TEST_F(CommandsTest, HistoryShowsOnePageAndTheTokenToContinue) {
+  ASSERT_EQ(Cli({"history", "--label", "paged"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("\nr-2 "));
+  EXPECT_THAT(out_, Not(HasSubstr("r-3")));
+  EXPECT_THAT(out_, HasSubstr("\nmore runs: --page-token p2\n"));
+  EXPECT_EQ(service_.list_requests().size(), 1u);
+}
+
+TEST_F(CommandsTest, HistoryAllFollowsEveryPage) {
+  ASSERT_EQ(Cli({"history", "--label", "paged", "--all", "--format", "json"}), 0) << err_;
+  const nlohmann::json json = nlohmann::json::parse(out_);
+  ASSERT_EQ(json["runs"].size(), 4u);
+  EXPECT_EQ(json["runs"][0]["run_id"], "r-1");
+  EXPECT_EQ(json["runs"][3]["run_id"], "r-4");
+  EXPECT_EQ(json["next_page_token"], "");
+  const std::vector<v1::ListRunsRequest> requests = service_.list_requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[1].page_token(), "p2");
+  EXPECT_EQ(requests[2].page_token(), "p3");
+  EXPECT_EQ(requests[2].label(), "paged");
+}
+
+TEST_F(CommandsTest, HistoryCsvNamesTheTokenOnStderr) {
+  ASSERT_EQ(Cli({"history", "--label", "paged", "--format", "csv"}), 0) << err_;
+  EXPECT_THAT(out_, StartsWith("run_id,created,"));
+  EXPECT_EQ(err_, "colltest: more runs: --page-token p2\n");
+}
+
+TEST_F(CommandsTest, RunsIsStillAccepted) {
+  ASSERT_EQ(Cli({"runs"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("r-42"));
+}
+
+TEST_F(CommandsTest, BaselineSetPrintsWhatWasSet) {
+  ASSERT_EQ(Cli({"baseline", "set", "r-42", "--name", "nightly"}), 0) << err_;
+  EXPECT_EQ(out_, "baseline nightly of gpu-7 (key k1) = r-42\n");
+  EXPECT_EQ(service_.last_set_baseline().run_id(), "r-42");
+  EXPECT_EQ(service_.last_set_baseline().name(), "nightly");
+  ASSERT_EQ(Cli({"baseline", "set", "r-42"}), 0) << err_;
+  EXPECT_EQ(service_.last_set_baseline().name(), "");
+  EXPECT_EQ(out_, "baseline default of gpu-7 (key k1) = r-42\n");
+}
+
+TEST_F(CommandsTest, BaselineListSendsTheMachineKey) {
+  ASSERT_EQ(Cli({"baseline", "list", "--machine-key", "k1", "--format", "json"}), 0) << err_;
+  EXPECT_EQ(service_.last_machine_key(), "k1");
+  EXPECT_EQ(nlohmann::json::parse(out_)["baselines"][0]["run_id"], "r-base");
+}
+
+TEST_F(CommandsTest, CompareRegressionIsFourWithTheReport) {
+  EXPECT_EQ(Cli({"compare", "r-base", "r-42"}), 4) << err_;
+  EXPECT_EQ(err_, "");
+  EXPECT_THAT(out_, StartsWith("compare r-base -> r-42"));
+  EXPECT_THAT(out_, HasSubstr("REGRESSION"));
+  EXPECT_THAT(out_, ::testing::EndsWith("\n3 of 6 cases regressed (worst: lamport_tb eager w=4 m=1 "
+                                        "n=7168 bf16 status OK -> WRONG)\n"));
+  const v1::CompareRequest request = service_.compare_requests().back();
+  EXPECT_EQ(request.run_a(), "r-base");
+  EXPECT_EQ(request.run_b(), "r-42");
+  EXPECT_EQ(request.baseline(), "");
+}
+
+TEST_F(CommandsTest, CompareCleanIsZero) {
+  EXPECT_EQ(Cli({"compare", "r-1", "r-42", "--format", "json"}), 0) << err_;
+  EXPECT_EQ(nlohmann::json::parse(out_)["regressed"], false);
+}
+
+TEST_F(CommandsTest, CompareWithABaselineSendsItAndTheThreshold) {
+  EXPECT_EQ(
+      Cli({"compare", "r-42", "--baseline", "slow", "--threshold", "2%", "--format", "junit"}), 4)
+      << err_;
+  const v1::CompareRequest request = service_.compare_requests().back();
+  EXPECT_EQ(request.run_a(), "");
+  EXPECT_EQ(request.run_b(), "r-42");
+  EXPECT_EQ(request.baseline(), "slow");
+  EXPECT_DOUBLE_EQ(request.threshold(), 0.02);
+  EXPECT_THAT(out_, HasSubstr("<testsuite name=\"comparison\" tests=\"6\" failures=\"3\""));
+}
+
+TEST_F(CommandsTest, CompareRpcErrorIsThree) {
+  EXPECT_EQ(Cli({"compare", "r-gone", "r-42"}), 3);
+  EXPECT_EQ(err_, "colltest: NOT_FOUND: run r-gone not found\n");
+  EXPECT_EQ(out_, "");
+}
+
+TEST_F(CommandsTest, RunCompareBaselineRegressionIsFour) {
+  EXPECT_EQ(Cli({"run", "--label", "all-ok", "--compare-baseline", "slow"}), 4) << err_;
+  const v1::CompareRequest request = service_.compare_requests().back();
+  EXPECT_EQ(request.run_b(), "r-42");
+  EXPECT_EQ(request.baseline(), "slow");
+  EXPECT_EQ(request.run_a(), "");
+  // The run's table, then the comparison's.
+  const size_t run = out_.find("run r-42  backend cpu");
+  const size_t comparison = out_.find("compare r-base -> r-42 (baseline default)");
+  ASSERT_NE(run, std::string::npos);
+  ASSERT_NE(comparison, std::string::npos);
+  EXPECT_LT(run, comparison);
+  EXPECT_EQ(err_, "");
+}
+
+TEST_F(CommandsTest, RunCompareBaselineWithoutANameAsksForTheDefault) {
+  EXPECT_EQ(Cli({"run", "--label", "all-ok", "--compare-baseline", "--compare-threshold", "0.1"}),
+            0)
+      << err_;
+  const v1::CompareRequest request = service_.compare_requests().back();
+  EXPECT_EQ(request.baseline(), "");
+  EXPECT_DOUBLE_EQ(request.threshold(), 0.1);
+  EXPECT_THAT(out_, HasSubstr("\nno regression in 2 cases\n"));
+}
+
+TEST_F(CommandsTest, TheRunsOwnFailureOutranksTheRegression) {
+  // The sample run has a HANG (2) and a WRONG (1) case.
+  EXPECT_EQ(Cli({"run", "--compare-baseline", "slow"}), 2) << err_;
+  EXPECT_THAT(out_, HasSubstr("3 of 6 cases regressed"));
+  EXPECT_EQ(Cli({"sweep", "--compare-baseline", "slow", "--format", "json"}), 2) << err_;
+}
+
+TEST_F(CommandsTest, SweepCompareBaselineJsonEmbedsTheComparison) {
+  EXPECT_EQ(Cli({"sweep", "--label", "all-ok", "--compare-baseline", "slow", "--format", "json"}),
+            4)
+      << err_;
+  const nlohmann::json json = nlohmann::json::parse(out_);
+  EXPECT_EQ(json["run_id"], "r-42");
+  EXPECT_EQ(json["cases"].size(), 2u);
+  EXPECT_EQ(json["comparison"]["run_b"], "r-42");
+  EXPECT_EQ(json["comparison"]["regressed"], true);
+  // Outside a table the verdict is also one line on stderr, for CI logs.
+  EXPECT_THAT(err_, HasSubstr("colltest: comparison: 3 of 6 cases regressed"));
+}
+
+TEST_F(CommandsTest, RunCompareBaselineJunitHasASecondSuite) {
+  EXPECT_EQ(Cli({"run", "--label", "all-ok", "--compare-baseline", "slow", "--format", "junit"}), 4)
+      << err_;
+  EXPECT_THAT(out_, HasSubstr("<testsuites>\n<testsuite name=\"colltest\" tests=\"2\""));
+  EXPECT_THAT(out_, HasSubstr("<testsuite name=\"comparison\" tests=\"6\" failures=\"3\""));
+}
+
+TEST_F(CommandsTest, MissingBaselineIsThreeAfterTheRunsReport) {
+  EXPECT_EQ(Cli({"run", "--label", "all-ok", "--compare-baseline", "missing"}), 3);
+  EXPECT_THAT(out_, HasSubstr("2 cases: 1 OK, 1 UNSUPPORTED"));
+  EXPECT_EQ(err_, "colltest: NOT_FOUND: no baseline 'missing' for gpu-7 (machine key k1)\n");
+}
+
+TEST_F(CommandsTest, IncompleteRunIsNotCompared) {
+  EXPECT_EQ(Cli({"run", "--label", "cancelled", "--compare-baseline", "slow"}), 3);
+  EXPECT_TRUE(service_.compare_requests().empty());
+  EXPECT_THAT(err_, HasSubstr("colltest: run r-42 CANCELLED: cancelled by user\n"));
+  EXPECT_THAT(err_, HasSubstr("colltest: no comparison with the baseline: the run did not "
+                              "complete\n"));
 }
 
 TEST(HealthDeadlineTest, FortyTimesTheCaseTimeoutAndAtLeastTwoMinutes) {

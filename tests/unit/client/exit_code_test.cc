@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "gtest/gtest.h"
+#include "tests/unit/client/sample_compare.h"
 #include "tests/unit/client/sample_health.h"
 #include "tests/unit/client/sample_run.h"
 
@@ -24,6 +25,7 @@ TEST(ExitCodeForRunTest, DocumentedValues) {
   EXPECT_EQ(kExitWrong, 1);
   EXPECT_EQ(kExitHang, 2);
   EXPECT_EQ(kExitError, 3);
+  EXPECT_EQ(kExitRegressed, 4);
 }
 
 TEST(ExitCodeForRunTest, OkAndUnsupportedAreSuccess) {
@@ -53,9 +55,11 @@ TEST(ExitCodeForRunTest, UnsetCaseStatusIsAnErrorNotASuccess) {
   EXPECT_EQ(ExitCodeForRun(RunWith({v1::CASE_STATUS_UNSPECIFIED})), kExitError);
 }
 
-TEST(ExitCodeForRunTest, CancelledOrFailedRunIsThree) {
+TEST(ExitCodeForRunTest, CancelledFailedOrInterruptedRunIsThree) {
   EXPECT_EQ(ExitCodeForRun(RunWith({v1::CASE_STATUS_OK}, v1::RUN_STATE_CANCELLED)), kExitError);
   EXPECT_EQ(ExitCodeForRun(RunWith({}, v1::RUN_STATE_FAILED)), kExitError);
+  // colltestd stopped under it: the cases it kept may all be OK, the rest never ran.
+  EXPECT_EQ(ExitCodeForRun(RunWith({v1::CASE_STATUS_OK}, v1::RUN_STATE_INTERRUPTED)), kExitError);
 }
 
 TEST(ExitCodeForRunTest, SampleRunIsAHang) {
@@ -101,6 +105,39 @@ TEST(ExitCodeForHealthTest, WorstDetailWinsOverAnOptimisticSummary) {
   v1::HealthResponse case_error = testing::SampleHealthOk();
   case_error.mutable_cases(0)->set_status(v1::CASE_STATUS_ERROR);
   EXPECT_EQ(ExitCodeForHealth(case_error), kExitError);
+}
+
+TEST(ExitCodeForComparisonTest, RegressionIsFourCleanIsZero) {
+  EXPECT_EQ(ExitCodeForComparison(testing::SampleComparison()), kExitRegressed);
+  EXPECT_EQ(ExitCodeForComparison(testing::SampleCleanComparison()), kExitOk);
+}
+
+TEST(ExitCodeForComparisonTest, ARegressedCaseCountsWhateverTheSummarySays) {
+  v1::CompareResponse regression = testing::SampleCleanComparison();
+  regression.mutable_cases(1)->set_verdict(v1::COMPARE_VERDICT_REGRESSION);
+  EXPECT_EQ(ExitCodeForComparison(regression), kExitRegressed);
+  v1::CompareResponse missing = testing::SampleCleanComparison();
+  missing.mutable_cases(0)->set_verdict(v1::COMPARE_VERDICT_ONLY_A);
+  EXPECT_EQ(ExitCodeForComparison(missing), kExitRegressed);
+  v1::CompareResponse flagged = testing::SampleCleanComparison();
+  flagged.set_regressed(true);
+  EXPECT_EQ(ExitCodeForComparison(flagged), kExitRegressed);
+  // New cases and improvements are news, not failures.
+  v1::CompareResponse news = testing::SampleCleanComparison();
+  news.mutable_cases(0)->set_verdict(v1::COMPARE_VERDICT_ONLY_B);
+  news.mutable_cases(1)->set_verdict(v1::COMPARE_VERDICT_IMPROVEMENT);
+  EXPECT_EQ(ExitCodeForComparison(news), kExitOk);
+}
+
+TEST(ExitCodeForRunAndComparisonTest, TheRunsOwnFailureOutranksARegression) {
+  const v1::CompareResponse regressed = testing::SampleComparison();
+  const v1::CompareResponse clean = testing::SampleCleanComparison();
+  EXPECT_EQ(ExitCodeForRunAndComparison(kExitOk, regressed), kExitRegressed);
+  EXPECT_EQ(ExitCodeForRunAndComparison(kExitOk, clean), kExitOk);
+  for (int run_code : {kExitWrong, kExitHang, kExitError}) {
+    EXPECT_EQ(ExitCodeForRunAndComparison(run_code, regressed), run_code);
+    EXPECT_EQ(ExitCodeForRunAndComparison(run_code, clean), run_code);
+  }
 }
 
 }  // namespace

@@ -178,8 +178,8 @@ TEST(FormatRunsTest, TableShowsUtcTimes) {
   r->set_owner("ci-bot");
   absl::StatusOr<std::string> table = FormatRuns(runs, OutputFormat::kTable);
   ASSERT_TRUE(table.ok());
-  EXPECT_THAT(*table,
-              HasSubstr("r-7     RUNNING     12  11       1  2023-11-14 22:13:20  ci-bot  ci"));
+  EXPECT_THAT(*table, HasSubstr("r-7     2023-11-14T22:13:20Z  RUNNING     12  11       1  ci     "
+                                "ci-bot"));
   absl::StatusOr<std::string> json = FormatRuns(runs, OutputFormat::kJson);
   ASSERT_TRUE(json.ok());
   EXPECT_THAT(*json, HasSubstr("\"owner\": \"ci-bot\""));

@@ -24,6 +24,14 @@ TEST(ParseDurationTest, ReadsAbslDurations) {
   EXPECT_EQ(*ParseDuration("--timeout", " 1m30s "), absl::Seconds(90));
 }
 
+TEST(ParseDurationTest, ReadsWholeDays) {
+  EXPECT_EQ(*ParseDuration("--history-max-age", "90d"), absl::Hours(24 * 90));
+  EXPECT_EQ(*ParseDuration("--since", "1d"), absl::Hours(24));
+  EXPECT_FALSE(ParseDuration("--since", "1.5d").ok());
+  EXPECT_FALSE(ParseDuration("--since", "d").ok());
+  EXPECT_FALSE(ParseDuration("--since", "36501d").ok());
+}
+
 TEST(ParseDurationTest, ReadsABareNumberAsMilliseconds) {
   EXPECT_EQ(*ParseDuration("--timeout", "500"), absl::Milliseconds(500));
   EXPECT_EQ(*ParseDuration("--timeout", "0"), absl::ZeroDuration());

@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -13,11 +15,23 @@
 namespace colltest::server {
 namespace {
 
+namespace v1 = ::colltest::v1;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 
 constexpr char kTwoGpus[] =
     R"({"backend":"cuda","devices":[{"index":0,"name":"NVIDIA H200","memory_bytes":150000000000},)"
     R"({"index":1,"name":"NVIDIA H200","memory_bytes":150000000000}]})";
+
+// What a worker with the machine-identity probe prints (worker/backends/gpu/gpu_backend.h).
+constexpr char kTwoGpusWithIdentity[] =
+    R"({"backend":"cuda","devices":[{"index":0,"name":"NVIDIA H200","memory_bytes":150000000000,)"
+    R"("uuid":"GPU-8d1f2a3b-0000-1111-2222-333344445555","pci_bus_id":"0000:19:00.0"},)"
+    R"({"index":1,"name":"NVIDIA H200","memory_bytes":150000000000,)"
+    R"("uuid":"GPU-8d1f2a3b-0000-1111-2222-333344446666","pci_bus_id":"0000:3b:00.0"}],)"
+    R"("driver_version":"13.0","runtime_version":"13.0",)"
+    R"("links":[{"a":0,"b":1,"p2p":true,"performance_rank":1,"native_atomics":true}]})";
 
 ProbeFn Answer(absl::StatusOr<std::string> output) {
   return [output](const std::string&, const std::string&) { return output; };
@@ -29,6 +43,81 @@ TEST(BackendProbeTest, CpuBackendHasNamedRanks) {
   ASSERT_EQ(info.devices.size(), 3u);
   EXPECT_EQ(info.devices[2].name(), "cpu rank 2");
   EXPECT_EQ(info.devices[2].index(), 2u);
+}
+
+TEST(BackendProbeTest, CpuBackendIdentity) {
+  BackendInfo info = CpuBackend(3);
+  const std::string host = HostName();
+  EXPECT_FALSE(host.empty());
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(info.devices[i].uuid(), absl::StrCat("cpu-", host, "-", i));
+    EXPECT_EQ(info.devices[i].backend(), "cpu");
+    EXPECT_EQ(info.devices[i].pci_bus_id(), "");
+  }
+  // Every pair once, a < b, through shared memory.
+  ASSERT_EQ(info.links.size(), 3u);
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (const v1::Link& l : info.links) {
+    pairs.emplace_back(l.a(), l.b());
+    EXPECT_TRUE(l.p2p());
+    EXPECT_EQ(l.kind(), "shm");
+  }
+  EXPECT_THAT(pairs, ElementsAre(Pair(0u, 1u), Pair(0u, 2u), Pair(1u, 2u)));
+  EXPECT_TRUE(CpuBackend(1).links.empty());
+}
+
+TEST(BackendProbeTest, ParsesTheIdentityFields) {
+  auto info = ParseProbeOutput(absl::StrCat(kTwoGpusWithIdentity, "\n"));
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->devices.size(), 2u);
+  EXPECT_EQ(info->devices[0].uuid(), "GPU-8d1f2a3b-0000-1111-2222-333344445555");
+  EXPECT_EQ(info->devices[1].uuid(), "GPU-8d1f2a3b-0000-1111-2222-333344446666");
+  EXPECT_EQ(info->devices[1].pci_bus_id(), "0000:3b:00.0");
+  EXPECT_EQ(info->devices[1].memory_bytes(), 150000000000u);
+  EXPECT_EQ(info->driver_version, "13.0");
+  EXPECT_EQ(info->runtime_version, "13.0");
+  ASSERT_EQ(info->links.size(), 1u);
+  EXPECT_EQ(info->links[0].a(), 0u);
+  EXPECT_EQ(info->links[0].b(), 1u);
+  EXPECT_TRUE(info->links[0].p2p());
+  EXPECT_EQ(info->links[0].performance_rank(), 1);
+  EXPECT_TRUE(info->links[0].native_atomics());
+}
+
+TEST(BackendProbeTest, OldProbeOutputStillParses) {
+  auto info = ParseProbeOutput(kTwoGpus);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->devices.size(), 2u);
+  EXPECT_EQ(info->devices[0].uuid(), "");
+  EXPECT_EQ(info->devices[0].pci_bus_id(), "");
+  EXPECT_EQ(info->driver_version, "");
+  EXPECT_EQ(info->runtime_version, "");
+  EXPECT_TRUE(info->links.empty());
+}
+
+TEST(BackendProbeTest, MalformedIdentityFieldsAreEmptyNotErrors) {
+  auto info = ParseProbeOutput(
+      R"({"backend":"hip","devices":[{"index":0,"uuid":7,"pci_bus_id":null}],)"
+      R"("driver_version":50221153,"links":[{"a":0},"x",{"a":0,"b":1,"p2p":"yes"}]})");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->devices[0].uuid(), "");
+  EXPECT_EQ(info->devices[0].pci_bus_id(), "");
+  EXPECT_EQ(info->driver_version, "");
+  ASSERT_EQ(info->links.size(), 1u);  // the two entries without both indices are dropped
+  EXPECT_FALSE(info->links[0].p2p());
+  EXPECT_EQ(info->links[0].performance_rank(), 0);
+}
+
+TEST(BackendProbeTest, DevicesFlagKeepsOnlyTheirLinks) {
+  auto info = ResolveBackend("cpu", 4, {3, 1}, "w", nullptr);
+  ASSERT_TRUE(info.ok());
+  ASSERT_EQ(info->links.size(), 1u);
+  EXPECT_EQ(info->links[0].a(), 1u);
+  EXPECT_EQ(info->links[0].b(), 3u);
+  info = ResolveBackend("cuda", 4, {1}, "w", Answer(std::string(kTwoGpusWithIdentity)));
+  ASSERT_TRUE(info.ok());
+  EXPECT_TRUE(info->links.empty());
+  EXPECT_EQ(info->driver_version, "13.0");
 }
 
 TEST(BackendProbeTest, ParsesTheProbeLine) {

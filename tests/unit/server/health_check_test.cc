@@ -60,7 +60,9 @@ absl::StatusOr<v1::HealthResponse> CheckOnFourRanks(const v1::HealthRequest& req
   limits.backend = "cpu";
   limits.devices = {0, 1, 2, 3};
   limits.allow_fault_injection = allow_fault_injection;
-  RunHistory history;
+  auto store = store::RunStore::Open(":memory:");
+  if (!store.ok()) return store.status();
+  RunHistory history(store->get());
   DeviceArbiter arbiter;
   RunExecutor executor(limits, &pool, &history, &arbiter);
   HealthChecker checker(&executor, &pool, "cpu", {v1::VARIANT_ONE_STAGE, v1::VARIANT_LAMPORT});

@@ -1,18 +1,10 @@
 #include "server/metrics.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -192,150 +184,6 @@ TEST(MetricsTest, ObserveHealthCheckCountsByStatus) {
   EXPECT_EQ(Value(metrics, R"(colltest_health_checks_total{status="ok"})"), 1);
   EXPECT_EQ(Value(metrics, R"(colltest_health_checks_total{status="hang"})"), 2);
   EXPECT_EQ(Value(metrics, R"(colltest_health_checks_total{status="wrong"})"), 0);
-}
-
-// A connected loopback TCP socket, closed on destruction; -1 when the connection failed. Reads
-// and writes time out after `timeout_s` so that a stuck server fails the test.
-class Connection {
- public:
-  Connection(int port, int timeout_s) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    if (fd_ < 0) return;
-    timeval timeout{.tv_sec = timeout_s, .tv_usec = 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~Connection() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-  Connection(Connection&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-
-  int fd() const { return fd_; }
-  bool Send(const std::string& text) const {
-    return fd_ >= 0 &&
-           send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
-  }
-
- private:
-  int fd_;
-};
-
-// GET `path` from 127.0.0.1:`port` with HTTP/1.0 (the server closes when done) and the extra
-// header lines `headers`; the whole response, or "" on any socket error. Reads are bounded so a
-// stuck server fails the test.
-std::string HttpGet(int port, const std::string& path, const std::string& headers = "") {
-  Connection connection(port, /*timeout_s=*/5);
-  const int fd = connection.fd();
-  std::string response;
-  if (fd >= 0) {
-    const std::string request =
-        "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" + headers + "\r\n";
-    if (send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
-      char buf[4096];
-      ssize_t n;
-      while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) response.append(buf, static_cast<size_t>(n));
-    }
-  }
-  return response;
-}
-
-int PortOf(const std::string& address) {
-  int port = 0;
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) return 0;
-  return port;
-}
-
-TEST(MetricsTest, ServeBindsAFreePortAndAnswersAScrape) {
-  Metrics metrics;
-  EXPECT_EQ(metrics.bound_address(), "");
-  ASSERT_TRUE(metrics.Serve("127.0.0.1:0").ok());
-  const std::string bound = metrics.bound_address();
-  EXPECT_THAT(bound, StartsWith("127.0.0.1:"));
-  const int port = PortOf(bound);
-  ASSERT_GT(port, 0) << bound;
-
-  metrics.ObserveRestart();
-  const std::string response = HttpGet(port, "/metrics");
-  EXPECT_THAT(response, StartsWith("HTTP/1.1 200"));
-  EXPECT_THAT(response, HasSubstr("colltest_worker_restarts_total 1"));
-
-  // A second Serve is refused rather than leaking a second listener.
-  const absl::Status again = metrics.Serve("127.0.0.1:0");
-  EXPECT_FALSE(again.ok());
-}
-
-TEST(MetricsTest, ServeOnAnAddressInUseNamesIt) {
-  Metrics first;
-  ASSERT_TRUE(first.Serve("127.0.0.1:0").ok());
-  const std::string taken = first.bound_address();
-
-  Metrics second;
-  const absl::Status status = second.Serve(taken);
-  EXPECT_FALSE(status.ok());
-  EXPECT_THAT(std::string(status.message()), HasSubstr(taken));
-  EXPECT_EQ(second.bound_address(), "");
-}
-
-// Clients that connect and then send nothing, or stop halfway through the request line, must not
-// hold the HTTP threads: CivetWeb's defaults (2 threads, a 30 s request timeout) let two such
-// connections block every scrape for half a minute.
-TEST(MetricsTest, StalledConnectionsDoNotBlockAScrape) {
-  Metrics metrics;
-  ASSERT_TRUE(metrics.Serve("127.0.0.1:0").ok());
-  const int port = PortOf(metrics.bound_address());
-  std::vector<Connection> stalled;
-  for (int i = 0; i < 8; ++i) {
-    Connection& c = stalled.emplace_back(port, /*timeout_s=*/5);
-    ASSERT_GE(c.fd(), 0);
-    if (i % 2 == 1) ASSERT_TRUE(c.Send("GET /metr"));
-  }
-  const auto start = std::chrono::steady_clock::now();
-  const std::string response = HttpGet(port, "/metrics");
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_THAT(response, StartsWith("HTTP/1.1 200"));
-  EXPECT_LT(seconds, 3.0);
-}
-
-std::string BasicAuthHeader(const std::string& user, const std::string& password) {
-  return "Authorization: Basic " + absl::Base64Escape(user + ":" + password) + "\r\n";
-}
-
-TEST(MetricsTest, BasicAuthGuardsTheScrape) {
-  Metrics metrics;
-  ASSERT_TRUE(metrics
-                  .Serve("127.0.0.1:0",
-                         [](const std::string& user, const std::string& password) {
-                           return user == "grafana" && password == "viewer-token-000001";
-                         })
-                  .ok());
-  const int port = PortOf(metrics.bound_address());
-  EXPECT_THAT(HttpGet(port, "/metrics"), StartsWith("HTTP/1.1 401"));
-  EXPECT_THAT(HttpGet(port, "/metrics", BasicAuthHeader("grafana", "wrong-token-0000001")),
-              StartsWith("HTTP/1.1 401"));
-  EXPECT_THAT(HttpGet(port, "/metrics", BasicAuthHeader("other", "viewer-token-000001")),
-              StartsWith("HTTP/1.1 401"));
-  const std::string ok =
-      HttpGet(port, "/metrics", BasicAuthHeader("grafana", "viewer-token-000001"));
-  EXPECT_THAT(ok, StartsWith("HTTP/1.1 200"));
-  EXPECT_THAT(ok, HasSubstr("colltest_worker_restarts_total 0"));
-}
-
-TEST(MetricsTest, ServeRejectsAnAddressWithoutPort) {
-  Metrics metrics;
-  const absl::Status status = metrics.Serve("localhost");
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()), HasSubstr("localhost"));
 }
 
 }  // namespace

@@ -62,8 +62,21 @@ TEST(OptionsTest, EveryFlag) {
   EXPECT_EQ(p.options->history_max_bytes, 4ull << 20);
 }
 
-TEST(OptionsTest, HistoryMaxBytesDefaultsTo128MiBAndReadsTheSharedSizeGrammar) {
-  EXPECT_EQ(Parse({}).options->history_max_bytes, 128ull << 20);
+TEST(OptionsTest, HistoryRetentionDefaultsAndGrammar) {
+  EXPECT_EQ(Parse({}).options->history_max_runs, 10000u);
+  EXPECT_EQ(Parse({}).options->history_max_age, absl::Hours(24 * 90));
+  EXPECT_EQ(Parse({"--history-max-age", "7d"}).options->history_max_age, absl::Hours(24 * 7));
+  EXPECT_EQ(Parse({"--history-max-age", "36h"}).options->history_max_age, absl::Hours(36));
+  EXPECT_EQ(Parse({"--history-max-age", "0"}).exit_code, 2);
+  EXPECT_EQ(Parse({"--history-max-runs", "0"}).options->history_max_runs, 0u);
+  EXPECT_EQ(Parse({"--history-max-runs", "-1"}).exit_code, 2);
+  EXPECT_EQ(Parse({"--history-prune-interval", "2s"}).options->history_prune_interval,
+            absl::Seconds(2));
+  EXPECT_EQ(Parse({"--state-dir", "/var/lib/colltest"}).options->state_dir, "/var/lib/colltest");
+}
+
+TEST(OptionsTest, HistoryMaxBytesDefaultsTo1GiBAndReadsTheSharedSizeGrammar) {
+  EXPECT_EQ(Parse({}).options->history_max_bytes, 1ull << 30);
   EXPECT_EQ(Parse({"--history-max-bytes", "1GiB"}).options->history_max_bytes, 1ull << 30);
   EXPECT_EQ(Parse({"--history-max-bytes", "64M"}).options->history_max_bytes, 64ull << 20);
   EXPECT_EQ(Parse({"--history-max-bytes", "0"}).exit_code, 2);

@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "worker/backends/gpu/stream_wait.h"
 
 namespace colltest::gpu {
@@ -13,6 +16,94 @@ namespace {
 constexpr size_t kWeightBytes = 256 << 10;
 constexpr size_t kScratchAlign = 4096;
 size_t AlignUp(size_t v) { return (v + kScratchAlign - 1) / kScratchAlign * kScratchAlign; }
+
+// The contents of a JSON string: what the runtime reports is not ours to trust to be plain text.
+std::string JsonEscape(absl::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (u < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", u);
+      out += buf;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" as nvidia-smi prints it, or "GPU-<hex digits>" as
+// ROCm's tools print its text form (gpu_runtime.h kUuidIsText). "" for an all-zero UUID: the
+// runtime has none to give, and a made-up one would merge different machines' baselines.
+std::string UuidText(const Uuid& u) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  size_t used = sizeof u.bytes;
+  while (used > 0 && u.bytes[used - 1] == 0) --used;
+  if (used == 0) return "";
+  if (kUuidIsText) {
+    std::string text = "GPU-";
+    for (size_t i = 0; i < used; ++i) {
+      if (std::isxdigit(u.bytes[i]) == 0) return "";  // not the documented form: no guess
+      text.push_back(static_cast<char>(std::tolower(u.bytes[i])));
+    }
+    return text;
+  }
+  std::string text = "GPU-";
+  for (size_t i = 0; i < sizeof u.bytes; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text.push_back('-');
+    text.push_back(kHex[u.bytes[i] >> 4]);
+    text.push_back(kHex[u.bytes[i] & 0xf]);
+  }
+  return text;
+}
+
+// A version number as text; "" when the query failed or reported nothing.
+std::string VersionText(Error (*query)(int*)) {
+  int v = 0;
+  if (query(&v) != kSuccess || v <= 0) return "";
+  if (!kVersionIsMajorMinor) return absl::StrCat(v);
+  return absl::StrCat(v / 1000, ".", v % 1000 / 10);
+}
+
+// One probe device; false when its name and memory cannot be read (then the probe reports none).
+// UUID and PCI bus id are recorded for the machine identity only: a failed query leaves them "".
+bool AppendDeviceJson(int d, std::string* json) {
+  DeviceInfo info;
+  if (GetDeviceInfo(d, &info) != kSuccess) return false;
+  Uuid uuid;
+  const std::string uuid_text = GetDeviceUuid(d, &uuid) == kSuccess ? UuidText(uuid) : "";
+  char bus[64] = {};
+  if (GetPciBusId(d, bus, sizeof bus) != kSuccess) bus[0] = 0;
+  bus[sizeof bus - 1] = 0;
+  absl::StrAppend(json, d > 0 ? "," : "", R"({"index":)", d, R"(,"name":")", JsonEscape(info.name),
+                  R"(","memory_bytes":)", info.memory_bytes, R"(,"uuid":")", JsonEscape(uuid_text),
+                  R"(","pci_bus_id":")", JsonEscape(bus), R"("})");
+  return true;
+}
+
+// Every pair a < b. p2p needs access both ways: a collective's ranks read and write each other.
+// Rank and atomics are the a -> b direction's; a failed query leaves 0 / false.
+std::string LinksJson(int count) {
+  std::string json = "[";
+  for (int a = 0; a < count; ++a) {
+    for (int b = a + 1; b < count; ++b) {
+      int ab = 0, ba = 0, rank = 0, atomics = 0;
+      const bool p2p = CanAccessPeer(&ab, a, b) == kSuccess && ab != 0 &&
+                       CanAccessPeer(&ba, b, a) == kSuccess && ba != 0;
+      if (P2PAttribute(&rank, kP2PPerformanceRank, a, b) != kSuccess) rank = 0;
+      if (P2PAttribute(&atomics, kP2PNativeAtomics, a, b) != kSuccess) atomics = 0;
+      absl::StrAppend(&json, json.size() > 1 ? "," : "", R"({"a":)", a, R"(,"b":)", b, R"(,"p2p":)",
+                      p2p ? "true" : "false", R"(,"performance_rank":)", rank,
+                      R"(,"native_atomics":)", atomics != 0 ? "true" : "false", "}");
+    }
+  }
+  json.push_back(']');
+  return json;
+}
 
 }  // namespace
 
@@ -30,17 +121,11 @@ std::string ProbeDevicesJson() {
   if (GetDeviceCount(&count) != kSuccess || count <= 0) return "";
   std::string json = absl::StrCat(R"({"backend":")", kBackendName, R"(","devices":[)");
   for (int d = 0; d < count; ++d) {
-    DeviceInfo info;
-    if (GetDeviceInfo(d, &info) != kSuccess) return "";
-    std::string name;
-    for (const char* c = info.name; *c != 0; ++c) {
-      if (*c == '"' || *c == '\\') name.push_back('\\');
-      name.push_back(*c);
-    }
-    absl::StrAppend(&json, d > 0 ? "," : "", R"({"index":)", d, R"(,"name":")", name,
-                    R"(","memory_bytes":)", info.memory_bytes, "}");
+    if (!AppendDeviceJson(d, &json)) return "";
   }
-  absl::StrAppend(&json, "]}");
+  absl::StrAppend(&json, R"(],"driver_version":")", JsonEscape(VersionText(&DriverVersion)),
+                  R"(","runtime_version":")", JsonEscape(VersionText(&RuntimeVersion)),
+                  R"(","links":)", LinksJson(count), "}");
   return json;
 }
 

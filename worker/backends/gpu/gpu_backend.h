@@ -22,7 +22,10 @@ struct GpuBackendOptions {
 
 std::unique_ptr<worker::Backend> CreateGpuBackend(const GpuBackendOptions& options);
 
-// `{"backend":"cuda","devices":[...]}` when devices exist, empty otherwise.
+// `{"backend":"cuda","devices":[...],"driver_version":..,"runtime_version":..,"links":[...]}` when
+// devices exist, empty otherwise (server/backend_probe.h reads it). Devices carry index, name,
+// memory_bytes, uuid and pci_bus_id; links every pair a < b. A failed uuid, bus id, version or
+// link query leaves that field "" / false / 0 rather than failing the probe.
 std::string ProbeDevicesJson();
 
 class GpuBackend final : public worker::Backend {

@@ -60,6 +60,66 @@ inline Error GetDeviceInfo(int d, DeviceInfo* info) {
   return kSuccess;
 }
 
+// ---- Machine identity (the probe): each query stands alone, so one that fails leaves only its
+// own field empty.
+
+// The 16 bytes the runtime identifies a device by. CUDA: binary, shown as nvidia-smi shows it.
+// ROCm: its unique id as up to 16 ASCII hex digits, NUL-padded (hipDeviceGetUuid copies a string).
+inline constexpr bool kUuidIsText = COLLTEST_GPU_VENDOR_HIP;
+struct Uuid {
+  unsigned char bytes[16];
+};
+inline Error GetDeviceUuid(int d, Uuid* uuid) {
+#if COLLTEST_GPU_VENDOR_HIP
+#if HIP_VERSION_MAJOR * 100 + HIP_VERSION_MINOR < 501
+  (void)d;
+  (void)uuid;
+  return hipErrorNotSupported;  // hipDeviceGetUuid is exported from ROCm 5.1 on
+#else
+  // hipDeviceProp_t of ROCm 5.2 has no uuid; the call takes a hipDevice_t, not an ordinal.
+  hipDevice_t device;
+  Error e = hipDeviceGet(&device, d);
+  if (e != kSuccess) return e;
+  hipUUID u;
+  e = hipDeviceGetUuid(&u, device);
+  if (e != kSuccess) return e;
+  for (size_t i = 0; i < sizeof uuid->bytes; ++i)
+    uuid->bytes[i] = static_cast<unsigned char>(u.bytes[i]);
+  return kSuccess;
+#endif
+#else
+  ColltestGpuDeviceProp p;
+  const Error e = cudaGetDeviceProperties(&p, d);
+  if (e != kSuccess) return e;
+  for (size_t i = 0; i < sizeof uuid->bytes; ++i)
+    uuid->bytes[i] = static_cast<unsigned char>(p.uuid.bytes[i]);
+  return kSuccess;
+#endif
+}
+
+// "0000:19:00.0"-style text into `buf` (NUL-terminated).
+inline Error GetPciBusId(int d, char* buf, int len) {
+  return COLLTEST_GPU_API(DeviceGetPCIBusId)(buf, len, d);
+}
+
+// Version numbers: CUDA encodes 1000 * major + 10 * minor (13000 is 13.0). HIP's have no such
+// encoding (the runtime's is HIP_VERSION-style, the driver's an approximation), so they are kept as
+// reported.
+inline Error DriverVersion(int* v) { return COLLTEST_GPU_API(DriverGetVersion)(v); }
+inline Error RuntimeVersion(int* v) { return COLLTEST_GPU_API(RuntimeGetVersion)(v); }
+inline constexpr bool kVersionIsMajorMinor = !COLLTEST_GPU_VENDOR_HIP;
+
+// Whether `d` can map memory of `peer`, and the runtime's view of that direction of the link.
+inline Error CanAccessPeer(int* can, int d, int peer) {
+  return COLLTEST_GPU_API(DeviceCanAccessPeer)(can, d, peer);
+}
+using P2PAttr = COLLTEST_GPU_API(DeviceP2PAttr);
+inline constexpr P2PAttr kP2PPerformanceRank = COLLTEST_GPU_API(DevP2PAttrPerformanceRank);
+inline constexpr P2PAttr kP2PNativeAtomics = COLLTEST_GPU_API(DevP2PAttrNativeAtomicSupported);
+inline Error P2PAttribute(int* value, P2PAttr attr, int d, int peer) {
+  return COLLTEST_GPU_API(DeviceGetP2PAttribute)(value, attr, d, peer);
+}
+
 inline Error Malloc(void** p, size_t n) { return COLLTEST_GPU_API(Malloc)(p, n); }
 inline Error Free(void* p) { return COLLTEST_GPU_API(Free)(p); }
 inline Error Memset(void* p, int v, size_t n) { return COLLTEST_GPU_API(Memset)(p, v, n); }

@@ -1,0 +1,100 @@
+// The comparison of two runs as JSON, alone (`compare`) or inside a run's report
+// (`--compare-baseline`). Like the run JSON (DESIGN section 10), fields may be added, never renamed
+// or removed.
+#include <string>
+
+#include "client/format.h"
+#include "client/format_json.h"
+#include "client/names.h"
+
+namespace colltest::client {
+namespace {
+
+Json MachineJson(const v1::MachineIdentity& m) {
+  Json out = Json::object();
+  out["key"] = m.key();
+  out["hostname"] = m.hostname();
+  out["backend"] = m.backend();
+  out["driver_version"] = m.driver_version();
+  out["runtime_version"] = m.runtime_version();
+  out["colltest_version"] = m.colltest_version();
+  out["build_commit"] = m.build_commit();
+  Json devices = Json::array();
+  for (const v1::Device& d : m.devices()) {
+    Json device = Json::object();
+    device["index"] = d.index();
+    device["name"] = d.name();
+    device["uuid"] = d.uuid();
+    device["pci_bus_id"] = d.pci_bus_id();
+    devices.push_back(std::move(device));
+  }
+  out["devices"] = std::move(devices);
+  return out;
+}
+
+// The fields of one run's side of a case ("a" or "b"); null where the case is missing from it,
+// so that a script cannot mistake a missing case for one that took 0 us.
+void AddSide(const std::string& side, bool present, v1::CaseStatus status, const v1::TimingStats& t,
+             const v1::DiffStats& d, Json& out) {
+  auto field = [&](const std::string& name, Json value) {
+    out[name] = present ? std::move(value) : Json(nullptr);
+  };
+  field("status_" + side, std::string(CaseStatusName(status)));
+  field("median_" + side + "_us", t.median_us());
+  field("p10_" + side + "_us", t.p10_us());
+  field("p90_" + side + "_us", t.p90_us());
+  field("mismatches_" + side, d.mismatches());
+  field("max_ulp_" + side, d.max_ulp());
+  field("nan_inf_" + side, d.nan_inf());
+}
+
+Json CaseComparisonJson(const v1::CaseComparison& c) {
+  Json out = Json::object();
+  out["variant"] = std::string(VariantName(c.variant()));
+  out["mode"] = std::string(ModeName(c.mode()));
+  out["world"] = c.world_size();
+  out["m"] = c.m();
+  out["n"] = c.n();
+  out["dtype"] = std::string(DTypeName(c.dtype()));
+  out["verdict"] = std::string(CompareVerdictName(c.verdict()));
+  out["reason"] = c.reason();
+  out["ratio"] = c.ratio();
+  AddSide("a", c.verdict() != v1::COMPARE_VERDICT_ONLY_B, c.status_a(), c.timing_a(), c.diff_a(),
+          out);
+  AddSide("b", c.verdict() != v1::COMPARE_VERDICT_ONLY_A, c.status_b(), c.timing_b(), c.diff_b(),
+          out);
+  return out;
+}
+
+}  // namespace
+
+Json CompareJson(const v1::CompareResponse& comparison) {
+  Json out = Json::object();
+  out["run_a"] = comparison.run_a();
+  out["run_b"] = comparison.run_b();
+  out["baseline"] = comparison.baseline();
+  out["threshold"] = comparison.threshold();
+  out["regressed"] = comparison.regressed();
+  out["regressions"] = comparison.regressions();
+  out["improvements"] = comparison.improvements();
+  out["message"] = comparison.message();
+  out["machine_a"] = MachineJson(comparison.machine_a());
+  out["machine_b"] = MachineJson(comparison.machine_b());
+  Json cases = Json::array();
+  for (const v1::CaseComparison& c : comparison.cases()) cases.push_back(CaseComparisonJson(c));
+  out["cases"] = std::move(cases);
+  return out;
+}
+
+std::string FormatCompareJson(const v1::CompareResponse& comparison) {
+  return DumpJson(CompareJson(comparison));
+}
+
+std::string FormatRunWithComparisonJson(const v1::RunResult& run,
+                                        const v1::CompareResponse& comparison) {
+  Json out = RunJson(run);
+  out["comparison"] = CompareJson(comparison);
+  return DumpJson(out);
+}
+
+}  // namespace colltest::client

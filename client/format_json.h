@@ -1,0 +1,29 @@
+// JSON building blocks shared by the client's formatters, so that a run printed alone and a run
+// printed with its comparison have one shape. Internal to colltest_client_lib: it exposes
+// nlohmann::json, which the library links privately.
+#ifndef COLLTEST_CLIENT_FORMAT_JSON_H_
+#define COLLTEST_CLIENT_FORMAT_JSON_H_
+
+#include <string>
+
+#include "colltest/v1/colltest.pb.h"
+#include "nlohmann/json.hpp"
+
+namespace colltest::client {
+
+// Insertion order keeps the output readable: identity first, numbers next, details last.
+using Json = nlohmann::ordered_json;
+
+// Indented, one trailing newline. Invalid UTF-8 in a message is replaced rather than thrown on:
+// a report must always come out.
+std::string DumpJson(const Json& json);
+
+// The object FormatRunJson prints.
+Json RunJson(const v1::RunResult& run);
+
+// The object FormatCompareJson prints.
+Json CompareJson(const v1::CompareResponse& comparison);
+
+}  // namespace colltest::client
+
+#endif  // COLLTEST_CLIENT_FORMAT_JSON_H_

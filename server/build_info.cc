@@ -1,0 +1,12 @@
+#include "server/build_info.h"
+
+// Set by server/CMakeLists.txt; a build outside it still links.
+#ifndef COLLTEST_BUILD_COMMIT
+#define COLLTEST_BUILD_COMMIT "unknown"
+#endif
+
+namespace colltest::server {
+
+const char* BuildCommit() { return COLLTEST_BUILD_COMMIT; }
+
+}  // namespace colltest::server

@@ -1,0 +1,35 @@
+// The comparison of two runs behind the Compare RPC: cases are matched by their shape and each
+// gets a verdict, so that a slowdown or a new failure between a reference run (a baseline) and a
+// candidate shows up as one line, and a CI job can fail on it.
+#pragma once
+
+#include "colltest/v1/colltest.pb.h"
+
+namespace colltest::server {
+
+// CompareRequest.threshold 0 means this: a 5 % slowdown of the median is tolerated.
+inline constexpr double kDefaultCompareThreshold = 0.05;
+
+// Compares the cases of `a` (the reference) with those of `b` (the candidate). A threshold that is
+// not a positive number means kDefaultCompareThreshold. Fills everything but `baseline`, which only
+// the caller knows.
+//
+// Cases are matched by (variant, mode, world_size, m, n, dtype), with an unset mode or dtype read
+// as the value the server runs (eager, bf16) and `auto` matched as `auto` whatever it dispatched
+// to. Cases of one run that share a key (the same shape under two patterns) are matched in order of
+// appearance. The verdict of a matched case:
+//   REGRESSION   the status got worse (OK = UNSUPPORTED < WRONG < ERROR < HANG; unset = ERROR),
+//                or, both cases checked (OK or WRONG), mismatches, max ulp or NaN/Inf grew;
+//                or, both timed, median_b / median_a > 1 + threshold and p10_b > p90_a: the
+//                central 80 % of the samples do not overlap, so the run-to-run spread measured
+//                in both runs does not explain the slowdown.
+//   IMPROVEMENT  the status got better, or median_b / median_a < 1 / (1 + threshold) and
+//                p90_b < p10_a.
+//   SAME         otherwise.
+// A percentile the server left at 0 is read as the median (no spread known). A case of `a` that
+// `b` lacks is ONLY_A and counts as a regression, since a dropped case hides its results; a case
+// new in `b` is ONLY_B, for information. Cases are listed in `a`'s order, then those only in `b`.
+colltest::v1::CompareResponse CompareRuns(const colltest::v1::RunResult& a,
+                                          const colltest::v1::RunResult& b, double threshold);
+
+}  // namespace colltest::server

@@ -1,0 +1,92 @@
+#include "server/machine_identity.h"
+
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace colltest::server {
+
+namespace v1 = ::colltest::v1;
+
+namespace {
+
+// FNV-1a, 64 bits: written out because its value must never change with a library or compiler
+// (std::hash and absl::Hash are free to, and absl::Hash is seeded per process).
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+constexpr uint64_t kFnvPrime = 0x100000001b3ull;
+
+void FnvAppend(uint64_t& h, absl::string_view bytes) {
+  for (const char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= kFnvPrime;
+  }
+}
+
+// "<length>:<bytes>": no two different field lists hash the same text ("ab"+"c" vs "a"+"bc").
+void FnvAppendField(uint64_t& h, absl::string_view field) {
+  FnvAppend(h, absl::StrCat(field.size(), ":"));
+  FnvAppend(h, field);
+}
+
+// The kernel release (uname -r): what the cpu backend's "runtime" is. "" when uname fails.
+std::string KernelRelease() {
+  utsname u;
+  if (uname(&u) != 0) return "";
+  return u.release;
+}
+
+}  // namespace
+
+// Only what names the hardware enters the key. Driver, runtime and colltest versions do not: a
+// baseline must stay comparable across upgrades (the point of a baseline is to see what an upgrade
+// changed), and compare shows both sides' versions next to each other.
+std::string MachineKey(const v1::MachineIdentity& machine) {
+  std::vector<const v1::Device*> devices;
+  for (const v1::Device& d : machine.devices()) devices.push_back(&d);
+  std::stable_sort(devices.begin(), devices.end(), [](const v1::Device* a, const v1::Device* b) {
+    return a->index() < b->index();
+  });
+  uint64_t h = kFnvOffset;
+  FnvAppendField(h, machine.hostname());
+  FnvAppendField(h, machine.backend());
+  for (const v1::Device* d : devices) {
+    FnvAppendField(h, d->name());
+    FnvAppendField(h, d->uuid());
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+v1::MachineIdentity BuildMachineIdentity(const BackendInfo& info,
+                                         const std::string& colltest_version,
+                                         const std::string& build_commit) {
+  const bool cpu = info.backend == "cpu";
+  v1::MachineIdentity m;
+  m.set_hostname(HostName());
+  m.set_backend(info.backend);
+  for (const v1::Device& d : info.devices) {
+    v1::Device& out = *m.add_devices();
+    out = d;
+    out.set_backend(info.backend);
+  }
+  m.set_driver_version(cpu ? "cpu" : info.driver_version);
+  m.set_runtime_version(cpu ? KernelRelease() : info.runtime_version);
+  for (const v1::Link& l : info.links) {
+    v1::Link& out = *m.add_links();
+    out = l;
+    out.set_kind(cpu ? "shm" : (l.p2p() ? "p2p" : "none"));
+  }
+  m.set_colltest_version(colltest_version);
+  m.set_build_commit(build_commit);
+  m.set_key(MachineKey(m));
+  return m;
+}
+
+}  // namespace colltest::server

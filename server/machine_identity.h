@@ -1,0 +1,25 @@
+// The machine a run ran on (colltest.v1.MachineIdentity): host, backend, devices, driver and
+// runtime versions, the links between the devices, and what colltest was built from. Recorded
+// with every run; its key names the machine for baselines.
+#pragma once
+
+#include <string>
+
+#include "colltest/v1/colltest.pb.h"
+#include "server/backend_probe.h"
+
+namespace colltest::server {
+
+// The identity of this host running `info` (the resolved backend and devices). GPU links get kind
+// "p2p" or "none" from their p2p flag; the cpu backend reports driver "cpu" and the kernel release
+// as its runtime, its links "shm".
+colltest::v1::MachineIdentity BuildMachineIdentity(const BackendInfo& info,
+                                                   const std::string& colltest_version,
+                                                   const std::string& build_commit);
+
+// 16 lowercase hex digits: FNV-1a 64 over the host name, the backend and every device's name and
+// UUID in index order, each length-prefixed. Stable across builds and platforms (a baseline found
+// by key must survive a rebuild); the other fields of `machine` do not enter it.
+std::string MachineKey(const colltest::v1::MachineIdentity& machine);
+
+}  // namespace colltest::server

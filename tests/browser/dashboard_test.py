@@ -1,0 +1,467 @@
+#!/usr/bin/python3
+"""The dashboard in a real browser: headless Chromium driven over the DevTools protocol.
+
+Starts colltestd (cpu backend, 4 ranks) on free ports with a fresh --state-dir, opens the page,
+starts a sweep from the form, waits for every case and DONE, checks the table and the latency plot
+(one series per chosen variant), finds the run in the history, restarts colltestd on the same
+state dir and finds the run again (and opens it). Saves a screenshot of the results view.
+
+Run with Debian's python: /usr/bin/python3 tests/browser/dashboard_test.py --bin-dir build/bin
+Needs the packages chromium and python3-websocket (scripts/setup.sh); without them it FAILS.
+Exit status 0 on success, 1 on any failure (with the page's error box, the browser's console
+and colltestd's log printed).
+"""
+
+import argparse
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+VARIANTS = ['one_stage', 'lamport', 'lamport_tb']
+M_LIST = '1,8,64'
+N_LIST = '1024'
+WORLD = 2
+CASES = len(VARIANTS) * len(M_LIST.split(','))
+LISTEN_RE = re.compile(r'colltestd listening on (\S+) .*http=(\S+)')
+
+
+class TestFailure(Exception):
+    pass
+
+
+def log(message):
+    print(f'[{time.strftime("%H:%M:%S")}] {message}', flush=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# colltestd
+
+class Daemon:
+    """One colltestd process in its own process group; stdout's announce line gives the ports."""
+
+    def __init__(self, bin_dir, state_dir, log_path):
+        binary = os.path.join(bin_dir, 'colltestd')
+        if not os.access(binary, os.X_OK):
+            raise TestFailure(f'no colltestd at {binary} (build it: cbuild colltestd colltest-worker)')
+        self.log_path = log_path
+        self.log_file = open(log_path, 'ab')
+        self.proc = subprocess.Popen(
+            [binary, '--backend', 'cpu', '--cpu-ranks', '4', '--listen', '127.0.0.1:0',
+             '--http', '127.0.0.1:0', '--state-dir', state_dir],
+            stdout=subprocess.PIPE, stderr=self.log_file, start_new_session=True)
+        self.lines = []
+        self.announce = threading.Event()
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        self.http = None
+
+    def _read_stdout(self):
+        for raw in self.proc.stdout:
+            line = raw.decode(errors='replace').rstrip()
+            self.lines.append(line)
+            if LISTEN_RE.search(line):
+                self.announce.set()
+
+    def wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        while not self.announce.wait(0.1):
+            if self.proc.poll() is not None:
+                raise TestFailure(f'colltestd exited with {self.proc.returncode} before listening:\n'
+                                  f'{self.log_tail()}')
+            if time.monotonic() > deadline:
+                raise TestFailure(f'colltestd did not announce "listening" within {timeout} s; '
+                                  f'stdout: {self.lines}')
+        line = next(l for l in self.lines if LISTEN_RE.search(l))
+        self.http = LISTEN_RE.search(line).group(2)
+        # The announce comes once the ports are bound; the API must answer as well.
+        url = f'http://{self.http}/api/v1/devices'
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as reply:
+                    if reply.status == 200:
+                        return f'http://{self.http}/'
+            except OSError as e:
+                last = e
+            if time.monotonic() > deadline:
+                raise TestFailure(f'{url} did not answer 200 within {timeout} s: {last}')
+            time.sleep(0.1)
+
+    def terminate(self, timeout=20):
+        """SIGTERM and wait; what is left of the process group is killed."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise TestFailure(f'colltestd did not stop within {timeout} s of SIGTERM')
+        self.kill()
+        return self.proc.returncode
+
+    def kill(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.log_file.close()
+
+    def log_tail(self, lines=30):
+        try:
+            with open(self.log_path, errors='replace') as f:
+                return ''.join(f.readlines()[-lines:])
+        except OSError:
+            return ''
+
+
+# ------------------------------------------------------------------------------------------------
+# Chromium over the DevTools protocol
+
+class Browser:
+    def __init__(self, chromium, profile_dir, websocket_module):
+        self.proc = subprocess.Popen(
+            [chromium, '--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
+             '--remote-debugging-port=0', '--remote-allow-origins=*', f'--user-data-dir={profile_dir}',
+             '--no-first-run', '--no-default-browser-check', '--disable-extensions',
+             '--disable-background-networking', '--hide-scrollbars', '--window-size=1400,1000',
+             'about:blank'],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        port = self._devtools_port(profile_dir, 30)
+        targets = self._wait_page_target(port, 15)
+        self.ws = websocket_module.create_connection(targets['webSocketDebuggerUrl'], timeout=30,
+                                                     suppress_origin=True)
+        self.next_id = 0
+        self.console = []  # console errors and exceptions, as text
+
+    def _devtools_port(self, profile_dir, timeout):
+        path = os.path.join(profile_dir, 'DevToolsActivePort')
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise TestFailure(f'chromium exited with {self.proc.returncode} at start')
+            try:
+                with open(path) as f:
+                    first = f.readline().strip()
+                if first:
+                    return int(first)
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.1)
+        raise TestFailure(f'chromium wrote no {path} within {timeout} s')
+
+    def _wait_page_target(self, port, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f'http://127.0.0.1:{port}/json/list', timeout=2) as r:
+                    pages = [t for t in json.load(r) if t.get('type') == 'page']
+                if pages:
+                    return pages[0]
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise TestFailure(f'chromium offered no page target within {timeout} s')
+
+    def call(self, method, params=None, timeout=30):
+        self.next_id += 1
+        my_id = self.next_id
+        self.ws.send(json.dumps({'id': my_id, 'method': method, 'params': params or {}}))
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TestFailure(f'no answer to {method} within {timeout} s')
+            self.ws.settimeout(left)
+            message = json.loads(self.ws.recv())
+            if message.get('id') == my_id:
+                if 'error' in message:
+                    raise TestFailure(f'{method}: {message["error"]}')
+                return message.get('result', {})
+            self._event(message)
+
+    def _event(self, message):
+        method = message.get('method')
+        params = message.get('params', {})
+        if method == 'Runtime.consoleAPICalled' and params.get('type') in ('error', 'assert'):
+            text = ' '.join(str(a.get('value', a.get('description', ''))) for a in params.get('args', []))
+            self.console.append(f'console.{params["type"]}: {text}')
+        elif method == 'Runtime.exceptionThrown':
+            d = params.get('exceptionDetails', {})
+            text = d.get('exception', {}).get('description') or d.get('text', '')
+            self.console.append(f'exception: {text} at {d.get("url", "")}:{d.get("lineNumber", "")}')
+        elif method == 'Log.entryAdded' and params.get('entry', {}).get('level') == 'error':
+            e = params['entry']
+            self.console.append(f'log: {e.get("text", "")} {e.get("url", "")}')
+
+    def eval(self, expression, timeout=30):
+        reply = self.call('Runtime.evaluate', {'expression': expression, 'awaitPromise': True,
+                                               'returnByValue': True}, timeout)
+        if 'exceptionDetails' in reply:
+            d = reply['exceptionDetails']
+            raise TestFailure(f'evaluating {expression[:80]!r}: '
+                              f'{d.get("exception", {}).get("description") or d.get("text")}')
+        return reply.get('result', {}).get('value')
+
+    def wait_for(self, expression, what, timeout, fail_on_error_box=True):
+        """Polls every 100 ms until the expression is truthy; a visible error box fails at once."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.eval(expression)
+            if value:
+                return value
+            if fail_on_error_box:
+                box = self.eval("document.getElementById('error-box') && !document.getElementById('error-box').hidden"
+                                " ? document.getElementById('error-box').innerText : ''")
+                if box:
+                    raise TestFailure(f'waiting for {what}: the page shows an error: {box}')
+            if time.monotonic() > deadline:
+                raise TestFailure(f'timed out after {timeout} s waiting for {what}')
+            time.sleep(0.1)
+
+    def navigate(self, url, timeout=30):
+        self.call('Page.navigate', {'url': url}, timeout)
+        self.wait_for(f"document.readyState === 'complete' && location.href === {json.dumps(url)}",
+                      f'{url} to load', timeout, fail_on_error_box=False)
+
+    def screenshot(self, path, selector=None):
+        """A PNG of the whole page (the viewport grown to the page's height)."""
+        height = self.eval('Math.ceil(document.documentElement.scrollHeight)') or 1000
+        self.call('Emulation.setDeviceMetricsOverride',
+                  {'width': 1400, 'height': min(int(height), 6000), 'deviceScaleFactor': 1, 'mobile': False})
+        try:
+            time.sleep(0.3)  # the resize redraws the plots
+            shot = self.call('Page.captureScreenshot', {'format': 'png'}, 60)
+        finally:
+            self.call('Emulation.clearDeviceMetricsOverride')
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, 'wb') as f:
+            f.write(base64.b64decode(shot['data']))
+
+    def close(self):
+        try:
+            self.ws.close()
+        except Exception:
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+# ------------------------------------------------------------------------------------------------
+# The page
+
+def fill_and_submit(browser, label):
+    """Fills the sweep form as a user would (values, then the submit button's click)."""
+    script = '''
+    (() => {
+      const set = (id, value) => {
+        const input = document.getElementById(id);
+        input.value = value;
+        input.dispatchEvent(new Event('input', {bubbles: true}));
+        input.dispatchEvent(new Event('change', {bubbles: true}));
+      };
+      const want = new Set(%s);
+      const boxes = [...document.querySelectorAll('#f-variants input[type=checkbox]')];
+      const offered = boxes.map((b) => b.parentElement.textContent.trim());
+      for (const v of want) if (!offered.includes(v)) return 'variant ' + v + ' not offered: ' + offered.join(',');
+      for (const b of boxes) b.checked = want.has(b.parentElement.textContent.trim());
+      for (const b of document.querySelectorAll('#f-modes input[type=checkbox]')) b.checked = b.value === 'MODE_EAGER';
+      set('f-world', '%d');
+      set('f-m', %s);
+      set('f-n', %s);
+      set('f-warmup', '1');
+      set('f-iters', '3');
+      set('f-label', %s);
+      document.getElementById('sweep-submit').click();
+      return '';
+    })()''' % (json.dumps(VARIANTS), WORLD, json.dumps(M_LIST), json.dumps(N_LIST), json.dumps(label))
+    problem = browser.eval(script)
+    if problem:
+        raise TestFailure(problem)
+
+
+def check_results(browser):
+    """The table has every case, OK, and the latency plot one series per variant."""
+    rows = browser.eval('''[...document.querySelectorAll('#results-table tbody tr')].map((r) =>
+        ({status: r.dataset.status, cells: [...r.cells].map((c) => c.textContent)}))''')
+    if len(rows) != CASES:
+        raise TestFailure(f'results table has {len(rows)} rows, expected {CASES}')
+    bad = [r for r in rows if r['status'] != 'OK']
+    if bad:
+        raise TestFailure(f'cases not OK: {bad}')
+    seen = sorted((r['cells'][0], int(r['cells'][3])) for r in rows)
+    want = sorted((v, int(m)) for v in VARIANTS for m in M_LIST.split(','))
+    if seen != want:
+        raise TestFailure(f'results table (variant, m) = {seen}, expected {want}')
+    plot = browser.eval('''(() => { const p = document.getElementById('latency-plot');
+        return {count: p.dataset.seriesCount, names: p.dataset.seriesNames,
+                canvas: !!p.querySelector('canvas')}; })()''')
+    if plot['count'] != str(len(VARIANTS)):
+        raise TestFailure(f'latency plot drew {plot["count"]} series ({plot["names"]!r}), '
+                          f'expected {len(VARIANTS)}: one per variant')
+    if sorted(plot['names'].split(',')) != sorted(VARIANTS):
+        raise TestFailure(f'latency plot series {plot["names"]!r}, expected {VARIANTS}')
+    if not plot['canvas']:
+        raise TestFailure('latency plot has no canvas: uPlot did not draw')
+    crossover = browser.eval("document.getElementById('crossover').textContent")
+    if 'fastest' not in crossover:
+        raise TestFailure(f'no crossover text: {crossover!r}')
+    log(f'results: {len(rows)} rows OK; latency plot series {plot["names"]}; {crossover}')
+
+
+def wait_history_row(browser, run_id, timeout=15):
+    browser.wait_for(
+        f'''(() => {{ const r = document.querySelector('#history-table tr[data-run-id={json.dumps(run_id)}]');
+             return r ? r.dataset.state : ''; }})()''', f'run {run_id} in the history', timeout)
+    return browser.eval(f'''document.querySelector('#history-table tr[data-run-id={json.dumps(run_id)}]').dataset.state''')
+
+
+def run_test(args, websocket_module, work):
+    label = f'browser-test-{os.getpid()}'
+    state_dir = os.path.join(work, 'state')
+    os.makedirs(state_dir)
+    daemon_log = os.path.join(work, 'colltestd.log')
+    daemons = []
+    browser = None
+    try:
+        t0 = time.monotonic()
+        daemons.append(Daemon(args.bin_dir, state_dir, daemon_log))
+        url = daemons[-1].wait_ready(30)
+        log(f'colltestd serves {url} ({time.monotonic() - t0:.1f} s)')
+
+        browser = Browser(args.chromium, os.path.join(work, 'profile'), websocket_module)
+        for domain in ('Page', 'Runtime', 'Log'):
+            browser.call(f'{domain}.enable')
+        browser.navigate(url)
+        browser.wait_for("document.getElementById('server-backend').textContent === 'cpu' && "
+                         "document.querySelectorAll('#f-variants input').length > 0",
+                         'the header and the variant choices', 15)
+        log('page loaded: ' + browser.eval("document.getElementById('server-info').innerText.replace(/\\s+/g, ' ')"))
+
+        fill_and_submit(browser, label)
+        browser.wait_for("document.getElementById('run-id').textContent.startsWith('(') === false && "
+                         "document.getElementById('run-progress').dataset.total !== '0'",
+                         'the run to start (run id and total)', 15)
+        browser.wait_for(
+            f"document.getElementById('run-progress').dataset.state === 'DONE' && "
+            f"document.querySelectorAll('#results-table tbody tr').length === {CASES}",
+            f'{CASES} result rows and DONE', args.timeout)
+        run_id = browser.eval("document.getElementById('run-id').textContent")
+        log(f'run {run_id} DONE ({time.monotonic() - t0:.1f} s)')
+        check_results(browser)
+        browser.screenshot(args.screenshot)
+        log(f'screenshot {args.screenshot}')
+        if args.docs_screenshot:
+            browser.screenshot(args.docs_screenshot)
+            log(f'screenshot {args.docs_screenshot}')
+
+        browser.eval("location.hash = '#history'")
+        st = wait_history_row(browser, run_id)
+        if st != 'DONE':
+            raise TestFailure(f'history shows run {run_id} as {st}, expected DONE')
+        log('the run is in the history')
+
+        # The history survives a restart: same --state-dir, new ports.
+        code = daemons[-1].terminate()
+        log(f'colltestd stopped by SIGTERM (exit {code})')
+        daemons.append(Daemon(args.bin_dir, state_dir, daemon_log))
+        url2 = daemons[-1].wait_ready(30)
+        log(f'colltestd restarted: {url2}')
+        browser.navigate(url2 + '#history')
+        st = wait_history_row(browser, run_id)
+        if st != 'DONE':
+            raise TestFailure(f'after the restart the history shows run {run_id} as {st}, expected DONE')
+        browser.eval(f"document.querySelector('#history-table tr[data-run-id={json.dumps(run_id)}] a').click()")
+        browser.wait_for(f"document.getElementById('run-id').textContent === {json.dumps(run_id)} && "
+                         f"document.querySelectorAll('#results-table tbody tr').length === {CASES} && "
+                         f"document.getElementById('latency-plot').dataset.seriesCount === '{len(VARIANTS)}'",
+                         'the run opened from the history after the restart', 15)
+        log('after the restart the run is in the history and opens with every case')
+
+        if browser.console:
+            raise TestFailure('the browser reported errors:\n  ' + '\n  '.join(browser.console))
+        log(f'PASS ({time.monotonic() - t0:.1f} s)')
+        return 0
+    except Exception as e:
+        print(f'FAIL: {e}', file=sys.stderr, flush=True)
+        report_failure(browser, daemons, args)
+        return 1
+    finally:
+        if browser:
+            browser.close()
+        for d in daemons:
+            d.kill()
+
+
+def report_failure(browser, daemons, args):
+    if browser:
+        try:
+            box = browser.eval("(() => { const b = document.getElementById('error-box');"
+                               " return b && !b.hidden ? b.innerText : '(hidden)'; })()", timeout=5)
+            print(f'error box: {box}', file=sys.stderr)
+            failed = os.path.splitext(args.screenshot)[0] + '-failure.png'
+            browser.screenshot(failed)
+            print(f'screenshot of the failure: {failed}', file=sys.stderr)
+        except Exception as e:
+            print(f'(could not read the page: {e})', file=sys.stderr)
+        print('browser console errors:\n  ' + ('\n  '.join(browser.console) or '(none)'), file=sys.stderr)
+    if daemons:
+        print(f'colltestd log (last lines):\n{daemons[-1].log_tail()}', file=sys.stderr)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    repo = os.path.dirname(os.path.dirname(here))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--bin-dir', default=os.path.join(repo, 'build', 'bin'),
+                        help='folder with colltestd and colltest-worker')
+    parser.add_argument('--screenshot', default=os.environ.get('COLLTEST_DASHBOARD_SCREENSHOT'),
+                        help='PNG of the results view (default: $COLLTEST_DASHBOARD_SCREENSHOT or '
+                             'BIN_DIR/../dashboard.png)')
+    parser.add_argument('--docs-screenshot', help='also save the screenshot here (docs/dashboard.png)')
+    parser.add_argument('--chromium', default=os.environ.get('CHROMIUM', 'chromium'))
+    parser.add_argument('--timeout', type=float, default=60, help='seconds for the sweep to finish')
+    args = parser.parse_args()
+    if not args.screenshot:
+        args.screenshot = os.path.join(os.path.dirname(os.path.abspath(args.bin_dir)), 'dashboard.png')
+
+    # Missing tools are a failure, not a skip: CI installs them (scripts/setup.sh).
+    try:
+        import websocket
+    except ImportError:
+        print(f'FAIL: the Python module "websocket" is missing for {sys.executable}: '
+              'apt-get install python3-websocket (scripts/setup.sh), and run this test with '
+              '/usr/bin/python3', file=sys.stderr)
+        return 1
+    chromium = shutil.which(args.chromium)
+    if not chromium:
+        print(f'FAIL: no chromium ({args.chromium!r} not found): apt-get install chromium '
+              '(scripts/setup.sh)', file=sys.stderr)
+        return 1
+    args.chromium = chromium
+
+    work = tempfile.mkdtemp(prefix='colltest-browser-')
+    try:
+        return run_test(args, websocket, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
