@@ -18,6 +18,10 @@ namespace colltest::http {
 inline constexpr char kAuthorizationKey[] = "authorization";
 inline constexpr char kForwardedPeerKey[] = "x-colltest-forwarded-peer";
 inline constexpr char kForwardedCnKey[] = "x-colltest-forwarded-cn";
+// Proves to the service that the call comes from this gateway (GatewayOptions::forwarding_secret):
+// the in-process channel has no peer of its own ("unknown"), so the service trusts the forwarded
+// keys only next to this secret.
+inline constexpr char kForwardedSecretKey[] = "x-colltest-forwarded-secret";
 
 struct Caller {
   std::optional<std::string> authorization;  // the Authorization header as sent
@@ -32,9 +36,10 @@ Caller CallerOf(const mg_connection* conn);
 // an IPv4 client seen on a dual-stack socket (::ffff:a.b.c.d) is ipv4, as gRPC shows it.
 std::string GrpcPeer(absl::string_view address, int port);
 
-// Adds the caller's metadata to `context` (before the call starts). gRPC takes only printable
+// Adds the caller's metadata and `secret` (when not empty) to `context` (before the call starts). gRPC takes only printable
 // ASCII in a text metadata value (and aborts on anything else), so a token or CN with other bytes
 // is UNAUTHENTICATED here: neither could match an identity of the token file anyway.
-absl::Status Forward(const Caller& caller, grpc::ClientContext* context);
+absl::Status Forward(const Caller& caller, absl::string_view secret,
+                     grpc::ClientContext* context);
 
 }  // namespace colltest::http

@@ -41,6 +41,11 @@ absl::Status CheckOptions(const GatewayOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("http: cannot serve on \"", options.address, "\": expected HOST:PORT"));
   }
+  // Debian's CivetWeb 1.15 is built without IPv6; said here rather than as "invalid port spec".
+  if (options.address.front() == '[' && mg_check_feature(MG_FEATURES_IPV6) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("http: cannot serve on ", options.address,
+                                                   ": this CivetWeb has no IPv6 support"));
+  }
   if (options.channel == nullptr) {
     return absl::InvalidArgumentError("http: no channel to the CollectiveTest service");
   }
@@ -50,32 +55,27 @@ absl::Status CheckOptions(const GatewayOptions& options) {
   if (!options.tls_client_ca.empty() && options.tls_cert.empty()) {
     return absl::InvalidArgumentError("http: a TLS client CA needs a certificate and a key");
   }
-  if (options.threads < 1 || options.request_timeout_ms < 1) {
-    return absl::InvalidArgumentError("http: threads and request timeout must be positive");
+  if (options.threads < 1 || options.request_timeout_ms < 1 || options.api_deadline_ms < 1) {
+    return absl::InvalidArgumentError(
+        "http: threads, request timeout and API deadline must be positive");
   }
   return absl::OkStatus();
 }
 
-// CivetWeb's configuration: name, value pairs.
-std::vector<std::string> CivetOptions(const GatewayOptions& options) {
+// CivetWeb's configuration, as name and value.
+std::vector<std::pair<std::string, std::string>> CivetOptions(const GatewayOptions& options) {
   const bool tls = !options.tls_cert.empty();
-  std::vector<std::string> config = {
+  std::vector<std::pair<std::string, std::string>> config = {
       // "s": the port speaks TLS only.
-      "listening_ports",
-      absl::StrCat(options.address, tls ? "s" : ""),
-      // CivetWeb's default of 50 threads would let 50 streaming sweeps pile up; this bounds them.
-      "num_threads",
-      absl::StrCat(options.threads),
-      "request_timeout_ms",
-      absl::StrCat(options.request_timeout_ms),
+      {"listening_ports", absl::StrCat(options.address, tls ? "s" : "")},
+      // Connections served at once; a streaming sweep holds one for as long as it runs.
+      {"num_threads", absl::StrCat(options.threads)},
+      {"request_timeout_ms", absl::StrCat(options.request_timeout_ms)},
       // The dashboard polls; one connection serves its requests.
-      "enable_keep_alive",
-      "yes",
+      {"enable_keep_alive", "yes"},
   };
-  if (tls) {
-    // 4: TLS 1.2 and later (tls.cc sets the same minimum on the SSL_CTX).
-    config.insert(config.end(), {"ssl_protocol_version", "4"});
-  }
+  // 4: TLS 1.2 and later (tls.cc sets the same minimum on the SSL_CTX).
+  if (tls) config.emplace_back("ssl_protocol_version", "4");
   return config;
 }
 
@@ -134,6 +134,7 @@ int Gateway::Impl::OnInitSsl(void* ssl_ctx, void* user_data) {
 }
 
 int Gateway::Impl::OnLogMessage(const mg_connection* conn, const char* message) {
+  if (conn == nullptr) return 1;
   auto* impl = static_cast<Impl*>(mg_get_user_data(mg_get_context(conn)));
   if (impl != nullptr) {
     absl::MutexLock lock(&impl->log_mu);
@@ -146,9 +147,12 @@ int Gateway::Impl::OnLogMessage(const mg_connection* conn, const char* message) 
 }
 
 absl::Status Gateway::Impl::Listen() {
-  const std::vector<std::string> config = CivetOptions(options);
-  std::vector<const char*> argv;
-  for (const std::string& item : config) argv.push_back(item.c_str());
+  const std::vector<std::pair<std::string, std::string>> config = CivetOptions(options);
+  std::vector<const char*> argv;  // name, value, ..., nullptr
+  for (const auto& [name, value] : config) {
+    argv.push_back(name.c_str());
+    argv.push_back(value.c_str());
+  }
   argv.push_back(nullptr);
   mg_callbacks callbacks{};
   callbacks.begin_request = &Impl::OnRequest;
@@ -197,7 +201,7 @@ Gateway::Gateway(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Gateway::~Gateway() {
   // Cancel first: mg_stop joins the worker threads, and one streaming a sweep (or waiting on a
   // Health check) returns only when its call ends.
-
+  impl_->calls.CancelAll();
   const ListenerWaker waker(impl_->host, impl_->port);
   impl_->context.reset();
 }

@@ -33,6 +33,9 @@ struct GatewayOptions {
   // The dashboard's file at a path (dashboard::FindAsset); null: every dashboard path is 404. A
   // function rather than a link to colltest_dashboard, so that this library needs no web files.
   std::function<const dashboard::Asset*(std::string_view)> find_asset;
+  // Sent with every call (x-colltest-forwarded-secret) so that the service can tell the gateway's
+  // calls, whose forwarded caller it trusts, from any other; empty: none sent.
+  std::string forwarding_secret;
   int threads = 16;  // connections served at once
   // To read a request, and for each write of a reply (a client that stops reading a sweep for
   // that long is gone); a sweep's response as a whole streams without limit.

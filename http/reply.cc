@@ -44,7 +44,7 @@ int SendError(mg_connection* conn, const absl::Status& status,
                    headers);
 }
 
-bool NdjsonStream::Start() {
+void NdjsonStream::Start() {
   const mg_request_info* info = mg_get_request_info(conn_);
   // HTTP/1.0 has no chunked encoding: the body then ends when the connection closes.
   chunked_ = info->http_version == nullptr || absl::string_view(info->http_version) != "1.0";
@@ -55,16 +55,18 @@ bool NdjsonStream::Start() {
   } else {
     mg_disable_connection_keep_alive(conn_);
   }
-  return mg_response_header_send(conn_) == 0;
+  mg_response_header_send(conn_);
 }
 
 bool NdjsonStream::WriteLine(absl::string_view json) {
   const std::string line = absl::StrCat(json, "\n");
   // mg_write goes straight to the socket (no buffer of CivetWeb's), so each line is flushed.
-  if (chunked_) {
-    return mg_send_chunk(conn_, line.data(), static_cast<unsigned>(line.size())) > 0;
-  }
-  return mg_write(conn_, line.data(), line.size()) == static_cast<int>(line.size());
+  const bool sent =
+      chunked_ ? mg_send_chunk(conn_, line.data(), static_cast<unsigned>(line.size())) > 0
+               : mg_write(conn_, line.data(), line.size()) == static_cast<int>(line.size());
+  // The body is cut short: the connection must not carry another reply.
+  if (!sent) mg_disable_connection_keep_alive(conn_);
+  return sent;
 }
 
 void NdjsonStream::End() {

@@ -37,10 +37,10 @@ class NdjsonStream {
  public:
   explicit NdjsonStream(mg_connection* conn) : conn_(conn) {}
 
-  // Sends the status line and headers; false when the client is gone.
-  bool Start();
+  // Sends the status line and headers (a client already gone shows at the first WriteLine).
+  void Start();
   // Sends `json` and a newline; false when the client is gone (or did not read for the request
-  // timeout).
+  // timeout), and the connection is then closed after the handler returns.
   bool WriteLine(absl::string_view json);
   // Ends the body (the last chunk).
   void End();

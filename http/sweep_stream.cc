@@ -44,7 +44,7 @@ int ServeSweep(mg_connection* conn, const RouteMatch& match, const HandlerContex
     return SendError(conn, built);
   }
   grpc::ClientContext context;
-  if (absl::Status forwarded = Forward(CallerOf(conn), &context); !forwarded.ok()) {
+  if (absl::Status forwarded = Forward(CallerOf(conn), handlers.options->forwarding_secret, &context); !forwarded.ok()) {
     return SendError(conn, forwarded);
   }
   const CallRegistry::Scope in_flight(handlers.calls, &context);

@@ -30,7 +30,7 @@ int Call(mg_connection* conn, const RouteMatch& match, const HandlerContext& han
     return SendError(conn, built);
   }
   grpc::ClientContext context;
-  if (absl::Status forwarded = Forward(CallerOf(conn), &context); !forwarded.ok()) {
+  if (absl::Status forwarded = Forward(CallerOf(conn), handlers.options->forwarding_secret, &context); !forwarded.ok()) {
     return SendError(conn, forwarded);
   }
   if (deadline == Deadline::kApi) {

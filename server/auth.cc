@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/security/auth_context.h"
 #include "server/peer_names.h"
+#include "server/run_id.h"
 
 namespace colltest::server {
 namespace {
@@ -59,7 +60,10 @@ std::optional<Role> ParseRole(absl::string_view name) {
   return std::nullopt;
 }
 
-bool IsInProcess(const grpc::ServerContext& context) { return context.peer() == kInProcessPeer; }
+const std::string& GatewaySecret() {
+  static const std::string* const secret = new std::string(NewSecret());
+  return *secret;
+}
 
 namespace {
 
@@ -72,15 +76,19 @@ std::optional<std::string> Metadata(const grpc::ServerContext& context, absl::st
 
 }  // namespace
 
+bool FromGateway(const grpc::ServerContext& context) {
+  const std::optional<std::string> secret = Metadata(context, kForwardedSecretKey);
+  return secret.has_value() && SameSecret(*secret, GatewaySecret());
+}
+
 absl::StatusOr<Caller> Authorizer::Identify(const grpc::ServerContext& context) const {
   const std::optional<std::string> authorization = Metadata(context, "authorization");
   std::optional<absl::string_view> bearer;
   if (authorization.has_value()) bearer = *authorization;
   std::vector<std::string> common_names;
   std::string peer;
-  if (IsInProcess(context)) {
-    // The HTTP gateway (http/gateway.h) calls over the in-process channel and forwards who its
-    // caller is; nothing outside this process can open that channel, so only it can say so.
+  if (FromGateway(context)) {
+    // The HTTP gateway (http/gateway.h) forwards who its caller is; only it knows the secret.
     peer = Metadata(context, kForwardedPeerKey).value_or("http:unknown");
     if (auto cn = Metadata(context, kForwardedCnKey); cn.has_value() && config_.mutual_tls) {
       common_names.push_back(*cn);

@@ -79,13 +79,17 @@ class Authorizer {
 };
 
 // PERMISSION_DENIED naming the role needed and the caller's role, or OK.
-// The peer of a call over grpc::Server::InProcessChannel, and the metadata the HTTP gateway sets
-// on such calls (http/forwarding.h): its caller's address in gRPC's form and, with client
-// certificates, the verified CN. Trusted on in-process calls only.
-inline constexpr absl::string_view kInProcessPeer = "inproc";
+// The metadata the HTTP gateway sets on its calls (http/forwarding.h): its caller's address in
+// gRPC's form, with client certificates the verified CN, and the process's gateway secret. The
+// in-process channel it calls over has no peer of its own ("unknown" in gRPC 1.51), so the
+// forwarded values are trusted only next to the secret, which never leaves the process.
 inline constexpr absl::string_view kForwardedPeerKey = "x-colltest-forwarded-peer";
 inline constexpr absl::string_view kForwardedCnKey = "x-colltest-forwarded-cn";
-bool IsInProcess(const grpc::ServerContext& context);
+inline constexpr absl::string_view kForwardedSecretKey = "x-colltest-forwarded-secret";
+// Random, made at the first call; the gateway sends it (GatewayOptions::forwarding_secret).
+const std::string& GatewaySecret();
+// Whether the call carries the gateway secret.
+bool FromGateway(const grpc::ServerContext& context);
 
 absl::Status CheckRole(const Caller& caller, Role needed, absl::string_view what);
 // The role a run needs: runner, or admin when it injects a fault.

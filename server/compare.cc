@@ -53,7 +53,8 @@ bool Checked(const v1::CaseResult& c) {
 bool Timed(const v1::CaseResult& c) { return Checked(c) && c.timing().median_us() > 0; }
 
 // Kinds of regression, the worse the higher: the message names the worst case by kind, then size.
-enum class Badness { kNone = 0, kSlower = 1, kMissing = 2, kDiffGrew = 3, kStatusWorse = 4 };
+// A missing case ranks lowest: it is most often a narrower sweep, where a slowdown is news.
+enum class Badness { kNone = 0, kMissing = 1, kSlower = 2, kDiffGrew = 3, kStatusWorse = 4 };
 
 struct Judged {
   v1::CaseComparison comparison;

@@ -122,6 +122,7 @@ absl::StatusOr<std::unique_ptr<http::Gateway>> ServeHttp(const ServerOptions& op
   gateway.tls_key = options.tls_key;
   gateway.tls_client_ca = options.tls_client_ca;
   gateway.channel = server.InProcessChannel(grpc::ChannelArguments());
+  gateway.forwarding_secret = GatewaySecret();
   gateway.render_metrics = [&metrics] { return metrics.Render(); };
   if (authorizer.metrics_need_auth()) {
     gateway.metrics_basic_auth = [&authorizer](const std::string& user,

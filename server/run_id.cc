@@ -33,11 +33,13 @@ void FillRandom(std::array<unsigned char, kIdBytes>& bytes) {
 
 }  // namespace
 
-std::string NewRunId() {
+std::string NewSecret() {
   std::array<unsigned char, kIdBytes> bytes{};
   FillRandom(bytes);
-  return "r-" + absl::BytesToHexString(
-                    absl::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
+
+std::string NewRunId() { return "r-" + NewSecret(); }
 
 }  // namespace colltest::server

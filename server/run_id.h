@@ -11,4 +11,8 @@ namespace colltest::server {
 // silent security hole.
 std::string NewRunId();
 
+// 32 random hex digits from the same source: the secret the HTTP gateway proves itself with
+// (auth.h), made once per process.
+std::string NewSecret();
+
 }  // namespace colltest::server

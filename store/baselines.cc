@@ -32,7 +32,9 @@ void ReadBaseline(const Statement& row, Baseline* baseline) {
 // How a NOT_FOUND names the machine: its host name when the history knows it, else its key.
 absl::StatusOr<std::string> MachineName(Database& db, const std::string& machine_key) {
   COLLTEST_ASSIGN_OR_RETURN(Statement select,
-                            db.Prepare("SELECT hostname FROM machines WHERE key = ?",
+                            db.Prepare("SELECT m.hostname FROM runs r JOIN machines m ON "
+                                       "m.key = r.machine_ref WHERE r.machine_key = ? "
+                                       "ORDER BY r.seq DESC LIMIT 1",
                                        absl::StrCat("read machine ", machine_key)));
   COLLTEST_ASSIGN_OR_RETURN(const bool row, select.BindText(1, machine_key).Step());
   if (row && !select.ColumnText(0).empty()) return absl::StrCat("host ", select.ColumnText(0));

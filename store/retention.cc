@@ -41,6 +41,21 @@ absl::StatusOr<uint64_t> DeleteOlderThan(Database& db, int64_t cutoff_ms) {
   return static_cast<uint64_t>(db.changes());
 }
 
+// Keeps the newest runs whose cases add up to at most max_bytes (a run that would pass the bound
+// and every older one go, unless protected; protected runs still count).
+absl::StatusOr<uint64_t> DeleteBeyondBytes(Database& db, uint64_t max_bytes) {
+  if (max_bytes == 0) return 0;
+  COLLTEST_ASSIGN_OR_RETURN(
+      Statement erase,
+      db.Prepare(absl::StrCat("DELETE FROM runs WHERE seq IN (SELECT seq FROM (SELECT seq, "
+                              "SUM(case_bytes) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) "
+                              "AS newer FROM runs) WHERE newer > ?) AND ",
+                              kDeletable),
+                 absl::StrCat("prune runs beyond ", max_bytes, " bytes of cases")));
+  COLLTEST_RETURN_IF_ERROR(erase.BindInt(1, static_cast<int64_t>(max_bytes)).Run());
+  return static_cast<uint64_t>(db.changes());
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> RunStore::MarkInterrupted(const std::string& message,
@@ -66,7 +81,7 @@ absl::StatusOr<std::vector<std::string>> RunStore::MarkInterrupted(const std::st
 }
 
 absl::StatusOr<uint64_t> RunStore::Prune(uint64_t max_runs, absl::Duration max_age,
-                                         int64_t now_unix_ms) {
+                                         uint64_t max_bytes, int64_t now_unix_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   COLLTEST_ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db_.get(), "prune runs"));
   // Cases and run_variants go with their run (ON DELETE CASCADE).
@@ -76,6 +91,8 @@ absl::StatusOr<uint64_t> RunStore::Prune(uint64_t max_runs, absl::Duration max_a
     COLLTEST_ASSIGN_OR_RETURN(const uint64_t old, DeleteOlderThan(*db_, cutoff));
     deleted += old;
   }
+  COLLTEST_ASSIGN_OR_RETURN(const uint64_t big, DeleteBeyondBytes(*db_, max_bytes));
+  deleted += big;
   COLLTEST_RETURN_IF_ERROR(transaction.Commit());
   return deleted;
 }

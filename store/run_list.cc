@@ -48,7 +48,7 @@ std::string ListSql(const ListRunsRequest& request) {
   return absl::StrCat(
       "SELECT r.seq, r.run_id, r.state, r.cases, r.ok, r.failed, r.created_ms, r.label, r.owner, "
       "r.backend, r.finished_ms, r.spec, r.machine_key, m.hostname "
-      "FROM runs r LEFT JOIN machines m ON m.key = r.machine_key WHERE ",
+      "FROM runs r LEFT JOIN machines m ON m.key = r.machine_ref WHERE ",
       absl::StrJoin(where, " AND "), " ORDER BY r.seq DESC LIMIT ?6");
 }
 

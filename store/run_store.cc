@@ -72,14 +72,25 @@ absl::StatusOr<std::string> SpecJson(const SweepSpec& spec) {
   return json;
 }
 
-// Recorded once per key: the first identity seen for a machine is the one kept.
+// The machines row of one identity: its key, "." and a 64-bit FNV-1a hash of the serialized
+// identity. The same machine after a driver upgrade is a new row under the same key.
+std::string MachineRef(const MachineIdentity& machine) {
+  if (machine.key().empty()) return "";
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const unsigned char c : machine.SerializeAsString()) {
+    hash = (hash ^ c) * 0x100000001b3ull;
+  }
+  return absl::StrCat(machine.key(), ".", absl::Hex(hash, absl::kZeroPad16));
+}
+
+// Recorded once per identity: runs on an unchanged machine share one row.
 absl::Status RecordMachine(Database& db, const MachineIdentity& machine) {
   if (machine.key().empty()) return absl::OkStatus();
   COLLTEST_ASSIGN_OR_RETURN(
       Statement insert,
       db.Prepare("INSERT OR IGNORE INTO machines (key, hostname, identity) VALUES (?, ?, ?)",
                  absl::StrCat("record machine ", machine.hostname())));
-  return insert.BindText(1, machine.key())
+  return insert.BindText(1, MachineRef(machine))
       .BindText(2, machine.hostname())
       .BindBlob(3, machine.SerializeAsString())
       .Run();
@@ -90,8 +101,8 @@ absl::StatusOr<int64_t> InsertRunRow(Database& db, const RunResult& run) {
   COLLTEST_ASSIGN_OR_RETURN(
       Statement insert,
       db.Prepare("INSERT INTO runs (run_id, state, label, owner, backend, created_ms, "
-                 "finished_ms, message, request_json, spec, machine_key) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+                 "finished_ms, message, request_json, spec, machine_key, machine_ref) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
                  absl::StrCat("insert run ", run.run_id())));
   insert.BindText(1, run.run_id())
       .BindInt(2, run.state())
@@ -103,7 +114,8 @@ absl::StatusOr<int64_t> InsertRunRow(Database& db, const RunResult& run) {
       .BindText(8, run.message())
       .BindText(9, json)
       .BindBlob(10, run.spec().SerializeAsString())
-      .BindText(11, run.machine().key());
+      .BindText(11, run.machine().key())
+      .BindText(12, MachineRef(run.machine()));
   COLLTEST_RETURN_IF_ERROR(insert.Step().status());
   return insert.ColumnInt(0);
 }
@@ -147,7 +159,7 @@ absl::StatusOr<int64_t> ReadRunRow(Database& db, const std::string& run_id, RunR
       Statement select,
       db.Prepare("SELECT r.seq, r.state, r.spec, r.backend, r.created_ms, r.finished_ms, "
                  "r.message, r.owner, r.machine_key, m.identity "
-                 "FROM runs r LEFT JOIN machines m ON m.key = r.machine_key WHERE r.run_id = ?",
+                 "FROM runs r LEFT JOIN machines m ON m.key = r.machine_ref WHERE r.run_id = ?",
                  absl::StrCat("read run ", run_id)));
   COLLTEST_ASSIGN_OR_RETURN(const bool row, select.BindText(1, run_id).Step());
   if (!row) return RunNotFound(run_id);
@@ -231,12 +243,13 @@ absl::Status RunStore::AddCase(const std::string& run_id, const CaseResult& resu
   COLLTEST_RETURN_IF_ERROR(InsertCaseRow(*db_, seq, run_id, result));
   COLLTEST_ASSIGN_OR_RETURN(
       Statement update,
-      db_->Prepare("UPDATE runs SET cases = cases + 1, ok = ok + ?, failed = failed + ? "
-                   "WHERE seq = ?",
+      db_->Prepare("UPDATE runs SET cases = cases + 1, ok = ok + ?, failed = failed + ?, "
+                   "case_bytes = case_bytes + ? WHERE seq = ?",
                    purpose));
   COLLTEST_RETURN_IF_ERROR(update.BindInt(1, CountsOk(result.status()) ? 1 : 0)
                                .BindInt(2, CountsFailed(result.status()) ? 1 : 0)
-                               .BindInt(3, seq)
+                               .BindInt(3, static_cast<int64_t>(result.ByteSizeLong()))
+                               .BindInt(4, seq)
                                .Run());
   return transaction.Commit();
 }

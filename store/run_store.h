@@ -60,10 +60,12 @@ class RunStore {
   // INTERRUPTED with `message` and finished at `now_unix_ms`; returns their ids.
   absl::StatusOr<std::vector<std::string>> MarkInterrupted(const std::string& message,
                                                            int64_t now_unix_ms);
-  // Retention: deletes finished runs (and their cases) beyond the newest `max_runs` (0: no bound)
-  // and those created before now - `max_age` (zero: no bound). A run that is some baseline, or
-  // that is QUEUED or RUNNING, is never deleted. Returns how many runs were deleted.
-  absl::StatusOr<uint64_t> Prune(uint64_t max_runs, absl::Duration max_age, int64_t now_unix_ms);
+  // Retention: deletes finished runs (and their cases) beyond the newest `max_runs` (0: no bound),
+  // those created before now - `max_age` (zero: no bound), and the oldest beyond `max_bytes` of
+  // serialized cases counted from the newest (0: no bound). A run that is some baseline, or that
+  // is QUEUED or RUNNING, is never deleted. Returns how many runs were deleted.
+  absl::StatusOr<uint64_t> Prune(uint64_t max_runs, absl::Duration max_age, uint64_t max_bytes,
+                                 int64_t now_unix_ms);
 
   // Sets (or replaces) the baseline (machine_key, name) -> run_id; the other fields are stored
   // as given. Returns what was stored.

@@ -53,8 +53,12 @@ CREATE TABLE cases (
 );
 )sql";
 
-// Version 2: baselines, the variants each run asked for (the ListRuns variant filter), and the
-// indexes of the ListRuns filters. A baseline's run cannot be deleted (the foreign key), so that a
+// Version 2: baselines, the variants each run asked for (the ListRuns variant filter), the
+// indexes of the ListRuns filters, and runs.machine_ref: the machines row of the identity a run
+// ran with (the key plus a hash of the whole identity), so that a driver or colltest upgrade
+// shows in the runs after it while the key, which baselines use, stays the same (version-1 runs
+// refer to the row of their key, which is how version 1 recorded machines); and runs.case_bytes,
+// the serialized size of a run's cases, which --history-max-bytes bounds. A baseline's run cannot be deleted (the foreign key), so that a
 // baseline never names a run that is gone.
 constexpr char kSchemaV2[] = R"sql(
 CREATE TABLE baselines (
@@ -76,6 +80,11 @@ CREATE INDEX run_variants_by_variant ON run_variants(variant, run_seq);
 CREATE INDEX runs_by_label ON runs(label);
 CREATE INDEX runs_by_state ON runs(state);
 CREATE INDEX runs_by_created ON runs(created_ms);
+ALTER TABLE runs ADD COLUMN machine_ref TEXT;
+UPDATE runs SET machine_ref = machine_key WHERE machine_key != '';
+ALTER TABLE runs ADD COLUMN case_bytes INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET case_bytes =
+  (SELECT COALESCE(SUM(length(result)), 0) FROM cases WHERE cases.run_seq = runs.seq);
 )sql";
 
 absl::Status CreateV1(Database& db) { return db.Exec(kSchemaV1, "create schema version 1"); }

@@ -41,6 +41,8 @@ function fmtNumber(value, digits = 2) {
   const n = num(value);
   if (n === 0) return '0';
   if (Math.abs(n) >= 1000) return n.toFixed(0);
+  // Small values (busbw on the cpu backend) keep three significant digits.
+  if (Math.abs(n) < 1) return n.toPrecision(3);
   return n.toFixed(digits);
 }
 
@@ -707,7 +709,7 @@ function crossoverText(segments, mode) {
   return mine.map((s, i) => {
     if (i === 0) return `${s.variant} fastest up to m=${s.to}`;
     if (i === mine.length - 1) return `${s.variant} from m=${s.from}`;
-    return `${s.variant} from m=${s.from} to m=${s.to}`;
+    return s.from === s.to ? `${s.variant} at m=${s.from}` : `${s.variant} from m=${s.from} to m=${s.to}`;
   }).join(', ');
 }
 

@@ -354,6 +354,13 @@ def run_test(args, websocket_module, work):
                          'the header and the variant choices', 15)
         log('page loaded: ' + browser.eval("document.getElementById('server-info').innerText.replace(/\\s+/g, ' ')"))
 
+        # Records (state, rows) each time the progress changes: rows must arrive while RUNNING,
+        # streamed, not only from the final record.
+        browser.eval('''window.__progress = [];
+            new MutationObserver(() => window.__progress.push([
+                document.getElementById('run-progress').dataset.state,
+                document.querySelectorAll('#results-table tbody tr').length]))
+              .observe(document.getElementById('run-progress'), {attributes: true});''')
         fill_and_submit(browser, label)
         browser.wait_for("document.getElementById('run-id').textContent.startsWith('(') === false && "
                          "document.getElementById('run-progress').dataset.total !== '0'",
@@ -365,6 +372,11 @@ def run_test(args, websocket_module, work):
         run_id = browser.eval("document.getElementById('run-id').textContent")
         log(f'run {run_id} DONE ({time.monotonic() - t0:.1f} s)')
         check_results(browser)
+        seen = browser.eval('window.__progress')
+        live_rows = sorted({rows for state, rows in seen if state == 'RUNNING' and rows > 0})
+        if not live_rows:
+            raise TestFailure(f'no case row appeared while the run was RUNNING (progress seen: {seen})')
+        log(f'rows shown while RUNNING: {live_rows}')
         browser.screenshot(args.screenshot)
         log(f'screenshot {args.screenshot}')
         if args.docs_screenshot:

@@ -117,6 +117,7 @@ TEST_F(ApiTest, ForwardsAuthorizationAndPeerButNoOtherHeader) {
                            {{"Authorization", "Bearer t0ken"},
                             {"X-Colltest-Forwarded-Peer", "ipv4:10.6.6.6:1"},
                             {"X-Colltest-Forwarded-Cn", "admin"},
+                            {"X-Colltest-Forwarded-Secret", "forged"},
                             {"X-Other", "1"}}),
                &local_port);
   ASSERT_TRUE(response.ok()) << response.status();
@@ -125,6 +126,9 @@ TEST_F(ApiTest, ForwardsAuthorizationAndPeerButNoOtherHeader) {
   EXPECT_THAT(MetadataValues(fake_.service, "x-colltest-forwarded-peer"),
               ElementsAre(absl::StrCat("ipv4:127.0.0.1:", local_port)));
   EXPECT_THAT(MetadataValues(fake_.service, "x-colltest-forwarded-cn"), IsEmpty());
+  // The gateway's own secret, never the client's.
+  EXPECT_THAT(MetadataValues(fake_.service, "x-colltest-forwarded-secret"),
+              ElementsAre(kTestSecret));
   EXPECT_THAT(MetadataValues(fake_.service, "x-other"), IsEmpty());
 }
 
@@ -212,6 +216,19 @@ TEST_F(ApiTest, SweepErrorAfterItsFirstEventEndsTheStreamWithAnErrorLine) {
   std::vector<std::string> lines = absl::StrSplit(response.body, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 2u) << response.body;
   EXPECT_EQ(lines[1], R"({"error":{"code":"ABORTED","message":"worker died"}})");
+}
+
+TEST_F(ApiTest, SweepToAnHttp10ClientEndsWithTheConnection) {
+  const std::string body = R"({"spec": {"world_size": 2}})";
+  const absl::StatusOr<HttpResponse> response = Exchange(
+      address(), absl::StrCat("POST /api/v1/runs HTTP/1.0\r\nContent-Length: ", body.size(),
+                              "\r\n\r\n", body));
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_FALSE(response->chunked);
+  EXPECT_EQ(
+      std::vector<std::string>(absl::StrSplit(response->body, '\n', absl::SkipEmpty())).size(), 3u)
+      << response->body;
 }
 
 // Sends a sweep with `label` (slow or quiet) on `connection` and reads its first event.

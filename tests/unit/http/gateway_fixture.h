@@ -13,11 +13,14 @@
 
 namespace colltest::http::testing {
 
+inline constexpr char kTestSecret[] = "0123456789abcdef0123456789abcdef";
+
 class GatewayTest : public ::testing::Test {
  protected:
   // Options for 127.0.0.1:0 and the fake's channel; tests adjust them before StartGateway.
   GatewayOptions Options() {
     GatewayOptions options;
+    options.forwarding_secret = kTestSecret;
     options.address = "127.0.0.1:0";
     options.channel = fake_.channel;
     options.threads = 4;

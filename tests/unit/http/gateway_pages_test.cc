@@ -1,5 +1,5 @@
 // The port's pages outside the API (/healthz, /metrics, the dashboard's files) and starting.
-#include <sys/socket.h>
+#include <civetweb.h>
 
 #include <atomic>
 
@@ -27,6 +27,18 @@ TEST_F(PagesTest, HealthzIsOk) {
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(response.body, "ok\n");
   EXPECT_EQ(response.Header("x-content-type-options"), "nosniff");
+}
+
+TEST_F(PagesTest, OneConnectionCarriesSeveralRequests) {
+  StartGateway(Options());
+  absl::StatusOr<Connection> connection = Connection::Open(address());
+  ASSERT_TRUE(connection.ok());
+  ASSERT_TRUE(
+      connection->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                       "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  const std::string replies = connection->ReadAll();
+  EXPECT_EQ(replies.find("HTTP/1.1 200"), 0u) << replies;
+  EXPECT_NE(replies.find("HTTP/1.1 200", 1), std::string::npos) << replies;
 }
 
 TEST_F(PagesTest, MetricsServeTheRenderedText) {
@@ -135,6 +147,12 @@ TEST_F(PagesTest, StartErrorsNameTheAddress) {
   const absl::Status in_use = Gateway::Start(options).status();
   EXPECT_FALSE(in_use.ok());
   EXPECT_THAT(std::string(in_use.message()), HasSubstr(address()));
+
+  options = Options();
+  options.address = "[::1]:0";
+  if (mg_check_feature(MG_FEATURES_IPV6) == 0) {
+    EXPECT_EQ(Gateway::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
+  }
 
   options = Options();
   options.channel = nullptr;

@@ -304,6 +304,14 @@ TEST(CompareTest, MessageNamesTheWorstRegression) {
   EXPECT_EQ(timing.message(),
             "2 of 3 cases regressed (worst: lamport graph w=4 m=8 n=7168 bf16 +100.0 %)");
 
+  // A slowdown outranks a case missing from b (most often a narrower sweep).
+  v1::CaseResult gone = Case();
+  gone.set_m(32);
+  const v1::CompareResponse missing =
+      CompareRuns(MakeRun("a", {gone, slower_a}), MakeRun("b", {slower_b}), 0);
+  EXPECT_EQ(missing.message(),
+            "2 of 2 cases regressed (worst: lamport graph w=4 m=1 n=7168 bf16 +20.0 %)");
+
   // A case that broke outranks any slowdown.
   v1::CaseResult broke = WithStatus(same, v1::CASE_STATUS_HANG);
   const v1::CompareResponse errors = CompareRuns(MakeRun("a", {slower_a, slowest_a, same}),

@@ -150,7 +150,7 @@ TEST(OpenTest, MigratesAVersion1DatabaseAndEverythingWorksOnIt) {
     baseline.set_run_id("r-1");
     ASSERT_TRUE(store.SetBaseline(baseline).ok());
     EXPECT_EQ(store.GetBaseline("key-a", "default")->run_id(), "r-1");
-    EXPECT_EQ(*store.Prune(1, absl::ZeroDuration(), 0), 0u);  // r-1 baseline, r-2 newest
+    EXPECT_EQ(*store.Prune(1, absl::ZeroDuration(), 0, 0), 0u);  // r-1 baseline, r-2 newest
     EXPECT_THAT(*store.MarkInterrupted("stopped", 3000), ElementsAre("r-2"));
     EXPECT_EQ(store.ListRuns({})->runs(0).cases(), 1u);
   }

@@ -87,6 +87,24 @@ TEST_F(RunStoreTest, RunAndCasesRoundTripWithPerRankResultsAcrossReopen) {
   EXPECT_EQ(*store_->CountCases(), 3u);
 }
 
+// A driver upgrade keeps the machine's key (baselines still apply) and each run keeps the
+// identity it ran with, so a comparison across the upgrade shows both versions.
+TEST_F(RunStoreTest, EachRunKeepsTheIdentityItRanWith) {
+  v1::MachineIdentity before = Machine("key-a", "node-a");
+  before.set_driver_version("12.8");
+  v1::MachineIdentity after = before;
+  after.set_driver_version("13.0");
+  Insert(NewRun("r-before", "", {v1::VARIANT_LAMPORT}, v1::RUN_STATE_DONE, 1000, before));
+  Insert(NewRun("r-after", "", {v1::VARIANT_LAMPORT}, v1::RUN_STATE_DONE, 2000, after));
+  Insert(NewRun("r-again", "", {v1::VARIANT_LAMPORT}, v1::RUN_STATE_DONE, 3000, after));
+  Reopen();
+  EXPECT_EQ(store_->GetRun("r-before")->machine().driver_version(), "12.8");
+  EXPECT_EQ(store_->GetRun("r-after")->machine().driver_version(), "13.0");
+  EXPECT_EQ(store_->GetRun("r-again")->machine().driver_version(), "13.0");
+  EXPECT_EQ(store_->GetRun("r-before")->machine().key(), "key-a");
+  EXPECT_EQ(store_->GetRun("r-after")->machine().key(), "key-a");
+}
+
 TEST_F(RunStoreTest, ErrorsNameTheRun) {
   Insert(NewRun("r-1", "", {}));
   const absl::Status duplicate = store_->InsertRun(NewRun("r-1", "", {}));
@@ -313,8 +331,9 @@ class PruneTest : public RunStoreTest {
   }
 
   // How many runs Prune deleted; a failed Prune fails the test and counts as none.
-  uint64_t Pruned(uint64_t max_runs, absl::Duration max_age, int64_t now_ms) {
-    absl::StatusOr<uint64_t> deleted = store_->Prune(max_runs, max_age, now_ms);
+  uint64_t Pruned(uint64_t max_runs, absl::Duration max_age, int64_t now_ms,
+                  uint64_t max_bytes = 0) {
+    absl::StatusOr<uint64_t> deleted = store_->Prune(max_runs, max_age, max_bytes, now_ms);
     EXPECT_TRUE(deleted.ok()) << deleted.status();
     return deleted.value_or(0);
   }
@@ -337,6 +356,17 @@ TEST_F(PruneTest, ByAgeKeepsTheBaselineAndTheActiveRuns) {
   v1::ListRunsRequest variant;
   variant.set_variant(v1::VARIANT_LAMPORT);
   EXPECT_EQ(Ids(variant).size(), 8u);
+}
+
+TEST_F(PruneTest, ByBytesKeepsTheNewestWithinTheBoundTheBaselineAndTheActiveRuns) {
+  uint64_t run_bytes = 0;  // every run here has the same three cases
+  const absl::StatusOr<v1::RunResult> newest = store_->GetRun("r-9");
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  for (const v1::CaseResult& c : newest->cases()) run_bytes += c.ByteSizeLong();
+  // 3.5 runs' worth: r-9, r-8, r-7 fit; r-6 and older go, but for r-2, r-1 (active), r-0 (baseline).
+  EXPECT_EQ(Pruned(0, absl::ZeroDuration(), 100000, run_bytes * 7 / 2), 4u);
+  EXPECT_THAT(Ids({}), ElementsAre("r-9", "r-8", "r-7", "r-2", "r-1", "r-0"));
+  EXPECT_EQ(Pruned(0, absl::ZeroDuration(), 100000, run_bytes * 7 / 2), 0u);
 }
 
 TEST_F(PruneTest, NoBoundDeletesNothingAndBothBoundsCombine) {

@@ -1,0 +1,165 @@
+// The HTTP JSON API on a real colltestd: the same service behind both ports (a sweep started over
+// HTTP is a run gRPC lists, refused with the same message), the caller forwarded by the gateway
+// named as the run's owner, the same tokens and roles, and forwarded identities that only the
+// gateway can set.
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/daemon.h"
+
+namespace colltest::testing {
+namespace {
+
+namespace v1 = ::colltest::v1;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct HttpReply {
+  int status = 0;
+  std::string body;
+  int local_port = 0;  // the client's own port, as the server saw it
+};
+
+// One HTTP/1.0 exchange (the server closes when done, so no chunked body to decode); reads are
+// bounded so that a stuck server fails the test.
+HttpReply Http(const std::string& address, const std::string& method, const std::string& path,
+               const std::string& body = "", const std::string& token = "") {
+  HttpReply reply;
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
+    return reply;
+  }
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval timeout{60, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, address.substr(0, colon).c_str(), &addr.sin_addr);
+  std::string raw;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    sockaddr_in local{};
+    socklen_t size = sizeof(local);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&local), &size);
+    reply.local_port = ntohs(local.sin_port);
+    std::string request = method + " " + path + " HTTP/1.0\r\nHost: x\r\n";
+    if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
+    request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buf[8192];
+      for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) raw.append(buf, n);
+    }
+  }
+  close(fd);
+  const size_t head_end = raw.find("\r\n\r\n");
+  if (raw.size() > 12 && head_end != std::string::npos) {
+    (void)absl::SimpleAtoi(raw.substr(9, 3), &reply.status);
+    reply.body = raw.substr(head_end + 4);
+  }
+  return reply;
+}
+
+// The last line of an NDJSON body, parsed.
+nlohmann::json LastLine(const std::string& body) {
+  std::vector<std::string> lines = absl::StrSplit(body, '\n', absl::SkipEmpty());
+  return lines.empty() ? nlohmann::json() : nlohmann::json::parse(lines.back());
+}
+
+constexpr char kSweep[] =
+    R"({"spec": {"world_size": 2, "m": [1, 8], "n": [256], "variants": ["VARIANT_LAMPORT"],
+                 "label": "over http"}})";
+
+TEST(HttpGateway, ASweepOverHttpIsARunOfTheSameServiceOwnedByTheHttpCaller) {
+  auto daemon = Daemon::Start(2, {"--http", "127.0.0.1:0"});
+  ASSERT_NE(daemon, nullptr);
+  const HttpReply sweep = Http(daemon->http_address(), "POST", "/api/v1/runs", kSweep);
+  ASSERT_EQ(sweep.status, 200) << sweep.body;
+  const nlohmann::json summary = LastLine(sweep.body);
+  ASSERT_TRUE(summary.contains("summary")) << sweep.body;
+  EXPECT_EQ(summary["summary"]["state"], "RUN_STATE_DONE");
+  EXPECT_EQ(summary["summary"]["cases"].size(), 2u);
+
+  grpc::ClientContext context;
+  v1::GetRunRequest get;
+  get.set_run_id(summary["run_id"]);
+  v1::RunResult run;
+  ASSERT_TRUE(daemon->Stub()->GetRun(&context, get, &run).ok());
+  EXPECT_EQ(run.spec().label(), "over http");
+  EXPECT_EQ(run.owner(), "peer:ipv4:127.0.0.1:" + std::to_string(sweep.local_port));
+}
+
+TEST(HttpGateway, ARefusedRequestHasTheServicesMessageOnBothPorts) {
+  auto daemon = Daemon::Start(2, {"--http", "127.0.0.1:0"});
+  ASSERT_NE(daemon, nullptr);
+  const HttpReply refused = Http(daemon->http_address(), "POST", "/api/v1/runs",
+                                 R"({"spec": {"world_size": 9, "m": [1], "n": [256]}})");
+  EXPECT_EQ(refused.status, 400);
+  const nlohmann::json error = nlohmann::json::parse(refused.body);
+  EXPECT_EQ(error["code"], "INVALID_ARGUMENT");
+
+  grpc::ClientContext context;
+  v1::RunRequest request = LamportRun(9, 1, 256);
+  v1::RunResult run;
+  const grpc::Status status = daemon->Stub()->Run(&context, request, &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(error["message"], status.error_message());
+  EXPECT_THAT(status.error_message(), StartsWith("world_size = 9"));
+
+  const HttpReply page = Http(daemon->http_address(), "GET", "/api/v1/runs?limit=5000");
+  EXPECT_EQ(page.status, 400);
+  EXPECT_THAT(page.body, HasSubstr("limit: 5000"));
+}
+
+// A gRPC client cannot pass itself off as a gateway caller: without the process's secret the
+// forwarded peer is ignored and the run is owned by the client's real address.
+TEST(HttpGateway, OnlyTheGatewayCanForwardACaller) {
+  auto daemon = Daemon::Start(2, {"--http", "127.0.0.1:0"});
+  ASSERT_NE(daemon, nullptr);
+  grpc::ClientContext context;
+  context.AddMetadata("x-colltest-forwarded-peer", "ipv4:10.9.9.9:1");
+  context.AddMetadata("x-colltest-forwarded-secret", "00000000000000000000000000000000");
+  v1::RunResult run;
+  ASSERT_TRUE(daemon->Stub()->Run(&context, LamportRun(2, 1, 256), &run).ok());
+  EXPECT_THAT(run.owner(), StartsWith("peer:ipv4:127.0.0.1:"));
+}
+
+constexpr char kViewer[] = "viewer-token-http-000001";
+constexpr char kRunner[] = "runner-token-http-000001";
+
+TEST(HttpGateway, TheSameTokensAndRolesAsGrpc) {
+  const std::string tokens = WriteTokenFile(
+      "colltestd_http_tokens",
+      std::string("dash viewer ") + kViewer + "\nci runner " + kRunner + "\n");
+  auto daemon = Daemon::Start(2, {"--http", "127.0.0.1:0", "--token-file", tokens});
+  ASSERT_NE(daemon, nullptr);
+  const std::string http = daemon->http_address();
+  EXPECT_EQ(Http(http, "GET", "/api/v1/devices").status, 401);
+  EXPECT_EQ(Http(http, "GET", "/api/v1/devices", "", "wrong-token-000000000000").status, 401);
+  EXPECT_EQ(Http(http, "GET", "/api/v1/runs", "", kViewer).status, 200);
+  const HttpReply denied = Http(http, "POST", "/api/v1/runs", kSweep, kViewer);
+  EXPECT_EQ(denied.status, 403);
+  EXPECT_THAT(denied.body, HasSubstr("needs role runner"));
+  const HttpReply sweep = Http(http, "POST", "/api/v1/runs", kSweep, kRunner);
+  ASSERT_EQ(sweep.status, 200) << sweep.body;
+  EXPECT_EQ(LastLine(sweep.body)["summary"]["owner"], "ci");
+  // The dashboard itself is public: it holds no data, and asks for the token.
+  EXPECT_EQ(Http(http, "GET", "/").status, 200);
+  EXPECT_EQ(Http(http, "GET", "/metrics").status, 401);
+}
+
+}  // namespace
+}  // namespace colltest::testing
