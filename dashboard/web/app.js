@@ -225,6 +225,15 @@ function renderVariantChoices(d) {
   }
 }
 
+// The last HANG on the group: its verdict names the culprit rank; the culprit's device and when.
+function lastHangCell(g) {
+  if (!g.last_hang) return el('td', {class: 'message muted', dataset: {lastHang: ''}}, 'none');
+  const device = num(g.last_hang_device);
+  const who = device >= 0 ? `device ${device}: ` : '';
+  return el('td', {class: 'message hang', dataset: {lastHang: String(device)}},
+    `${who}${g.last_hang} (${fmtTime(g.last_hang_unix_ms)})`);
+}
+
 function renderGroups(d) {
   const body = $('#groups-table tbody');
   clear(body);
@@ -238,8 +247,8 @@ function renderGroups(d) {
       el('td', {class: 'num'}, String(num(g.recoveries))),
       el('td', {class: 'num'}, String(num(g.respawns))),
       el('td', {class: 'num'}, g.last_recovery_ms ? fmtNumber(g.last_recovery_ms, 0) : '-'),
-      // The message names the culprit of the last failure (the rank that hung or died).
-      el('td', {class: 'message'}, g.message || '')));
+      el('td', {class: 'message'}, g.message || ''),
+      lastHangCell(g)));
   }
   $('#groups-empty').hidden = groups.length > 0;
 }

@@ -25,7 +25,9 @@ export COLLTEST_BIN_DIR="$bin"
 start_daemon() {
   log="$out/colltestd_$1.log"
   shift
-  "$bin/colltestd" --listen 127.0.0.1:0 --backend cuda --max-case-bytes 64MiB "$@" >"$log" 2>&1 &
+  # One history database for the whole script (its daemons run one after the other).
+  "$bin/colltestd" --listen 127.0.0.1:0 --backend cuda --max-case-bytes 64MiB \
+    --state-dir "$out/state" "$@" >"$log" 2>&1 &
   daemon=$!
   for _ in $(seq 1 240); do
     grep -q 'listening on' "$log" && break
@@ -81,7 +83,12 @@ if [ "$stage" != "bench" ]; then
 fi
 
 if [ "$stage" != "test" ]; then
-  start_daemon bench
+  start_daemon bench --http 127.0.0.1:0
+  # The machine identity every run records, through the HTTP API (devices, UUIDs, bus ids,
+  # versions, links).
+  python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
+    "http://$http/api/v1/devices" >"$out/devices_http.json" 2>&1
+  echo "devices over HTTP rc=$?"
   for mode in ${BENCH_MODES:-graph eager}; do
     timeout 200 "$bin/colltest" --server "$addr" sweep --world 2 --n 7168 --dtype bf16 \
       --m "$bench_m" --variants one_stage,two_kernel,lamport,lamport_tb,nccl \
@@ -89,6 +96,7 @@ if [ "$stage" != "test" ]; then
       2>"$out/bench_$mode.err"
     echo "bench $mode rc=$?"
   done
+  "$bin/colltest" --server "$addr" history --limit 20 >"$out/history.txt" 2>&1
   stop_daemon
   if [ "${ANCHORS:-1}" != 0 ]; then
     # Same box, same run: torch's NCCL all-reduce (+ rms_norm) and symmetric-memory all-reduces.
