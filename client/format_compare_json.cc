@@ -10,28 +10,6 @@
 namespace colltest::client {
 namespace {
 
-Json MachineJson(const v1::MachineIdentity& m) {
-  Json out = Json::object();
-  out["key"] = m.key();
-  out["hostname"] = m.hostname();
-  out["backend"] = m.backend();
-  out["driver_version"] = m.driver_version();
-  out["runtime_version"] = m.runtime_version();
-  out["colltest_version"] = m.colltest_version();
-  out["build_commit"] = m.build_commit();
-  Json devices = Json::array();
-  for (const v1::Device& d : m.devices()) {
-    Json device = Json::object();
-    device["index"] = d.index();
-    device["name"] = d.name();
-    device["uuid"] = d.uuid();
-    device["pci_bus_id"] = d.pci_bus_id();
-    devices.push_back(std::move(device));
-  }
-  out["devices"] = std::move(devices);
-  return out;
-}
-
 // The fields of one run's side of a case ("a" or "b"); null where the case is missing from it,
 // so that a script cannot mistake a missing case for one that took 0 us.
 void AddSide(const std::string& side, bool present, v1::CaseStatus status, const v1::TimingStats& t,

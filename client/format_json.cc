@@ -142,4 +142,32 @@ std::string FormatHealthJson(const v1::HealthResponse& health) {
   return DumpJson(out);
 }
 
+Json MachineJson(const v1::MachineIdentity& m) {
+  Json out = Json::object();
+  out["key"] = m.key();
+  out["hostname"] = m.hostname();
+  out["backend"] = m.backend();
+  out["driver_version"] = m.driver_version();
+  out["runtime_version"] = m.runtime_version();
+  out["colltest_version"] = m.colltest_version();
+  out["build_commit"] = m.build_commit();
+  Json devices = Json::array();
+  for (const v1::Device& d : m.devices()) {
+    devices.push_back(Json{{"index", d.index()}, {"name", d.name()}, {"uuid", d.uuid()},
+                           {"pci_bus_id", d.pci_bus_id()}});
+  }
+  out["devices"] = std::move(devices);
+  Json links = Json::array();
+  for (const v1::Link& l : m.links()) {
+    links.push_back(Json{{"a", l.a()},
+                         {"b", l.b()},
+                         {"kind", l.kind()},
+                         {"p2p", l.p2p()},
+                         {"performance_rank", l.performance_rank()},
+                         {"native_atomics", l.native_atomics()}});
+  }
+  out["links"] = std::move(links);
+  return out;
+}
+
 }  // namespace colltest::client

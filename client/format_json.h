@@ -21,6 +21,9 @@ std::string DumpJson(const Json& json);
 // The object FormatRunJson prints.
 Json RunJson(const v1::RunResult& run);
 
+// A run's machine (MachineIdentity): devices with their UUID and bus id, and the links.
+Json MachineJson(const v1::MachineIdentity& machine);
+
 // The object FormatCompareJson prints.
 Json CompareJson(const v1::CompareResponse& comparison);
 

@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "client/format.h"
 #include "client/format_groups.h"
+#include "client/format_json.h"
 #include "client/names.h"
 #include "client/text_table.h"
 #include "nlohmann/json.hpp"
@@ -16,15 +17,17 @@
 namespace colltest::client {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 absl::Status TableOrJsonOnly(absl::string_view command, OutputFormat format) {
   return absl::InvalidArgumentError(
       absl::StrCat("--format: ", command, " prints table or json, not ", OutputFormatName(format)));
 }
 
-std::string Dump(const Json& json) {
-  return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+// One line: "machine HOST (key K)  driver D  runtime R  colltest V (COMMIT)".
+std::string MachineLine(const v1::MachineIdentity& m) {
+  if (m.key().empty()) return "";
+  return absl::StrCat("machine ", m.hostname(), " (key ", m.key(), ")  driver ",
+                      m.driver_version(), "  runtime ", m.runtime_version(), "  colltest ",
+                      m.colltest_version(), " (", m.build_commit(), ")\n");
 }
 
 }  // namespace
@@ -48,11 +51,14 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
       device["name"] = d.name();
       device["memory_bytes"] = d.memory_bytes();
       device["backend"] = d.backend();
+      device["uuid"] = d.uuid();
+      device["pci_bus_id"] = d.pci_bus_id();
       list.push_back(std::move(device));
     }
     out["devices"] = std::move(list);
     out["groups"] = GroupsJson(devices.groups());
-    return Dump(out);
+    out["machine"] = MachineJson(devices.machine());
+    return DumpJson(out);
   }
   if (format != OutputFormat::kTable) return TableOrJsonOnly("devices", format);
 
@@ -60,15 +66,18 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
   TextTable table({{"index", Align::kRight},
                    {"name", Align::kLeft},
                    {"memory GiB", Align::kRight},
-                   {"backend", Align::kLeft}});
+                   {"backend", Align::kLeft},
+                   {"uuid", Align::kLeft},
+                   {"pci bus id", Align::kLeft}});
   for (const v1::Device& d : devices.devices()) {
     table.AddRow({absl::StrCat(d.index()), d.name(),
-                  absl::StrFormat("%.1f", d.memory_bytes() / double{1 << 30}), d.backend()});
+                  absl::StrFormat("%.1f", d.memory_bytes() / double{1 << 30}), d.backend(),
+                  d.uuid(), d.pci_bus_id()});
   }
   std::string out =
       absl::StrCat("backend ", devices.backend(), "  version ", devices.version(), "  max world ",
-                   devices.max_world_size(), "\nvariants: ", absl::StrJoin(variants, ", "), "\n",
-                   table.Render());
+                   devices.max_world_size(), "\n", MachineLine(devices.machine()),
+                   "variants: ", absl::StrJoin(variants, ", "), "\n", table.Render());
   // Omitted when empty: a server has no group before its first run, and a header-only table would
   // read as if one had gone missing.
   if (!devices.groups().empty()) absl::StrAppend(&out, "\n", GroupsTable(devices.groups()));

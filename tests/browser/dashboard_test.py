@@ -322,6 +322,11 @@ def check_results(browser):
     crossover = browser.eval("document.getElementById('crossover').textContent")
     if 'fastest' not in crossover:
         raise TestFailure(f'no crossover text: {crossover!r}')
+    # The gateway forwards the browser's address: the run's owner is that peer, not the
+    # in-process channel's.
+    meta = browser.eval("document.getElementById('run-meta').textContent")
+    if 'ownerpeer:ipv4:127.0.0.1:' not in meta.replace(' ', ''):
+        raise TestFailure(f'run owner is not the browser\'s address: {meta!r}')
     log(f'results: {len(rows)} rows OK; latency plot series {plot["names"]}; {crossover}')
 
 

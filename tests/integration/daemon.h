@@ -63,6 +63,18 @@ class Daemon {
   bool own_state_dir_ = false;
 };
 
+struct HttpReply {
+  int status = 0;  // 0: no reply
+  std::string body;
+  int local_port = 0;  // the client's own port, as the server saw it
+};
+
+// One HTTP/1.0 exchange with colltestd's --http port (the server closes when done, so there is no
+// chunked body to decode), with `token` as a bearer token when not empty. Reads are bounded (60 s)
+// so that a stuck server fails the test.
+HttpReply Http(const std::string& address, const std::string& method, const std::string& path,
+               const std::string& body = "", const std::string& token = "");
+
 // Runs a command, returns (exit code, stdout + stderr).
 std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv);
 

@@ -59,28 +59,10 @@ v1::RunResult RunCase(v1::CollectiveTest::Stub& stub, uint32_t world, const std:
   return result;
 }
 
-// GET /metrics over loopback; "" on any failure.
+// GET /metrics over loopback: the status line's code and the text; "" on any failure.
 std::string Scrape(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) return "";
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  timeval timeout{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, address.substr(0, colon).c_str(), &addr.sin_addr);
-  std::string reply;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string get = "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n";
-    if (write(fd, get.data(), get.size()) == static_cast<ssize_t>(get.size())) {
-      char buf[8192];
-      for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) reply.append(buf, n);
-    }
-  }
-  close(fd);
-  return reply;
+  const HttpReply reply = Http(address, "GET", "/metrics");
+  return reply.status == 200 ? "200 OK\n" + reply.body : "";
 }
 
 // The value of the series whose line starts with `series` ("name{labels}" or "name"), or -1.

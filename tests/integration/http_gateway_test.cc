@@ -2,18 +2,12 @@
 // HTTP is a run gRPC lists, refused with the same message), the caller forwarded by the gateway
 // named as the run's owner, the same tokens and roles, and forwarded identities that only the
 // gateway can set.
-#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -26,52 +20,6 @@ namespace {
 namespace v1 = ::colltest::v1;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-struct HttpReply {
-  int status = 0;
-  std::string body;
-  int local_port = 0;  // the client's own port, as the server saw it
-};
-
-// One HTTP/1.0 exchange (the server closes when done, so no chunked body to decode); reads are
-// bounded so that a stuck server fails the test.
-HttpReply Http(const std::string& address, const std::string& method, const std::string& path,
-               const std::string& body = "", const std::string& token = "") {
-  HttpReply reply;
-  const size_t colon = address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
-    return reply;
-  }
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  timeval timeout{60, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, address.substr(0, colon).c_str(), &addr.sin_addr);
-  std::string raw;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    sockaddr_in local{};
-    socklen_t size = sizeof(local);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&local), &size);
-    reply.local_port = ntohs(local.sin_port);
-    std::string request = method + " " + path + " HTTP/1.0\r\nHost: x\r\n";
-    if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
-    request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buf[8192];
-      for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) raw.append(buf, n);
-    }
-  }
-  close(fd);
-  const size_t head_end = raw.find("\r\n\r\n");
-  if (raw.size() > 12 && head_end != std::string::npos) {
-    (void)absl::SimpleAtoi(raw.substr(9, 3), &reply.status);
-    reply.body = raw.substr(head_end + 4);
-  }
-  return reply;
-}
 
 // The last line of an NDJSON body, parsed.
 nlohmann::json LastLine(const std::string& body) {

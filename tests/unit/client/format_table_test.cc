@@ -65,16 +65,36 @@ TEST(FormatDevicesTest, TableAndJson) {
   d->set_name("NVIDIA H200");
   d->set_memory_bytes(uint64_t{141} << 30);
   d->set_backend("cuda");
+  d->set_uuid("GPU-00112233-4455-6677-8899-aabbccddeeff");
+  d->set_pci_bus_id("0000:19:00.0");
+  v1::MachineIdentity* machine = devices.mutable_machine();
+  machine->set_key("70f239823b92f8b4");
+  machine->set_hostname("node-7");
+  machine->set_driver_version("13.0");
+  machine->set_runtime_version("13.0");
+  machine->set_colltest_version("0.1.0");
+  machine->set_build_commit("3d57ade303ce");
+  v1::Link* link = machine->add_links();
+  link->set_a(0);
+  link->set_b(1);
+  link->set_p2p(true);
+  link->set_kind("p2p");
 
   absl::StatusOr<std::string> table = FormatDevices(devices, OutputFormat::kTable);
   ASSERT_TRUE(table.ok());
   EXPECT_THAT(*table, HasSubstr("variants: lamport, nccl"));
-  EXPECT_THAT(*table, MatchesRegex("(.|\n)*0 +NVIDIA H200 +141\\.0 +cuda\n"));
+  EXPECT_THAT(*table, HasSubstr("machine node-7 (key 70f239823b92f8b4)  driver 13.0  runtime 13.0  "
+                                "colltest 0.1.0 (3d57ade303ce)\n"));
+  EXPECT_THAT(*table, MatchesRegex("(.|\n)*0 +NVIDIA H200 +141\\.0 +cuda +"
+                                   "GPU-00112233-4455-6677-8899-aabbccddeeff +0000:19:00\\.0\n"));
 
   absl::StatusOr<std::string> json = FormatDevices(devices, OutputFormat::kJson);
   ASSERT_TRUE(json.ok());
   EXPECT_THAT(*json, HasSubstr("\"variants\": [\n    \"lamport\",\n    \"nccl\"\n  ]"));
   EXPECT_THAT(*json, HasSubstr("\"memory_bytes\": 151397597184"));
+  EXPECT_THAT(*json, HasSubstr("\"pci_bus_id\": \"0000:19:00.0\""));
+  EXPECT_THAT(*json, HasSubstr("\"hostname\": \"node-7\""));
+  EXPECT_THAT(*json, HasSubstr("\"kind\": \"p2p\""));
 
   // A server without groups (or an older one) still gives scripts the key.
   EXPECT_THAT(*json, HasSubstr("\"groups\": []"));
