@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "worker/backends/gpu/stream_wait.h"
 
@@ -69,6 +70,35 @@ std::string VersionText(Error (*query)(int*)) {
   return absl::StrCat(v / 1000, ".", v % 1000 / 10);
 }
 
+// The kernel driver's version: the first word of kKernelDriverVersionFile's first line that starts
+// with a digit and holds a dot ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..."
+// gives 580.159.04); "" when the file cannot be read or has none.
+std::string KernelDriverVersion() {
+  FILE* file = std::fopen(kKernelDriverVersionFile, "r");
+  if (file == nullptr) return "";
+  char line[512] = {};
+  const bool read = std::fgets(line, sizeof line, file) != nullptr;
+  std::fclose(file);
+  if (!read) return "";
+  for (absl::string_view word :
+       absl::StrSplit(line, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+    if (std::isdigit(static_cast<unsigned char>(word.front())) &&
+        word.find('.') != absl::string_view::npos) {
+      return std::string(word);
+    }
+  }
+  return "";
+}
+
+// "580.159.04 (CUDA 13.0)": the kernel driver and the API version the runtime reports for it; the
+// API version alone when the kernel driver's cannot be read.
+std::string DriverVersionText() {
+  const std::string api = VersionText(&DriverVersion);
+  const std::string kernel = KernelDriverVersion();
+  if (kernel.empty()) return api;
+  return absl::StrCat(kernel, " (", COLLTEST_GPU_VENDOR_HIP ? "HIP " : "CUDA ", api, ")");
+}
+
 // One probe device; false when its name and memory cannot be read (then the probe reports none).
 // UUID and PCI bus id are recorded for the machine identity only: a failed query leaves them "".
 bool AppendDeviceJson(int d, std::string* json) {
@@ -123,7 +153,7 @@ std::string ProbeDevicesJson() {
   for (int d = 0; d < count; ++d) {
     if (!AppendDeviceJson(d, &json)) return "";
   }
-  absl::StrAppend(&json, R"(],"driver_version":")", JsonEscape(VersionText(&DriverVersion)),
+  absl::StrAppend(&json, R"(],"driver_version":")", JsonEscape(DriverVersionText()),
                   R"(","runtime_version":")", JsonEscape(VersionText(&RuntimeVersion)),
                   R"(","links":)", LinksJson(count), "}");
   return json;

@@ -108,6 +108,10 @@ inline Error GetPciBusId(int d, char* buf, int len) {
 inline Error DriverVersion(int* v) { return COLLTEST_GPU_API(DriverGetVersion)(v); }
 inline Error RuntimeVersion(int* v) { return COLLTEST_GPU_API(RuntimeGetVersion)(v); }
 inline constexpr bool kVersionIsMajorMinor = !COLLTEST_GPU_VENDOR_HIP;
+// Where the kernel driver states its own version ("580.159.04"; the runtime only knows the API
+// version it supports): the NVIDIA module's banner, or the amdgpu module's version.
+inline constexpr const char* kKernelDriverVersionFile =
+    COLLTEST_GPU_VENDOR_HIP ? "/sys/module/amdgpu/version" : "/proc/driver/nvidia/version";
 
 // Whether `d` can map memory of `peer`, and the runtime's view of that direction of the link.
 inline Error CanAccessPeer(int* can, int d, int peer) {
