@@ -153,7 +153,9 @@ Json MachineJson(const v1::MachineIdentity& m) {
   out["build_commit"] = m.build_commit();
   Json devices = Json::array();
   for (const v1::Device& d : m.devices()) {
-    devices.push_back(Json{{"index", d.index()}, {"name", d.name()}, {"uuid", d.uuid()},
+    devices.push_back(Json{{"index", d.index()},
+                           {"name", d.name()},
+                           {"uuid", d.uuid()},
                            {"pci_bus_id", d.pci_bus_id()}});
   }
   out["devices"] = std::move(devices);

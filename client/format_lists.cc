@@ -25,9 +25,9 @@ absl::Status TableOrJsonOnly(absl::string_view command, OutputFormat format) {
 // One line: "machine HOST (key K)  driver D  runtime R  colltest V (COMMIT)".
 std::string MachineLine(const v1::MachineIdentity& m) {
   if (m.key().empty()) return "";
-  return absl::StrCat("machine ", m.hostname(), " (key ", m.key(), ")  driver ",
-                      m.driver_version(), "  runtime ", m.runtime_version(), "  colltest ",
-                      m.colltest_version(), " (", m.build_commit(), ")\n");
+  return absl::StrCat("machine ", m.hostname(), " (key ", m.key(), ")  driver ", m.driver_version(),
+                      "  runtime ", m.runtime_version(), "  colltest ", m.colltest_version(), " (",
+                      m.build_commit(), ")\n");
 }
 
 }  // namespace

@@ -52,8 +52,7 @@ std::string GrpcPeer(absl::string_view address, int port) {
   return absl::StrCat("ipv4:", text, ":", port);
 }
 
-absl::Status Forward(const Caller& caller, absl::string_view secret,
-                     grpc::ClientContext* context) {
+absl::Status Forward(const Caller& caller, absl::string_view secret, grpc::ClientContext* context) {
   if (!secret.empty()) context->AddMetadata(kForwardedSecretKey, std::string(secret));
   if (caller.authorization) {
     if (!IsPrintableAscii(*caller.authorization)) {

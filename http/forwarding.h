@@ -36,10 +36,10 @@ Caller CallerOf(const mg_connection* conn);
 // an IPv4 client seen on a dual-stack socket (::ffff:a.b.c.d) is ipv4, as gRPC shows it.
 std::string GrpcPeer(absl::string_view address, int port);
 
-// Adds the caller's metadata and `secret` (when not empty) to `context` (before the call starts). gRPC takes only printable
-// ASCII in a text metadata value (and aborts on anything else), so a token or CN with other bytes
-// is UNAUTHENTICATED here: neither could match an identity of the token file anyway.
-absl::Status Forward(const Caller& caller, absl::string_view secret,
-                     grpc::ClientContext* context);
+// Adds the caller's metadata and `secret` (when not empty) to `context` (before the call starts).
+// gRPC takes only printable ASCII in a text metadata value (and aborts on anything else), so a
+// token or CN with other bytes is UNAUTHENTICATED here: neither could match an identity of the
+// token file anyway.
+absl::Status Forward(const Caller& caller, absl::string_view secret, grpc::ClientContext* context);
 
 }  // namespace colltest::http

@@ -24,9 +24,8 @@ uint64_t HistoryPruner::passes() const {
 }
 
 void HistoryPruner::PruneOnce() {
-  absl::StatusOr<uint64_t> deleted =
-      store_->Prune(policy_.max_runs, policy_.max_age, policy_.max_bytes,
-                    absl::ToUnixMillis(absl::Now()));
+  absl::StatusOr<uint64_t> deleted = store_->Prune(
+      policy_.max_runs, policy_.max_age, policy_.max_bytes, absl::ToUnixMillis(absl::Now()));
   if (!deleted.ok()) {
     spdlog::error("history: retention pass failed: {}", std::string(deleted.status().message()));
   } else if (*deleted > 0) {

@@ -14,9 +14,9 @@
 namespace colltest::server {
 
 struct RetentionPolicy {
-  uint64_t max_runs = 0;                        // 0: no bound
+  uint64_t max_runs = 0;                          // 0: no bound
   absl::Duration max_age = absl::ZeroDuration();  // zero: no bound
-  uint64_t max_bytes = 0;                       // 0: no bound
+  uint64_t max_bytes = 0;                         // 0: no bound
 };
 
 class HistoryPruner {

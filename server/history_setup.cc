@@ -24,9 +24,10 @@ absl::StatusOr<OpenedHistory> OpenHistory(const std::string& state_dir_flag) {
           "it finished are kept",
           absl::ToUnixMillis(absl::Now())));
   if (!interrupted.empty()) {
-    spdlog::warn("history: {} run(s) left by a colltestd that did not stop cleanly are now "
-                 "INTERRUPTED: {}",
-                 interrupted.size(), absl::StrJoin(interrupted, ", "));
+    spdlog::warn(
+        "history: {} run(s) left by a colltestd that did not stop cleanly are now "
+        "INTERRUPTED: {}",
+        interrupted.size(), absl::StrJoin(interrupted, ", "));
   }
   spdlog::info("history: {} (schema {})", history.store->path(), history.store->schema_version());
   return history;

@@ -15,20 +15,20 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "dashboard/assets.h"
-#include "http/gateway.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "http/gateway.h"
 #include "server/auth.h"
 #include "server/backend_probe.h"
+#include "server/build_info.h"
 #include "server/credentials.h"
 #include "server/fd_limit.h"
 #include "server/grpc_server.h"
 #include "server/history_pruner.h"
 #include "server/history_setup.h"
 #include "server/machine_identity.h"
-#include "server/build_info.h"
 #include "server/metrics.h"
 #include "server/options.h"
 #include "server/parse_error_interceptor.h"
@@ -243,8 +243,8 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
   d.serving = std::make_unique<ServingState>(&d.metrics);
   COLLTEST_ASSIGN_OR_RETURN(d.history, OpenHistory(options.state_dir));
   d.pruner = std::make_unique<HistoryPruner>(
-      d.history.store.get(), RetentionPolicy{options.history_max_runs, options.history_max_age,
-                                             options.history_max_bytes},
+      d.history.store.get(),
+      RetentionPolicy{options.history_max_runs, options.history_max_age, options.history_max_bytes},
       options.history_prune_interval);
   if (options.allow_fault_injection) spdlog::warn("fault injection is allowed");
   absl::StatusOr<std::unique_ptr<WorkerPool>> pool =

@@ -39,8 +39,8 @@ absl::Status CheckToken(absl::string_view field, absl::string_view value, size_t
 
 absl::Status ValidateListRuns(const v1::ListRunsRequest& request) {
   if (request.limit() > store::kMaxListLimit) {
-    return Invalid(absl::StrCat("limit: ", request.limit(), ", the limit is ",
-                                store::kMaxListLimit));
+    return Invalid(
+        absl::StrCat("limit: ", request.limit(), ", the limit is ", store::kMaxListLimit));
   }
   COLLTEST_RETURN_IF_ERROR(common::CheckLabel("label", request.label()));
   if (!v1::RunState_IsValid(request.state())) {

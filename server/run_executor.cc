@@ -50,12 +50,9 @@ RunExecutor::RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* hist
       tune_(tune),
       quota_(limits_.max_active_runs_per_owner) {}
 
-std::optional<v1::CaseResult> RunExecutor::RunOne(uint32_t index,
-                                                  const std::vector<uint32_t>& devices,
-                                                  const wv1::CaseRequest& request,
-                                                  const std::function<bool()>& stop,
-                                                  uint32_t& pool_failures,
-                                                  absl::Status& last_failure) {
+std::optional<v1::CaseResult> RunExecutor::RunOne(
+    uint32_t index, const std::vector<uint32_t>& devices, const wv1::CaseRequest& request,
+    const std::function<bool()>& stop, uint32_t& pool_failures, absl::Status& last_failure) {
   wv1::CaseRequest concrete = request;
   std::optional<AutoChoice> choice;
   if (request.variant() == v1::VARIANT_AUTO) {
@@ -116,7 +113,8 @@ void RunExecutor::Count(const v1::CaseResult& result, const std::vector<uint32_t
 void RunExecutor::AddLastHangs(std::vector<v1::GroupHealth>& groups) const {
   std::lock_guard<std::mutex> lock(hangs_mu_);
   for (v1::GroupHealth& group : groups) {
-    auto it = last_hangs_.find(std::vector<uint32_t>(group.devices().begin(), group.devices().end()));
+    auto it =
+        last_hangs_.find(std::vector<uint32_t>(group.devices().begin(), group.devices().end()));
     if (it == last_hangs_.end()) continue;
     group.set_last_hang(it->second.last_hang());
     group.set_last_hang_unix_ms(it->second.last_hang_unix_ms());
@@ -155,9 +153,8 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
                absl::StrJoin(plan.devices, ","), spec->label(), owner);
 
   const std::function<bool()> stop_requested = [&] { return !StopReason(id, observer).empty(); };
-  absl::StatusOr<DeviceArbiter::Lease> lease = arbiter_->Acquire(
-      plan.devices, stop_requested,
-      [&](uint32_t ahead) {
+  absl::StatusOr<DeviceArbiter::Lease> lease =
+      arbiter_->Acquire(plan.devices, stop_requested, [&](uint32_t ahead) {
         CountRuns();
         observer.OnQueued(id, ahead, total);
       });
@@ -169,8 +166,8 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
     spdlog::info("run {}: cancelled while queued: {}", id, why);
     if (shutting_down_.load()) {
       // Retryable elsewhere or after the restart, which is what UNAVAILABLE tells a client.
-      return absl::UnavailableError(absl::StrCat(
-          "colltestd is shutting down: run ", id, " was queued and never started; retry it"));
+      return absl::UnavailableError(absl::StrCat("colltestd is shutting down: run ", id,
+                                                 " was queued and never started; retry it"));
     }
     return absl::CancelledError(absl::StrCat("run ", id, " cancelled while queued: ", why));
   }
@@ -192,10 +189,9 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
     if (!ran.has_value()) {
       stop = StopReason(id, observer);
       if (stop.empty()) stop = "stopped";
-      stop = absl::StrCat(stop, " (case ", i, " stopped after ",
-                          absl::FormatDuration(absl::Trunc(absl::Now() - start,
-                                                           absl::Milliseconds(1))),
-                          ")");
+      stop = absl::StrCat(
+          stop, " (case ", i, " stopped after ",
+          absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1))), ")");
       break;
     }
     v1::CaseResult& result = *ran;

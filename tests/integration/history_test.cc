@@ -174,8 +174,8 @@ TEST(HistoryTest, OneColltestdPerStateDirectory) {
       RunCommand({BinDir() + "/colltestd", "--backend", "cpu", "--cpu-ranks", "2", "--listen",
                   "127.0.0.1:0", "--state-dir", dir.path()});
   EXPECT_NE(code, 0);
-  EXPECT_THAT(output, HasSubstr("in use by another colltestd (pid " +
-                                std::to_string(first->pid()) + ")"));
+  EXPECT_THAT(output,
+              HasSubstr("in use by another colltestd (pid " + std::to_string(first->pid()) + ")"));
 }
 
 TEST(HistoryTest, ListRunsFiltersAndPages) {
@@ -183,7 +183,8 @@ TEST(HistoryTest, ListRunsFiltersAndPages) {
   auto daemon = StartOn(dir);
   ASSERT_NE(daemon, nullptr);
   std::vector<std::string> ids;
-  for (int i = 0; i < 3; ++i) ids.push_back(RunOrDie(*daemon, Labelled(LamportRun(2, 8, 64), "page")).run_id());
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(RunOrDie(*daemon, Labelled(LamportRun(2, 8, 64), "page")).run_id());
   v1::RunRequest one_stage = Labelled(LamportRun(2, 8, 64), "other");
   one_stage.mutable_spec()->set_variants(0, v1::VARIANT_ONE_STAGE);
   const std::string other = RunOrDie(*daemon, one_stage).run_id();

@@ -89,9 +89,9 @@ constexpr char kViewer[] = "viewer-token-http-000001";
 constexpr char kRunner[] = "runner-token-http-000001";
 
 TEST(HttpGateway, TheSameTokensAndRolesAsGrpc) {
-  const std::string tokens = WriteTokenFile(
-      "colltestd_http_tokens",
-      std::string("dash viewer ") + kViewer + "\nci runner " + kRunner + "\n");
+  const std::string tokens =
+      WriteTokenFile("colltestd_http_tokens",
+                     std::string("dash viewer ") + kViewer + "\nci runner " + kRunner + "\n");
   auto daemon = Daemon::Start(2, {"--http", "127.0.0.1:0", "--token-file", tokens});
   ASSERT_NE(daemon, nullptr);
   const std::string http = daemon->http_address();

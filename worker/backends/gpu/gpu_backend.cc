@@ -80,8 +80,7 @@ std::string KernelDriverVersion() {
   const bool read = std::fgets(line, sizeof line, file) != nullptr;
   std::fclose(file);
   if (!read) return "";
-  for (absl::string_view word :
-       absl::StrSplit(line, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+  for (absl::string_view word : absl::StrSplit(line, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
     if (std::isdigit(static_cast<unsigned char>(word.front())) &&
         word.find('.') != absl::string_view::npos) {
       return std::string(word);
