@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/stable_hash.h"
 
 namespace colltest::server {
 
@@ -16,22 +17,10 @@ namespace v1 = ::colltest::v1;
 
 namespace {
 
-// FNV-1a, 64 bits: written out because its value must never change with a library or compiler
-// (std::hash and absl::Hash are free to, and absl::Hash is seeded per process).
-constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
-constexpr uint64_t kFnvPrime = 0x100000001b3ull;
-
-void FnvAppend(uint64_t& h, absl::string_view bytes) {
-  for (const char c : bytes) {
-    h ^= static_cast<unsigned char>(c);
-    h *= kFnvPrime;
-  }
-}
-
 // "<length>:<bytes>": no two different field lists hash the same text ("ab"+"c" vs "a"+"bc").
 void FnvAppendField(uint64_t& h, absl::string_view field) {
-  FnvAppend(h, absl::StrCat(field.size(), ":"));
-  FnvAppend(h, field);
+  common::Fnv1aAppend(h, absl::StrCat(field.size(), ":"));
+  common::Fnv1aAppend(h, field);
 }
 
 // The kernel release (uname -r): what the cpu backend's "runtime" is. "" when uname fails.
@@ -52,7 +41,7 @@ std::string MachineKey(const v1::MachineIdentity& machine) {
   std::stable_sort(devices.begin(), devices.end(), [](const v1::Device* a, const v1::Device* b) {
     return a->index() < b->index();
   });
-  uint64_t h = kFnvOffset;
+  uint64_t h = common::kFnv1aOffset;
   FnvAppendField(h, machine.hostname());
   FnvAppendField(h, machine.backend());
   for (const v1::Device* d : devices) {

@@ -23,16 +23,22 @@ absl::Status CheckLength(absl::string_view field, absl::string_view value, size_
   return Invalid(absl::StrCat(field, ": ", value.size(), " bytes, the limit is ", limit));
 }
 
-// Page tokens and machine keys are ours: short printable ASCII.
-absl::Status CheckToken(absl::string_view field, absl::string_view value, size_t limit) {
-  COLLTEST_RETURN_IF_ERROR(CheckLength(field, value, limit));
+// Letters, digits, '.', '_' and '-': page tokens, machine keys and baseline names.
+bool IsNameText(absl::string_view value) {
   for (char c : value) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
-      return Invalid(absl::StrCat(field, ": \"", common::EscapeForTerminal(value),
-                                  "\" is not one colltestd issued"));
+      return false;
     }
   }
-  return absl::OkStatus();
+  return true;
+}
+
+// Page tokens and machine keys are ours: short names.
+absl::Status CheckToken(absl::string_view field, absl::string_view value, size_t limit) {
+  COLLTEST_RETURN_IF_ERROR(CheckLength(field, value, limit));
+  if (IsNameText(value)) return absl::OkStatus();
+  return Invalid(absl::StrCat(field, ": \"", common::EscapeForTerminal(value),
+                              "\" is not one colltestd issued"));
 }
 
 }  // namespace
@@ -58,13 +64,9 @@ absl::Status ValidateListRuns(const v1::ListRunsRequest& request) {
 absl::StatusOr<std::string> NormalizeBaselineName(absl::string_view field, absl::string_view name) {
   if (name.empty()) return std::string(kDefaultBaselineName);
   COLLTEST_RETURN_IF_ERROR(CheckLength(field, name, kMaxBaselineNameBytes));
-  for (char c : name) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
-      return Invalid(absl::StrCat(field, ": \"", common::EscapeForTerminal(name),
-                                  "\": a baseline name is letters, digits, '.', '_' and '-'"));
-    }
-  }
-  return std::string(name);
+  if (IsNameText(name)) return std::string(name);
+  return Invalid(absl::StrCat(field, ": \"", common::EscapeForTerminal(name),
+                              "\": a baseline name is letters, digits, '.', '_' and '-'"));
 }
 
 absl::Status ValidateListBaselines(const v1::ListBaselinesRequest& request) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/stable_hash.h"
 #include "common/status_macros.h"
 #include "store/database.h"
 #include "store/open.h"
@@ -76,11 +77,8 @@ absl::StatusOr<std::string> SpecJson(const SweepSpec& spec) {
 // identity. The same machine after a driver upgrade is a new row under the same key.
 std::string MachineRef(const MachineIdentity& machine) {
   if (machine.key().empty()) return "";
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (const unsigned char c : machine.SerializeAsString()) {
-    hash = (hash ^ c) * 0x100000001b3ull;
-  }
-  return absl::StrCat(machine.key(), ".", absl::Hex(hash, absl::kZeroPad16));
+  return absl::StrCat(machine.key(), ".",
+                      absl::Hex(common::Fnv1a(machine.SerializeAsString()), absl::kZeroPad16));
 }
 
 // Recorded once per identity: runs on an unchanged machine share one row.
