@@ -56,6 +56,8 @@ void AddSweepFlags(CLI::App* app, SweepFlags* f) {
   AddOptional(app, "--label", "TEXT", &f->label, "Free text kept in the run history");
   app->add_flag("--stop-on-failure", f->stop_on_failure,
                 "Stop at the first WRONG, HANG or ERROR case (fail fast)");
+  app->add_flag("--force", f->force,
+                "Run even when other processes use the devices (else refused BUSY, exit 5)");
 }
 
 // A value that may be left out ("--baseline" alone means the default baseline), kept as "" then.
@@ -123,6 +125,25 @@ void AddHealthFlags(CLI::App* app, HealthFlags* f) {
               "Fault injection KIND[:RANK], RANK naming the RANK-th device (server must allow it)");
   AddOptional(app, "--warn-ratio", "X", &f->warn_ratio,
               "WARN when a rank or pair is X times slower than the median (default 1.5)");
+  AddOptional(app, "--level", "LEVEL", &f->level,
+              "quick (default: seconds), standard (every pair, both modes, a short stress, the "
+              "hang self test) or long (long stress, bandwidth per pair against expected)");
+  app->add_flag("--force", f->force, "Check even when other processes use the devices");
+  AddOptional(app, "--max-verdict-age", "DURATION", &f->max_verdict_age,
+              "Answer with the server's last verdict when it is at most this old, e.g. 60s");
+  AddOptional(app, "--npd", "CONDITION", &f->npd,
+              "node-problem-detector plugin mode for CollectiveHang or CollectiveWrong: one line, "
+              "exit 0 (false), 1 (true) or 2 (unknown)");
+  AddOptional(app, "--targets", "LIST", &f->targets,
+              "Fleet check: ask these nodes (host:port,...; a DNS name:port asks every address "
+              "it resolves to) instead of --server");
+  AddOptional(app, "--targets-file", "FILE", &f->targets_file,
+              "Fleet check: nodes from a file, one host:port per line (# comments)");
+  AddOptional(app, "--parallel", "N", &f->parallel, "Fleet check: nodes asked at once (default 32)");
+  AddOptional(app, "--node-timeout", "DURATION", &f->node_timeout,
+              "Fleet check: deadline per node and attempt (default: the check's own deadline)");
+  AddOptional(app, "--retries", "N", &f->retries,
+              "Fleet check: extra attempts for an unreachable node (default 2)");
 }
 
 void AddTuneFlags(CLI::App* app, TuneFlags* f, Invocation* inv) {

@@ -8,6 +8,11 @@
 //   4  `compare`, or `run` / `sweep --compare-baseline`: a regression against the reference run,
 //      and nothing worse. The run's own code (1 to 3) outranks it: a broken run is reported as
 //      broken, not as slower.
+//   5  BUSY: the devices were in use (other processes, or other clients' runs past the health
+//      check's deadline) and nothing was checked; `--force` runs anyway. A health answer that is
+//      BUSY but carries an earlier verdict still exits 5: that verdict is not a new check.
+//   6  fleet check (`health --targets`): some node could not be reached or answered garbage, and
+//      no reached node was worse than OK (1 to 3 outrank it: a node known bad is worse news)
 #ifndef COLLTEST_CLIENT_EXIT_CODE_H_
 #define COLLTEST_CLIENT_EXIT_CODE_H_
 
@@ -20,6 +25,8 @@ inline constexpr int kExitWrong = 1;
 inline constexpr int kExitHang = 2;
 inline constexpr int kExitError = 3;
 inline constexpr int kExitRegressed = 4;
+inline constexpr int kExitBusy = 5;
+inline constexpr int kExitUnreachable = 6;
 
 // The most severe outcome of a run, in the order error > hang > wrong > ok. An ERROR case or an
 // aborted run means the results are incomplete, so it outranks any verdict drawn from them.

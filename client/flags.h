@@ -45,6 +45,7 @@ struct SweepFlags {
   std::optional<std::string> arm_repeat;
   std::optional<std::string> label;
   bool stop_on_failure = false;
+  bool force = false;  // SweepSpec.force: run even when other processes use the devices
 };
 
 absl::StatusOr<v1::SweepSpec> BuildSweepSpec(const SweepFlags& flags);
@@ -55,6 +56,18 @@ struct HealthFlags {
   std::optional<std::string> devices;
   std::optional<std::string> fault;
   std::optional<std::string> warn_ratio;
+  std::optional<std::string> level;             // quick|standard|long
+  bool force = false;                           // HealthRequest.force
+  std::optional<std::string> max_verdict_age;   // DURATION: HealthRequest.max_verdict_age_ms
+  // node-problem-detector mode: CollectiveHang or CollectiveWrong. Prints one line and exits
+  // 0 (condition false), 1 (condition true) or 2 (unknown) as NPD's custom plugins do.
+  std::optional<std::string> npd;
+  // Fleet mode (client/fleet.h): the nodes to ask instead of --server.
+  std::optional<std::string> targets;       // host:port,host:port or a DNS name:port
+  std::optional<std::string> targets_file;  // one host:port per line, # comments
+  std::optional<std::string> parallel;      // nodes asked at once (default 32)
+  std::optional<std::string> node_timeout;  // DURATION per node and attempt
+  std::optional<std::string> retries;       // extra attempts for an unreachable node (default 2)
 };
 
 absl::StatusOr<v1::HealthRequest> BuildHealthRequest(const HealthFlags& flags);

@@ -209,6 +209,9 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
   app.add_option("--http", o.http,
                  "serve the dashboard, the JSON API (/api/v1) and Prometheus metrics (/metrics) "
                  "at http://HOST:PORT (port 0: any)");
+  app.add_option("--health-listen", o.health_listen,
+                 "also serve only grpc.health.v1.Health at HOST:PORT, plaintext and without "
+                 "tokens (for Kubernetes' grpc probe; it reveals only SERVING / NOT_SERVING)");
   app.add_option("--state-dir", o.state_dir,
                  "directory of the run history database (default $XDG_STATE_HOME/colltest, else "
                  "~/.local/state/colltest)");
@@ -222,6 +225,22 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
   app.add_option("--runtime-dir", o.runtime_dir,
                  "parent of the workers' private socket directory (default $XDG_RUNTIME_DIR or "
                  "/tmp)");
+  app.add_option_function<std::string>(
+         "--idle-timeout",
+         [&o](const std::string& text) {
+           absl::StatusOr<absl::Duration> parsed = common::ParseDuration("--idle-timeout", text);
+           if (!parsed.ok()) throw CLI::ValidationError(std::string(parsed.status().message()));
+           if (*parsed < absl::ZeroDuration()) {
+             throw CLI::ValidationError("--idle-timeout: must be >= 0");
+           }
+           o.idle_timeout = *parsed;
+         },
+         "workers idle this long exit and free their GPU memory; the next case respawns them "
+         "(0: never)")
+      ->default_str(absl::FormatDuration(o.idle_timeout));
+  // Every flag above may also come from a file (one `name = value` per line, TOML or INI), as the
+  // systemd unit does with /etc/colltest/colltestd.toml; the command line wins over the file.
+  app.set_config("--config", "", "read flags from this TOML file (name = value per line)");
 
   try {
     app.parse(argc, argv);

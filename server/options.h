@@ -19,6 +19,9 @@ struct ServerOptions {
   uint32_t cpu_ranks = 4;
   std::vector<uint32_t> devices;  // restrict the server to these device indices; empty = all
   std::string http;  // HTTP address: API, dashboard, metrics (http/gateway.h); empty = not served
+  // A second, plaintext gRPC listener that serves only grpc.health.v1.Health, without tokens, for
+  // probes that can send neither (Kubernetes' grpc probe); empty = none.
+  std::string health_listen;
   std::string state_dir;  // the history database's directory; empty = store::ResolveStateDir("")
   std::string tls_cert;
   std::string tls_key;
@@ -35,6 +38,9 @@ struct ServerOptions {
   absl::Duration history_max_age = absl::Hours(24 * 90);
   uint64_t history_max_bytes = uint64_t{1} << 30;  // serialized case results kept
   absl::Duration history_prune_interval = absl::Minutes(1);
+  // Workers of a group with no case for this long exit, so that an idle node holds no GPU memory;
+  // the next case respawns them (docs/neighbours.md gives the cost). Zero: they never exit.
+  absl::Duration idle_timeout = absl::Minutes(1);
   uint32_t max_active_runs_per_owner = 16;  // queued or running runs of one caller; 0: no limit
   // Connections and streams (docs/limits.md).
   uint32_t max_connections = 0;  // 0: DefaultMaxConnections(the soft fd limit, the devices)

@@ -134,8 +134,8 @@ std::string RunExecutor::StopReason(const std::string& run_id, RunObserver& obse
 }
 
 absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
-                                                   RunObserver& observer,
-                                                   const std::string& owner) {
+                                                   RunObserver& observer, const std::string& owner,
+                                                   RunPriority priority) {
   absl::StatusOr<v1::SweepSpec> spec = ValidateSpec(request, limits_);
   if (!spec.ok()) return spec.status();
   // Refused before it is recorded or queued: nothing is left to answer later.

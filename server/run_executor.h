@@ -39,6 +39,11 @@ class RunObserver {
                       uint32_t done, uint32_t total) {}
 };
 
+// How a run waits for its devices. A health check's runs are kPriority: they go ahead of every
+// waiting run, and a running sweep on their devices hands them over between two of its cases and
+// continues after them, so a verdict never waits behind other clients' sweeps (docs/neighbours.md).
+enum class RunPriority { kNormal, kPriority };
+
 class RunExecutor {
  public:
   // The pointers are not owned and must outlive the executor; `metrics` and `tune` may be null
@@ -52,7 +57,8 @@ class RunExecutor {
   // is recorded as the run's RunResult.owner.
   absl::StatusOr<colltest::v1::RunResult> Execute(const colltest::v1::SweepSpec& spec,
                                                   RunObserver& observer,
-                                                  const std::string& owner = "");
+                                                  const std::string& owner = "",
+                                                  RunPriority priority = RunPriority::kNormal);
 
   // Asks a run to stop; returns the state it was in. NOT_FOUND for unknown ids.
   absl::StatusOr<colltest::v1::RunState> Cancel(const std::string& run_id);
