@@ -3,6 +3,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <variant>
 
 #include "absl/status/status.h"
@@ -14,8 +15,11 @@
 #include "client/compare_flags.h"
 #include "client/exit_code.h"
 #include "client/flags.h"
+#include "client/fleet.h"
+#include "client/fleet_targets.h"
 #include "client/format.h"
 #include "client/history.h"
+#include "client/npd.h"
 #include "client/output.h"
 #include "client/rpc.h"
 #include "common/status_macros.h"
@@ -65,6 +69,40 @@ absl::StatusOr<Command> PrepareRun(const Invocation& inv, const OutputOptions& o
   return Command([=](Client& c, Streams s) { return RunCommand(c, spec, compare, output, s); });
 }
 
+// `health` against --server: the report, or with --npd the one line of the NPD plugin protocol.
+absl::StatusOr<Command> PrepareHealth(const Invocation& inv, const OutputOptions& output) {
+  const HealthFlags& flags = inv.health;
+  if (flags.npd.has_value()) {
+    COLLTEST_RETURN_IF_ERROR(CheckNpdFlags(flags, output.format, output.out_path));
+  }
+  COLLTEST_RETURN_IF_ERROR(CheckNoFleetOnlyFlags(flags));
+  COLLTEST_ASSIGN_OR_RETURN(const v1::HealthRequest request, BuildHealthRequest(flags));
+  if (flags.npd.has_value()) {
+    COLLTEST_ASSIGN_OR_RETURN(const NpdCondition condition, ParseNpdCondition(*flags.npd));
+    return Command([=](Client& c, Streams s) { return NpdCommand(c, condition, request, s); });
+  }
+  return Command([=](Client& c, Streams s) { return HealthCommand(c, request, output, s); });
+}
+
+struct FleetCheck {
+  v1::HealthRequest request;
+  FleetOptions options;
+};
+
+// `health --targets/--targets-file`: every flag checked and every name resolved before the first
+// node is asked.
+absl::StatusOr<FleetCheck> PrepareFleetCheck(const Invocation& inv, const OutputOptions& output) {
+  if (inv.health.npd.has_value()) {
+    COLLTEST_RETURN_IF_ERROR(CheckNpdFlags(inv.health, output.format, output.out_path));
+  }
+  FleetCheck check;
+  COLLTEST_ASSIGN_OR_RETURN(check.request, BuildHealthRequest(inv.health));
+  COLLTEST_ASSIGN_OR_RETURN(
+      check.options, BuildFleetOptions(inv.health, HealthDeadline(check.request.timeout_ms(), check.request.level()),
+                                       ResolveWithGetaddrinfo));
+  return check;
+}
+
 absl::StatusOr<Command> PrepareHistoryAndBaselines(const Invocation& inv,
                                                    const OutputOptions& output) {
   if (inv.command == "history") {
@@ -96,10 +134,7 @@ absl::StatusOr<Command> Prepare(const Invocation& inv, const OutputOptions& outp
     COLLTEST_ASSIGN_OR_RETURN(const v1::SweepSpec spec, BuildTuneSpec(inv.tune));
     return Command([=](Client& c, Streams s) { return TuneCommand(c, spec, output, s); });
   }
-  if (command == "health") {
-    COLLTEST_ASSIGN_OR_RETURN(const v1::HealthRequest request, BuildHealthRequest(inv.health));
-    return Command([=](Client& c, Streams s) { return HealthCommand(c, request, output, s); });
-  }
+  if (command == "health") return PrepareHealth(inv, output);
   if (command == "history" || command == "compare" || command == "baseline set" ||
       command == "baseline list") {
     return PrepareHistoryAndBaselines(inv, output);
@@ -122,6 +157,15 @@ int Dispatch(const Invocation& inv, Streams streams) {
   if (!output.ok()) {
     PrintError(streams.err, output.status());
     return kExitError;
+  }
+  // A fleet check asks every node over a channel of its own instead of one --server.
+  if (inv.command == "health" && IsFleetCheck(inv.health)) {
+    absl::StatusOr<FleetCheck> fleet = PrepareFleetCheck(inv, *output);
+    if (!fleet.ok()) {
+      PrintError(streams.err, fleet.status());
+      return kExitError;
+    }
+    return FleetHealthCommand(inv.connection, fleet->request, fleet->options, *output, streams);
   }
   absl::StatusOr<Command> command = Prepare(inv, *output);
   if (!command.ok()) {

@@ -7,6 +7,10 @@
 #include "CLI/CLI.hpp"
 #include "client/exit_code.h"
 
+#ifndef COLLTEST_VERSION
+#define COLLTEST_VERSION "unknown"
+#endif
+
 namespace colltest::client {
 namespace {
 
@@ -119,7 +123,7 @@ void AddHealthFlags(CLI::App* app, HealthFlags* f) {
                 "Also check every pair of devices, to isolate one bad GPU or link");
   AddOptional(app, "--timeout", "DURATION", &f->timeout,
               "Per-case timeout, e.g. 5s (default 5s); the whole check is given "
-              "max(120 s, 40 x this)");
+              "max(120 s, 40 x this) (standard: max(10 min, 120 x), long: max(30 min, 400 x))");
   AddOptional(app, "--devices", "LIST", &f->devices, "Device indices, e.g. 0,1 (default: all)");
   AddOptional(app, "--fault", "KIND[:RANK]", &f->fault,
               "Fault injection KIND[:RANK], RANK naming the RANK-th device (server must allow it)");
@@ -171,6 +175,7 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
   CLI::App app("Tests fused all-reduce + RMSNorm collective kernels through colltestd.",
                "colltest");
   app.require_subcommand(1);
+  app.set_version_flag("--version", COLLTEST_VERSION);
 
   // Global flags are also accepted after the command, where scripts tend to append them.
   app.fallthrough();
@@ -244,7 +249,9 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
       "  1  some case WRONG\n"
       "  2  some case HANG\n"
       "  3  RPC or flag error, an ERROR case, or a run that did not complete\n"
-      "  4  compare or --compare-baseline found a regression (the run's own 1 to 3 outrank it)");
+      "  4  compare or --compare-baseline found a regression (the run's own 1 to 3 outrank it)\n"
+      "  5  BUSY: the devices were in use and nothing was checked (--force runs anyway)\n"
+      "  6  health --targets: some node unreachable, and no reached node worse than OK");
 
   std::vector<const char*> argv;
   argv.reserve(args.size());

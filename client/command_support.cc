@@ -1,13 +1,20 @@
 #include "client/command_support.h"
 
+#include "absl/strings/match.h"
 #include "client/exit_code.h"
 #include "client/output.h"
 
 namespace colltest::client {
 
+bool IsBusyRefusal(const absl::Status& status) {
+  return absl::IsFailedPrecondition(status) && absl::StartsWith(status.message(), "BUSY:");
+}
+
 int Fail(Streams streams, const absl::Status& status) {
   PrintError(streams.err, status);
-  return kExitError;
+  // Every command's RPC failure comes through here, so run, sweep and tune all tell "the devices
+  // were in use, nothing ran" (retry later, or --force) apart from a broken request or server.
+  return IsBusyRefusal(status) ? kExitBusy : kExitError;
 }
 
 int WriteOrFail(Streams streams, const absl::StatusOr<std::string>& text,

@@ -10,7 +10,11 @@
 
 namespace colltest::client {
 
-// Prints `status` as the one error line and returns its exit code, 3.
+// True for colltestd's refusal of a run on devices that other processes use: FAILED_PRECONDITION
+// with a message that starts "BUSY:" (SweepSpec.force).
+bool IsBusyRefusal(const absl::Status& status);
+
+// Prints `status` as the one error line and returns its exit code: 5 for a BUSY refusal, else 3.
 int Fail(Streams streams, const absl::Status& status);
 
 // Writes `text` to stdout or --out; 0, or 3 with the error printed when `text` is an error or

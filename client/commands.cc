@@ -69,9 +69,17 @@ constexpr uint32_t kDefaultCaseTimeoutMs = 5000;
 
 }  // namespace
 
-absl::Duration HealthDeadline(uint32_t timeout_ms) {
+absl::Duration HealthDeadline(uint32_t timeout_ms, v1::HealthLevel level) {
   const uint32_t case_ms = timeout_ms == 0 ? kDefaultCaseTimeoutMs : timeout_ms;
-  return std::max(absl::Seconds(120), 40 * absl::Milliseconds(case_ms));
+  // The deeper levels run more cases: every pair and a stress (standard), long stresses and a
+  // bandwidth case per pair (long; 25-37 s on 4 cpu ranks, minutes on 8 GPUs).
+  const absl::Duration floor = level == v1::HEALTH_LEVEL_LONG       ? absl::Minutes(30)
+                               : level == v1::HEALTH_LEVEL_STANDARD ? absl::Minutes(10)
+                                                                    : absl::Seconds(120);
+  const int multiple = level == v1::HEALTH_LEVEL_LONG       ? 400
+                       : level == v1::HEALTH_LEVEL_STANDARD ? 120
+                                                            : 40;
+  return std::max(floor, multiple * absl::Milliseconds(case_ms));
 }
 
 int DevicesCommand(Client& client, const OutputOptions& output, Streams streams) {
@@ -119,20 +127,24 @@ int CancelCommand(Client& client, const std::string& run_id, Streams streams) {
 
 int HealthCommand(Client& client, const v1::HealthRequest& request, const OutputOptions& output,
                   Streams streams) {
-  const absl::Duration deadline = HealthDeadline(request.timeout_ms());
+  const absl::Duration deadline = HealthDeadline(request.timeout_ms(), request.level());
   absl::StatusOr<v1::HealthResponse> health = client.Health(request, deadline);
   if (absl::IsDeadlineExceeded(health.status())) {
     // gRPC's own text ("Deadline Exceeded") does not say which deadline or how to lengthen it.
     return Fail(streams, absl::DeadlineExceededError(absl::StrCat(
                              "no health verdict within ", absl::FormatDuration(deadline),
-                             " (max of 2m and 40 x --timeout): the server may be busy with other "
-                             "runs or stuck: ",
+                             " (the level's floor, or a multiple of --timeout: docs/health-levels.md): "
+                             "the server may be stuck: ",
                              health.status().message())));
   }
   if (!health.ok()) return Fail(streams, health.status());
   if (int code = WriteOrFail(streams, FormatHealth(*health, output.format), output);
       code != kExitOk) {
     return code;
+  }
+  // Exit 5 alone does not say why; in JSON or JUnit the reason is inside a document.
+  if (health->busy()) {
+    streams.err << "colltest: BUSY: nothing was checked: " << health->busy_reason() << "\n";
   }
   return ExitCodeForHealth(*health);
 }

@@ -66,10 +66,13 @@ int HealthCommand(Client& client, const v1::HealthRequest& request, const Output
 int TuneCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& output,
                 Streams streams);
 
-// How long `health` waits for its verdict: max(120 s, 40 x the per-case timeout). The check runs
-// dozens of cases, each of which may take up to its timeout when it hangs, and it queues behind
-// other runs like any run; the deadline only exists so that the check itself cannot hang.
-absl::Duration HealthDeadline(uint32_t timeout_ms);
+// How long `health` waits for its verdict: max(120 s, 40 x the per-case timeout) at level quick,
+// max(10 min, 120 x) at standard, max(30 min, 400 x) at long. The check runs dozens of cases (far
+// more at the deeper levels), each of which may take up to its timeout when it hangs; the deadline
+// exists so that the check itself cannot hang, and colltestd answers BUSY with its last verdict
+// rather than miss it (docs/neighbours.md).
+absl::Duration HealthDeadline(uint32_t timeout_ms,
+                              v1::HealthLevel level = v1::HEALTH_LEVEL_QUICK);
 
 }  // namespace colltest::client
 

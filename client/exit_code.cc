@@ -31,6 +31,9 @@ int ExitCodeForRun(const v1::RunResult& run) {
 }
 
 int ExitCodeForHealth(const v1::HealthResponse& health) {
+  // The fields of a BUSY answer hold an earlier verdict, if any: reporting its code would pass a
+  // check that did not run (or fail one on old news), so BUSY wins whatever that verdict was.
+  if (health.busy()) return kExitBusy;
   int code = ExitCodeForStatus(health.status());
   for (const v1::HealthTarget& t : health.ranks())
     code = std::max(code, ExitCodeForStatus(t.status()));

@@ -60,6 +60,15 @@ constexpr absl::string_view kVariantsExpected =
     "a comma-separated list of one_stage, two_kernel, lamport, lamport_tb, nccl, auto, or all";
 constexpr absl::string_view kModesExpected = "a comma-separated list of eager, graph, or all";
 
+// The names `health --level` takes, as in `dcgmi diag -r 1|2|3` but spelled out.
+std::optional<v1::HealthLevel> ParseHealthLevelName(absl::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "quick") return v1::HEALTH_LEVEL_QUICK;
+  if (lower == "standard") return v1::HEALTH_LEVEL_STANDARD;
+  if (lower == "long") return v1::HEALTH_LEVEL_LONG;
+  return std::nullopt;
+}
+
 }  // namespace
 
 absl::StatusOr<uint64_t> ParseUint64Flag(absl::string_view flag, absl::string_view text) {
@@ -238,6 +247,7 @@ absl::StatusOr<v1::SweepSpec> BuildSweepSpec(const SweepFlags& flags) {
   if (!status.ok()) return status;
   spec.set_no_residual(flags.no_residual);
   spec.set_stop_on_failure(flags.stop_on_failure);
+  spec.set_force(flags.force);
 
   // An all-default Knobs message is the same as none on the wire, but leaving it unset keeps the
   // request (and the run history's copy of it) free of an empty sub-message.
@@ -247,6 +257,10 @@ absl::StatusOr<v1::SweepSpec> BuildSweepSpec(const SweepFlags& flags) {
 
 absl::StatusOr<v1::HealthRequest> BuildHealthRequest(const HealthFlags& flags) {
   v1::HealthRequest request;
+  auto level = [](absl::string_view flag, absl::string_view text) {
+    return ParseEnumFlag<v1::HealthLevel>(flag, text, ParseHealthLevelName,
+                                          "quick, standard or long");
+  };
   absl::Status status;
   status.Update(ApplyFlag(flags.timeout, "--timeout", ParseTimeoutMsFlag,
                           [&](uint32_t v) { request.set_timeout_ms(v); }));
@@ -257,8 +271,14 @@ absl::StatusOr<v1::HealthRequest> BuildHealthRequest(const HealthFlags& flags) {
                           [&](std::string v) { request.set_fault(std::move(v)); }));
   status.Update(ApplyFlag(flags.warn_ratio, "--warn-ratio", ParseWarnRatioFlag,
                           [&](double v) { request.set_warn_ratio(v); }));
+  status.Update(
+      ApplyFlag(flags.level, "--level", level, [&](v1::HealthLevel v) { request.set_level(v); }));
+  // Milliseconds rounded up like --timeout: "500us" must not become 0, which disables the cache.
+  status.Update(ApplyFlag(flags.max_verdict_age, "--max-verdict-age", ParseTimeoutMsFlag,
+                          [&](uint32_t v) { request.set_max_verdict_age_ms(v); }));
   if (!status.ok()) return status;
   request.set_pairs(flags.pairs);
+  request.set_force(flags.force);
   return request;
 }
 

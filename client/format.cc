@@ -1,5 +1,7 @@
 #include "client/format.h"
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -56,6 +58,21 @@ std::string FormatHealth(const v1::HealthResponse& health, OutputFormat format) 
       break;
   }
   return FormatHealthTable(health);
+}
+
+absl::string_view HealthLevelName(v1::HealthLevel level) {
+  switch (level) {
+    case v1::HEALTH_LEVEL_STANDARD:
+      return "standard";
+    case v1::HEALTH_LEVEL_LONG:
+      return "long";
+    default:
+      return "quick";
+  }
+}
+
+absl::Duration HealthVerdictAge(const v1::HealthResponse& health, absl::Time now) {
+  return std::max(absl::ZeroDuration(), now - absl::FromUnixMillis(health.verdict_unix_ms()));
 }
 
 std::string FormatCompare(const v1::CompareResponse& comparison, OutputFormat format) {

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "colltest/v1/colltest.pb.h"
 
 namespace colltest::client {
@@ -30,14 +31,30 @@ std::string FormatRunJunit(const v1::RunResult& run);
 // status, and the WARN of a slow one, which is not a failure.
 std::string FormatHealth(const v1::HealthResponse& health, OutputFormat format);
 
+// The verdict line (for a BUSY answer, "BUSY: reason" and then the earlier verdict, if any), the
+// level, whether the verdict is cached and how old, the self test, the machine, then a table of
+// ranks and one of pairs (with bus bandwidth against the expected figure at level long).
 std::string FormatHealthTable(const v1::HealthResponse& health);
-// One object with status, message, wall_ms, ranks, pairs, groups, run_ids and a `cases` array whose
-// items have the shape of FormatRunJson's.
+// One object with status, message, wall_ms, level, verdict_unix_ms, verdict_age_ms (null unless
+// cached or busy), cached, busy, busy_reason, self_test, ranks, pairs (each with its devices'
+// UUIDs), groups, a `cases` array whose items have the shape of FormatRunJson's, run_ids and
+// machine.
 std::string FormatHealthJson(const v1::HealthResponse& health);
+// The two above with the age of a cached or BUSY verdict told at `now` rather than absl::Now().
+std::string FormatHealthTableAt(const v1::HealthResponse& health, absl::Time now);
+std::string FormatHealthJsonAt(const v1::HealthResponse& health, absl::Time now);
 // One row per rank and per pair.
 std::string FormatHealthCsv(const v1::HealthResponse& health);
-// One testcase per rank and per pair.
+// One testcase per rank and per pair (naming its devices' UUIDs), one for the self test when it
+// ran or said why not, an error testcase "busy" for a BUSY answer; the machine in the properties.
 std::string FormatHealthJunit(const v1::HealthResponse& health);
+
+// "quick", "standard" or "long", as `health --level` takes them; UNSPECIFIED is quick, as on the
+// server.
+absl::string_view HealthLevelName(v1::HealthLevel level);
+
+// How old a health verdict is at `now` (zero when the client's clock is behind the server's).
+absl::Duration HealthVerdictAge(const v1::HealthResponse& health, absl::Time now);
 
 // The comparison of two runs (`compare`), in any of the four formats. Every format names each
 // case's verdict (REGRESSION, IMPROVEMENT, SAME, ONLY_A, ONLY_B) and its reason.

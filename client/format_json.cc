@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "client/format.h"
 #include "client/format_groups.h"
 #include "client/names.h"
@@ -84,24 +86,50 @@ Json CaseJson(const v1::CaseResult& c) {
   return out;
 }
 
-Json TargetJson(const v1::HealthTarget& t) {
+// Each device by its UUID as well as its index: the index is only the server's numbering, the UUID
+// is the board to pull ("" where the server sent no machine).
+Json TargetJson(const v1::HealthTarget& t, const v1::MachineIdentity& machine) {
   Json out = Json::object();
   out["devices"] = std::vector<uint32_t>(t.devices().begin(), t.devices().end());
+  Json uuids = Json::array();
+  for (uint32_t index : t.devices()) {
+    const v1::Device* device = FindDevice(machine, index);
+    uuids.push_back(device != nullptr ? device->uuid() : std::string());
+  }
+  out["uuids"] = std::move(uuids);
   out["status"] = std::string(CaseStatusName(t.status()));
   out["message"] = t.message();
   out["latency_us"] = t.latency_us();
   out["median_ratio"] = t.median_ratio();
   out["slow"] = t.slow();
+  out["busbw_gbps"] = t.busbw_gbps();
+  out["expected_busbw_gbps"] = t.expected_busbw_gbps();
+  out["below_expected"] = t.below_expected();
   out["suspect_peer"] = SuspectDevice(t);
   out["phase"] = t.phase();
   out["cases"] = t.cases();
   return out;
 }
 
-Json TargetsJson(const google::protobuf::RepeatedPtrField<v1::HealthTarget>& targets) {
+Json TargetsJson(const google::protobuf::RepeatedPtrField<v1::HealthTarget>& targets,
+                 const v1::MachineIdentity& machine) {
   Json out = Json::array();
-  for (const v1::HealthTarget& t : targets) out.push_back(TargetJson(t));
+  for (const v1::HealthTarget& t : targets) out.push_back(TargetJson(t, machine));
   return out;
+}
+
+Json SelfTestJson(const v1::HealthSelfTest& self_test) {
+  return Json{{"ran", self_test.ran()},
+              {"passed", self_test.passed()},
+              {"fault", self_test.fault()},
+              {"message", self_test.message()}};
+}
+
+// The verdict's age only means something for an answer that did not make a verdict of its own.
+Json VerdictAgeJson(const v1::HealthResponse& health, absl::Time now) {
+  if (!health.cached() && !health.busy()) return nullptr;
+  if (health.verdict_unix_ms() <= 0) return nullptr;
+  return absl::ToInt64Milliseconds(HealthVerdictAge(health, now));
 }
 
 }  // namespace
@@ -119,6 +147,9 @@ Json RunJson(const v1::RunResult& run) {
   out["label"] = run.spec().label();
   out["created_unix_ms"] = run.created_unix_ms();
   out["finished_unix_ms"] = run.finished_unix_ms();
+  // Where it ran: the host and each device's UUID, bus id and serial, so that a result read later
+  // (or in CI, far from the node) still names the boards it was measured on.
+  out["machine"] = MachineJson(run.machine());
   Json cases = Json::array();
   for (const v1::CaseResult& c : run.cases()) cases.push_back(CaseJson(c));
   out["cases"] = std::move(cases);
@@ -128,17 +159,29 @@ Json RunJson(const v1::RunResult& run) {
 std::string FormatRunJson(const v1::RunResult& run) { return DumpJson(RunJson(run)); }
 
 std::string FormatHealthJson(const v1::HealthResponse& health) {
+  return FormatHealthJsonAt(health, absl::Now());
+}
+
+std::string FormatHealthJsonAt(const v1::HealthResponse& health, absl::Time now) {
   Json out = Json::object();
   out["status"] = std::string(CaseStatusName(health.status()));
   out["message"] = health.message();
   out["wall_ms"] = health.wall_ms();
-  out["ranks"] = TargetsJson(health.ranks());
-  out["pairs"] = TargetsJson(health.pairs());
+  out["level"] = std::string(HealthLevelName(health.level()));
+  out["verdict_unix_ms"] = health.verdict_unix_ms();
+  out["verdict_age_ms"] = VerdictAgeJson(health, now);
+  out["cached"] = health.cached();
+  out["busy"] = health.busy();
+  out["busy_reason"] = health.busy_reason();
+  out["self_test"] = SelfTestJson(health.self_test());
+  out["ranks"] = TargetsJson(health.ranks(), health.machine());
+  out["pairs"] = TargetsJson(health.pairs(), health.machine());
   out["groups"] = GroupsJson(health.groups());
   Json cases = Json::array();
   for (const v1::CaseResult& c : health.cases()) cases.push_back(CaseJson(c));
   out["cases"] = std::move(cases);
   out["run_ids"] = std::vector<std::string>(health.run_ids().begin(), health.run_ids().end());
+  out["machine"] = MachineJson(health.machine());
   return DumpJson(out);
 }
 
@@ -156,7 +199,8 @@ Json MachineJson(const v1::MachineIdentity& m) {
     devices.push_back(Json{{"index", d.index()},
                            {"name", d.name()},
                            {"uuid", d.uuid()},
-                           {"pci_bus_id", d.pci_bus_id()}});
+                           {"pci_bus_id", d.pci_bus_id()},
+                           {"serial", d.serial()}});
   }
   out["devices"] = std::move(devices);
   Json links = Json::array();
@@ -164,6 +208,8 @@ Json MachineJson(const v1::MachineIdentity& m) {
     links.push_back(Json{{"a", l.a()},
                          {"b", l.b()},
                          {"kind", l.kind()},
+                         {"hops", l.hops()},
+                         {"lanes", l.lanes()},
                          {"p2p", l.p2p()},
                          {"performance_rank", l.performance_rank()},
                          {"native_atomics", l.native_atomics()}});

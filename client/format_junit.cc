@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "client/format.h"
+#include "client/format_groups.h"
 #include "client/junit_xml.h"
 #include "client/names.h"
 #include "client/result_view.h"
@@ -70,27 +71,110 @@ std::string TargetFailureDetails(const v1::HealthTarget& t) {
   return details;
 }
 
+// A target's <system-out>: its devices' identities (an index is only the server's numbering, the
+// UUID names the board to pull), then any WARN, which a reader of a green suite should still see.
+std::string TargetSystemOut(const v1::HealthTarget& t, const v1::MachineIdentity& machine) {
+  std::vector<std::string> lines;
+  for (uint32_t index : t.devices()) {
+    const v1::Device* d = FindDevice(machine, index);
+    if (d == nullptr) continue;
+    std::string line = absl::StrCat("device ", index, ": uuid ", d->uuid());
+    if (!d->pci_bus_id().empty()) absl::StrAppend(&line, ", pci bus id ", d->pci_bus_id());
+    if (!d->serial().empty()) absl::StrAppend(&line, ", serial ", d->serial());
+    lines.push_back(std::move(line));
+  }
+  if (t.slow()) {
+    lines.push_back(
+        absl::StrFormat("WARN: %.1f us, %.2f x the median", t.latency_us(), t.median_ratio()));
+  }
+  if (t.below_expected()) {
+    lines.push_back(absl::StrFormat("WARN: bus bandwidth %.1f GB/s, expected %.1f GB/s",
+                                    t.busbw_gbps(), t.expected_busbw_gbps()));
+  }
+  return absl::StrJoin(lines, "\n");
+}
+
 // `kind` is "rank" or "pair": CI groups the testcases by it.
-std::string TargetTestCaseXml(absl::string_view kind, const v1::HealthTarget& t) {
+std::string TargetTestCaseXml(absl::string_view kind, const v1::HealthTarget& t,
+                              const v1::MachineIdentity& machine) {
   std::string out =
       absl::StrCat("  <testcase classname=\"colltest.health.", kind, "\" name=\"",
                    t.devices_size() == 1 ? "device " : "devices ", XmlAttr(TargetDevices(t)), "\"");
+  std::string body;
   if (t.status() == v1::CASE_STATUS_UNSUPPORTED) {
-    absl::StrAppend(&out, ">\n    <skipped message=\"", XmlAttr(t.message()),
-                    "\"/>\n  </testcase>\n");
+    body = absl::StrCat("    <skipped message=\"", XmlAttr(t.message()), "\"/>\n");
   } else if (IsFailure(t.status())) {
-    absl::StrAppend(&out, ">\n    <failure type=\"", CaseStatusName(t.status()), "\" message=\"",
-                    XmlAttr(t.message()), "\">", XmlText(TargetFailureDetails(t)),
-                    "</failure>\n  </testcase>\n");
-  } else if (t.slow()) {
-    // A slow target passes, but a CI reader looking at a green suite should still see the WARN.
-    absl::StrAppend(&out, absl::StrFormat(">\n    <system-out>WARN: %.1f us, %.2f x the median"
-                                          "</system-out>\n  </testcase>\n",
-                                          t.latency_us(), t.median_ratio()));
-  } else {
-    absl::StrAppend(&out, "/>\n");
+    body =
+        absl::StrCat("    <failure type=\"", CaseStatusName(t.status()), "\" message=\"",
+                     XmlAttr(t.message()), "\">", XmlText(TargetFailureDetails(t)), "</failure>\n");
   }
-  return out;
+  if (const std::string system_out = TargetSystemOut(t, machine); !system_out.empty()) {
+    absl::StrAppend(&body, "    <system-out>", XmlText(system_out), "</system-out>\n");
+  }
+  if (body.empty()) return absl::StrCat(out, "/>\n");
+  return absl::StrCat(out, ">\n", body, "  </testcase>\n");
+}
+
+// The planted-fault test of level standard: a failure when the fault did not come back as planted,
+// skipped when it could not run (the server does not allow fault injection), no testcase at a
+// level that has none.
+std::string SelfTestCaseXml(const v1::HealthSelfTest& self_test, SuiteCounts& counts) {
+  if (!self_test.ran() && self_test.message().empty()) return "";
+  ++counts.tests;
+  std::string out =
+      absl::StrCat("  <testcase classname=\"colltest.health\" name=\"self test",
+                   self_test.fault().empty() ? "" : " ", XmlAttr(self_test.fault()), "\">\n");
+  if (!self_test.ran()) {
+    ++counts.skipped;
+    absl::StrAppend(&out, "    <skipped message=\"", XmlAttr(self_test.message()), "\"/>\n");
+  } else if (!self_test.passed()) {
+    ++counts.failures;
+    absl::StrAppend(&out, "    <failure type=\"SELF_TEST\" message=\"",
+                    XmlAttr(self_test.message()), "\">", XmlText(self_test.message()),
+                    "</failure>\n");
+  } else {
+    absl::StrAppend(&out, "    <system-out>", XmlText(self_test.message()), "</system-out>\n");
+  }
+  return absl::StrCat(out, "  </testcase>\n");
+}
+
+// A BUSY answer checked nothing: an error testcase, so the suite cannot read as a fresh pass built
+// from the earlier verdict the other testcases hold.
+std::string BusyCaseXml(const v1::HealthResponse& health, SuiteCounts& counts) {
+  if (!health.busy()) return "";
+  ++counts.tests;
+  ++counts.errors;
+  return absl::StrCat("  <testcase classname=\"colltest.health\" name=\"busy\">\n",
+                      "    <error type=\"BUSY\" message=\"", XmlAttr(health.busy_reason()), "\">",
+                      XmlText(health.busy_reason()), "</error>\n  </testcase>\n");
+}
+
+// A check that failed before it could judge any target (no group, every case an ERROR) would
+// otherwise be a green suite; the verdict becomes a testcase of its own. Not for a BUSY answer
+// without an earlier verdict, whose status is unset: its busy testcase says what happened.
+std::string VerdictCaseXml(const v1::HealthResponse& health, SuiteCounts& counts) {
+  if (!IsFailure(health.status()) || counts.failures > 0 || health.busy()) return "";
+  ++counts.tests;
+  ++counts.failures;
+  return absl::StrCat("  <testcase classname=\"colltest.health\" name=\"verdict\">\n",
+                      "    <failure type=\"", CaseStatusName(health.status()), "\" message=\"",
+                      XmlAttr(health.message()), "\">", XmlText(health.message()),
+                      "</failure>\n  </testcase>\n");
+}
+
+Properties HealthProperties(const v1::HealthResponse& health) {
+  Properties properties = {{"status", std::string(CaseStatusName(health.status()))},
+                           {"message", health.message()},
+                           {"run_ids", absl::StrJoin(health.run_ids(), ",")},
+                           {"level", std::string(HealthLevelName(health.level()))},
+                           {"cached", health.cached() ? "true" : "false"},
+                           {"busy", health.busy() ? "true" : "false"},
+                           {"verdict_unix_ms", absl::StrCat(health.verdict_unix_ms())}};
+  if (health.busy()) properties.emplace_back("busy_reason", health.busy_reason());
+  for (auto& property : MachineProperties(health.machine())) {
+    properties.push_back(std::move(property));
+  }
+  return properties;
 }
 
 }  // namespace
@@ -117,12 +201,12 @@ std::string RunSuiteXml(const v1::RunResult& run) {
   std::string cases;
   for (const v1::CaseResult& c : run.cases()) absl::StrAppend(&cases, TestCaseXml(c));
   absl::StrAppend(&cases, run_case);
-  return SuiteXml("colltest", {tests, failures, counts.unsupported, seconds},
-                  {{"run_id", run.run_id()},
-                   {"backend", run.backend()},
-                   {"state", std::string(RunStateName(run.state()))},
-                   {"label", run.spec().label()}},
-                  cases);
+  Properties properties = {{"run_id", run.run_id()},
+                           {"backend", run.backend()},
+                           {"state", std::string(RunStateName(run.state()))},
+                           {"label", run.spec().label()}};
+  for (auto& property : MachineProperties(run.machine())) properties.push_back(std::move(property));
+  return SuiteXml("colltest", {tests, failures, counts.unsupported, seconds}, properties, cases);
 }
 
 std::string FormatRunJunit(const v1::RunResult& run) {
@@ -130,36 +214,23 @@ std::string FormatRunJunit(const v1::RunResult& run) {
 }
 
 std::string FormatHealthJunit(const v1::HealthResponse& health) {
-  int tests = health.ranks_size() + health.pairs_size();
-  int failures = 0;
-  int skipped = 0;
+  SuiteCounts counts;
+  counts.seconds = health.wall_ms() / 1000.0;
   std::string cases;
   for (const auto& [kind, targets] :
        {std::pair{"rank", &health.ranks()}, std::pair{"pair", &health.pairs()}}) {
     for (const v1::HealthTarget& t : *targets) {
-      if (IsFailure(t.status())) ++failures;
-      if (t.status() == v1::CASE_STATUS_UNSUPPORTED) ++skipped;
-      absl::StrAppend(&cases, TargetTestCaseXml(kind, t));
+      ++counts.tests;
+      if (IsFailure(t.status())) ++counts.failures;
+      if (t.status() == v1::CASE_STATUS_UNSUPPORTED) ++counts.skipped;
+      absl::StrAppend(&cases, TargetTestCaseXml(kind, t, health.machine()));
     }
   }
-  // A check that failed before it could judge any target (no group, every case an ERROR) would
-  // otherwise be a green suite; the verdict becomes a testcase of its own.
-  if (IsFailure(health.status()) && failures == 0) {
-    ++tests;
-    ++failures;
-    absl::StrAppend(&cases, "  <testcase classname=\"colltest.health\" name=\"verdict\">\n",
-                    "    <failure type=\"", CaseStatusName(health.status()), "\" message=\"",
-                    XmlAttr(health.message()), "\">", XmlText(health.message()),
-                    "</failure>\n  </testcase>\n");
-  }
-
-  return absl::StrCat(
-      kXmlDeclaration,
-      SuiteXml("colltest.health", {tests, failures, skipped, health.wall_ms() / 1000.0},
-               {{"status", std::string(CaseStatusName(health.status()))},
-                {"message", health.message()},
-                {"run_ids", absl::StrJoin(health.run_ids(), ",")}},
-               cases));
+  absl::StrAppend(&cases, SelfTestCaseXml(health.self_test(), counts));
+  absl::StrAppend(&cases, VerdictCaseXml(health, counts));
+  absl::StrAppend(&cases, BusyCaseXml(health, counts));
+  return absl::StrCat(kXmlDeclaration,
+                      SuiteXml("colltest.health", counts, HealthProperties(health), cases));
 }
 
 }  // namespace colltest::client

@@ -22,14 +22,6 @@ absl::Status TableOrJsonOnly(absl::string_view command, OutputFormat format) {
       absl::StrCat("--format: ", command, " prints table or json, not ", OutputFormatName(format)));
 }
 
-// One line: "machine HOST (key K)  driver D  runtime R  colltest V (COMMIT)".
-std::string MachineLine(const v1::MachineIdentity& m) {
-  if (m.key().empty()) return "";
-  return absl::StrCat("machine ", m.hostname(), " (key ", m.key(), ")  driver ", m.driver_version(),
-                      "  runtime ", m.runtime_version(), "  colltest ", m.colltest_version(), " (",
-                      m.build_commit(), ")\n");
-}
-
 }  // namespace
 
 absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices,
@@ -53,6 +45,7 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
       device["backend"] = d.backend();
       device["uuid"] = d.uuid();
       device["pci_bus_id"] = d.pci_bus_id();
+      device["serial"] = d.serial();
       list.push_back(std::move(device));
     }
     out["devices"] = std::move(list);
@@ -68,16 +61,22 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
                    {"memory GiB", Align::kRight},
                    {"backend", Align::kLeft},
                    {"uuid", Align::kLeft},
-                   {"pci bus id", Align::kLeft}});
+                   {"pci bus id", Align::kLeft},
+                   {"serial", Align::kLeft}});
   for (const v1::Device& d : devices.devices()) {
     table.AddRow({absl::StrCat(d.index()), d.name(),
                   absl::StrFormat("%.1f", d.memory_bytes() / double{1 << 30}), d.backend(),
-                  d.uuid(), d.pci_bus_id()});
+                  d.uuid(), d.pci_bus_id(), d.serial()});
   }
   std::string out =
       absl::StrCat("backend ", devices.backend(), "  version ", devices.version(), "  max world ",
-                   devices.max_world_size(), "\n", MachineLine(devices.machine()),
+                   devices.max_world_size(), "\n", MachineIdentityLine(devices.machine()),
                    "variants: ", absl::StrJoin(variants, ", "), "\n", table.Render());
+  // Which pairs the one-stage and Lamport kernels can reach over NVLink or xGMI, which only over
+  // PCIe: the first thing to look at when one pair is slow.
+  if (const std::string links = TopologyTable(devices.machine()); !links.empty()) {
+    absl::StrAppend(&out, "\n", links);
+  }
   // Omitted when empty: a server has no group before its first run, and a header-only table would
   // read as if one had gone missing.
   if (!devices.groups().empty()) absl::StrAppend(&out, "\n", GroupsTable(devices.groups()));

@@ -54,16 +54,33 @@ std::string XmlText(absl::string_view text) { return Escape(text, /*attribute=*/
 std::string SuiteXml(absl::string_view name, const SuiteCounts& counts,
                      const Properties& properties, absl::string_view testcases) {
   std::string out = absl::StrFormat(
-      "<testsuite name=\"%s\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" "
+      "<testsuite name=\"%s\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" "
       "time=\"%.3f\">\n",
-      XmlAttr(name), counts.tests, counts.failures, counts.skipped, counts.seconds);
+      XmlAttr(name), counts.tests, counts.failures, counts.errors, counts.skipped, counts.seconds);
   absl::StrAppend(&out, "  <properties>\n");
   for (const auto& [property, value] : properties) {
-    absl::StrAppend(&out, "    <property name=\"", property, "\" value=\"", XmlAttr(value),
+    absl::StrAppend(&out, "    <property name=\"", XmlAttr(property), "\" value=\"", XmlAttr(value),
                     "\"/>\n");
   }
   absl::StrAppend(&out, "  </properties>\n", testcases, "</testsuite>\n");
   return out;
+}
+
+Properties MachineProperties(const v1::MachineIdentity& machine) {
+  Properties properties;
+  if (machine.key().empty() && machine.hostname().empty() && machine.devices().empty()) {
+    return properties;
+  }
+  properties.emplace_back("hostname", machine.hostname());
+  properties.emplace_back("machine_key", machine.key());
+  properties.emplace_back("driver", machine.driver_version());
+  for (const v1::Device& d : machine.devices()) {
+    const std::string prefix = absl::StrCat("device.", d.index(), ".");
+    properties.emplace_back(absl::StrCat(prefix, "uuid"), d.uuid());
+    properties.emplace_back(absl::StrCat(prefix, "pci_bus_id"), d.pci_bus_id());
+    if (!d.serial().empty()) properties.emplace_back(absl::StrCat(prefix, "serial"), d.serial());
+  }
+  return properties;
 }
 
 }  // namespace colltest::client

@@ -17,18 +17,25 @@ inline constexpr absl::string_view kXmlDeclaration = "<?xml version=\"1.0\" enco
 std::string XmlAttr(absl::string_view text);
 std::string XmlText(absl::string_view text);
 
-using Properties = std::vector<std::pair<absl::string_view, std::string>>;
+// Names are owned: some are built per device ("device.0.uuid").
+using Properties = std::vector<std::pair<std::string, std::string>>;
 
 struct SuiteCounts {
   int tests = 0;
   int failures = 0;
   int skipped = 0;
   double seconds = 0;
+  int errors = 0;  // testcases that could not run (a BUSY health check), apart from failures
 };
 
 // One <testsuite> element with its properties around `testcases` (already rendered).
 std::string SuiteXml(absl::string_view name, const SuiteCounts& counts,
                      const Properties& properties, absl::string_view testcases);
+
+// Where a suite ran, for a CI reader who has to find the node and the boards: hostname,
+// machine_key, driver, then per device index N "device.N.uuid", "device.N.pci_bus_id" and, where
+// the driver gives one, "device.N.serial". Empty when the server sent no machine.
+Properties MachineProperties(const v1::MachineIdentity& machine);
 
 // The <testsuite> element of a run, as FormatRunJunit prints it.
 std::string RunSuiteXml(const v1::RunResult& run);

@@ -14,14 +14,21 @@ namespace {
 
 constexpr char kShimName[] = "libcolltest_civetweb_ssl.so";
 
-// Where to look: next to the executable (an installed colltestd), then the build tree.
+// A private library of the installed tree (cmake/ColltestInstall.cmake): PREFIX/lib/colltest,
+// found from PREFIX/bin so that any --prefix (and the .deb's /usr) works without an rpath.
+constexpr char kInstalledDir[] = "../lib/colltest/";
+
+// Where to look: next to the executable (the build tree's bin/), the installed tree's private
+// library folder, then where it was built.
 std::vector<std::string> Candidates() {
   std::vector<std::string> paths;
   char self[4096];
   const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (length > 0) {
     const std::string exe(self, static_cast<size_t>(length));
-    paths.push_back(absl::StrCat(exe.substr(0, exe.rfind('/') + 1), kShimName));
+    const std::string bin = exe.substr(0, exe.rfind('/') + 1);
+    paths.push_back(absl::StrCat(bin, kShimName));
+    paths.push_back(absl::StrCat(bin, kInstalledDir, kShimName));
   }
 #ifdef COLLTEST_CIVETWEB_SSL_SHIM
   paths.push_back(COLLTEST_CIVETWEB_SSL_SHIM);

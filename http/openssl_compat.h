@@ -9,9 +9,10 @@
 
 namespace colltest::http {
 
-// Loads libcolltest_civetweb_ssl.so (next to the executable, else where it was built) when the
-// process's libssl lacks SSL_get_peer_certificate; once per process. FAILED_PRECONDITION naming
-// the paths tried when it cannot be loaded.
+// Loads libcolltest_civetweb_ssl.so (next to the executable, else in ../lib/colltest of an
+// installed tree, else where it was built) when the process's libssl lacks
+// SSL_get_peer_certificate; once per process. FAILED_PRECONDITION naming the paths tried when it
+// cannot be loaded.
 absl::Status PrepareCivetWebOpenSsl();
 
 }  // namespace colltest::http

@@ -13,6 +13,8 @@ case "${1:-base}" in
       libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev prometheus-cpp-dev
       libcivetweb-dev libssl-dev
       chromium python3-websocket
+      # Man pages (help2man), .debs (cpack runs dpkg-shlibdeps and file), the packaging tests' TLS
+      help2man dpkg-dev file openssl
     )
     ;;
   hip)

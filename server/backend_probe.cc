@@ -45,6 +45,12 @@ bool BoolField(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_boolean() && it->get<bool>();
 }
+uint32_t UintField(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_unsigned()) return 0;
+  const uint64_t v = it->get<uint64_t>();
+  return v <= UINT32_MAX ? static_cast<uint32_t>(v) : 0;
+}
 
 // The probe's links. They only describe the machine, so an entry without both device indices is
 // dropped rather than failing the probe (which would leave colltestd without its devices).
@@ -65,6 +71,11 @@ std::vector<v1::Link> ParseLinks(const nlohmann::json& j) {
       l.set_performance_rank(jl["performance_rank"].get<int32_t>());
     }
     l.set_native_atomics(BoolField(jl, "native_atomics"));
+    // An older worker names no kind: what its p2p flag says is all that is known.
+    l.set_kind(StringField(jl, "kind"));
+    if (l.kind().empty()) l.set_kind(l.p2p() ? "p2p" : "none");
+    l.set_hops(UintField(jl, "hops"));
+    l.set_lanes(UintField(jl, "lanes"));
   }
   return links;
 }
@@ -129,6 +140,7 @@ absl::StatusOr<BackendInfo> ParseProbeOutput(absl::string_view output) {
         d.set_backend(info.backend);
         d.set_uuid(StringField(jd, "uuid"));
         d.set_pci_bus_id(StringField(jd, "pci_bus_id"));
+        d.set_serial(StringField(jd, "serial"));
       }
     }
     info.driver_version = StringField(j, "driver_version");
@@ -139,10 +151,13 @@ absl::StatusOr<BackendInfo> ParseProbeOutput(absl::string_view output) {
   return absl::InvalidArgumentError("probe printed no JSON line");
 }
 
-absl::StatusOr<std::string> RunProbe(const std::string& worker, const std::string& backend,
-                                     absl::Duration timeout) {
+namespace {
+
+// Starts `argv` with its stdout on a new pipe, whose read end goes to `read_fd`.
+absl::StatusOr<pid_t> SpawnWithStdoutPipe(const std::vector<std::string>& args, int* read_fd) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("pipe");
+  absl::Cleanup close_write = [&] { close(fds[1]); };
   absl::Cleanup close_read = [&] { close(fds[0]); };
 
   posix_spawn_file_actions_t actions;
@@ -151,7 +166,7 @@ absl::StatusOr<std::string> RunProbe(const std::string& worker, const std::strin
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
 
   // colltestd blocks SIGINT/SIGTERM for its sigwait thread and ignores SIGPIPE; a child would
-  // inherit both, so they are reset for the probe.
+  // inherit both, so they are reset for it.
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   absl::Cleanup destroy_attr = [&] { posix_spawnattr_destroy(&attr); };
@@ -166,51 +181,72 @@ absl::StatusOr<std::string> RunProbe(const std::string& worker, const std::strin
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
-  std::string arg_backend = backend;
-  std::vector<char*> argv = {const_cast<char*>(worker.c_str()), const_cast<char*>("--probe"),
-                             const_cast<char*>("--backend"), arg_backend.data(), nullptr};
+  std::vector<std::string> owned = args;
+  std::vector<char*> argv;
+  for (std::string& a : owned) argv.push_back(a.data());
+  argv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, worker.c_str(), &actions, &attr, argv.data(), environ);
-  close(fds[1]);
+  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
   if (rc != 0) {
-    return absl::NotFoundError(absl::StrCat("cannot start ", worker, ": ", std::strerror(rc)));
+    return absl::NotFoundError(absl::StrCat("cannot start ", args[0], ": ", std::strerror(rc)));
   }
+  std::move(close_read).Cancel();
+  *read_fd = fds[0];
+  return pid;
+}
 
-  std::string output;
-  const absl::Time deadline = absl::Now() + timeout;
-  bool timed_out = false;
+// Reads `fd` to its end or to `deadline`; false when the deadline came first.
+bool ReadUntil(int fd, absl::Time deadline, std::string* output) {
   while (true) {
     const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
+    if (left <= absl::ZeroDuration()) return false;
+    pollfd p{fd, POLLIN, 0};
     const int ready = poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
+    if (ready <= 0) continue;  // EINTR, or the deadline (checked above)
     char buf[4096];
-    const ssize_t got = read(fds[0], buf, sizeof buf);
+    const ssize_t got = read(fd, buf, sizeof buf);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    if (output.size() < kMaxProbeOutput) output.append(buf, static_cast<size_t>(got));
+    if (got <= 0) return true;
+    if (output->size() < kMaxProbeOutput) output->append(buf, static_cast<size_t>(got));
   }
-  if (timed_out) kill(pid, SIGKILL);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RunWorkerCommand(const std::string& worker,
+                                             const std::vector<std::string>& args,
+                                             absl::Duration timeout) {
+  std::vector<std::string> argv = {worker};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const std::string command = absl::StrJoin(argv, " ");
+  int read_fd = -1;
+  absl::StatusOr<pid_t> pid = SpawnWithStdoutPipe(argv, &read_fd);
+  if (!pid.ok()) return pid.status();
+  absl::Cleanup close_read = [&] { close(read_fd); };
+
+  std::string output;
+  const bool finished = ReadUntil(read_fd, absl::Now() + timeout, &output);
+  if (!finished) kill(*pid, SIGKILL);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (timed_out) {
+  if (!finished) {
     return absl::DeadlineExceededError(
-        absl::StrCat(worker, " --probe did not answer within ", absl::FormatDuration(timeout)));
+        absl::StrCat(command, " did not answer within ", absl::FormatDuration(timeout)));
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return absl::UnavailableError(
-        absl::StrCat(worker, " --probe --backend ", backend, " failed (",
+        absl::StrCat(command, " failed (",
                      WIFEXITED(status) ? absl::StrCat("exit status ", WEXITSTATUS(status))
                                        : absl::StrCat("signal ", WTERMSIG(status)),
                      ")"));
   }
   return output;
+}
+
+absl::StatusOr<std::string> RunProbe(const std::string& worker, const std::string& backend,
+                                     absl::Duration timeout) {
+  return RunWorkerCommand(worker, {"--probe", "--backend", backend}, timeout);
 }
 
 absl::StatusOr<BackendInfo> ResolveBackend(const std::string& requested, uint32_t cpu_ranks,

@@ -1,12 +1,13 @@
 // Which backend colltestd runs and which devices it offers. The controller never touches a GPU
 // runtime itself: it asks `colltest-worker --probe --backend B`, which prints one JSON line
 //   {"backend":"cuda","devices":[{"index":0,"name":"NVIDIA H200","memory_bytes":150...,
-//    "uuid":"GPU-...","pci_bus_id":"0000:19:00.0"},...],"driver_version":"13.0",
-//    "runtime_version":"13.0","links":[{"a":0,"b":1,"p2p":true,"performance_rank":0,
-//    "native_atomics":true},...]}
+//    "uuid":"GPU-...","pci_bus_id":"0000:19:00.0","serial":"1654922003581"},...],
+//    "driver_version":"13.0","runtime_version":"13.0","links":[{"a":0,"b":1,"p2p":true,
+//    "performance_rank":0,"native_atomics":true,"kind":"nvlink","hops":0,"lanes":18},...]}
 // and falls back to the cpu backend's virtual ranks where no GPU answers. Everything after
 // memory_bytes describes the machine (server/machine_identity.h); an older worker's line without it
-// still parses, with those fields empty.
+// still parses, with those fields empty (a link's kind then follows its p2p flag: "p2p" or
+// "none").
 #pragma once
 
 #include <cstdint>
@@ -40,8 +41,13 @@ BackendInfo CpuBackend(uint32_t ranks);
 // Parses the probe's output (the first line that is a JSON object).
 absl::StatusOr<BackendInfo> ParseProbeOutput(absl::string_view output);
 
-// Runs `worker --probe --backend backend` and returns its stdout; an error when it cannot start,
-// exits non-zero or outlives `timeout` (then it is killed).
+// Runs `worker args...` and returns its stdout; an error when it cannot start, exits non-zero or
+// outlives `timeout` (then it is killed).
+absl::StatusOr<std::string> RunWorkerCommand(const std::string& worker,
+                                             const std::vector<std::string>& args,
+                                             absl::Duration timeout);
+
+// RunWorkerCommand(worker, {"--probe", "--backend", backend}, timeout).
 absl::StatusOr<std::string> RunProbe(const std::string& worker, const std::string& backend,
                                      absl::Duration timeout);
 

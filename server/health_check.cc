@@ -9,13 +9,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/fault_spec.h"
 #include "common/status_macros.h"
-#include "server/case_merge.h"
-#include "server/names.h"
+#include "server/health_report.h"
 #include "server/validation.h"
 
 namespace colltest::server {
@@ -25,118 +22,140 @@ namespace v1 = ::colltest::v1;
 namespace {
 
 constexpr double kDefaultWarnRatio = 1.5;
-// One short and one medium batch at a hidden size every variant runs at every world size: the
-// short one is latency-bound (barriers, flags), the medium one moves enough data to load the
-// links. The cpu backend gets a smaller medium case: it checks the protocol paths, and eight
-// ranks share two cores in CI.
-constexpr uint32_t kShortRows = 1;
-constexpr uint32_t kGpuHidden = 7168;
-constexpr uint32_t kGpuMediumRows = 128;
-constexpr uint32_t kCpuHidden = 1024;
-constexpr uint32_t kCpuMediumRows = 32;
-
-using PairKey = std::pair<uint32_t, uint32_t>;
-
-bool Worse(v1::CaseStatus a, v1::CaseStatus b) { return StatusSeverity(a) > StatusSeverity(b); }
-
-// UNSUPPORTED is a property of the variant, not of the hardware: it counts as healthy.
-v1::CaseStatus HealthStatus(v1::CaseStatus s) {
-  return s == v1::CASE_STATUS_UNSUPPORTED ? v1::CASE_STATUS_OK : s;
-}
-
-std::string CaseLabel(const v1::CaseResult& c) {
-  return absl::StrCat(VariantName(c.variant()), " ", ModeName(c.mode()), " m=", c.m());
-}
-
-// Folds one case into a target: the worst status with its message, and the latency samples.
-struct TargetBuilder {
-  v1::HealthTarget target;
-  std::vector<double> log_latency;
-
-  TargetBuilder() {
-    target.set_status(v1::CASE_STATUS_OK);
-    target.set_suspect_peer(-1);
-  }
-
-  void Add(v1::CaseStatus status, const std::string& message, int32_t suspect_device,
-           const std::string& phase, double median_us) {
-    status = HealthStatus(status);
-    target.set_cases(target.cases() + 1);
-    if (Worse(status, target.status())) {
-      target.set_status(status);
-      target.set_message(message);
-      target.set_suspect_peer(suspect_device);
-      target.set_phase(phase);
-    }
-    if (status == v1::CASE_STATUS_OK && median_us > 0) log_latency.push_back(std::log(median_us));
-  }
-  void Finish() {
-    if (log_latency.empty()) return;
-    double sum = 0;
-    for (double l : log_latency) sum += l;
-    target.set_latency_us(std::exp(sum / static_cast<double>(log_latency.size())));
-  }
-};
-
-int32_t DeviceOf(int32_t rank, const std::vector<uint32_t>& devices) {
-  if (rank < 0 || static_cast<size_t>(rank) >= devices.size()) return -1;
-  return static_cast<int32_t>(devices[static_cast<size_t>(rank)]);
-}
-
-// Each target's latency against the median of its kind; above `warn_ratio` it is slow.
-void MarkSlow(std::vector<v1::HealthTarget>& targets, double warn_ratio) {
-  std::vector<double> latencies;
-  for (const auto& t : targets) {
-    if (t.latency_us() > 0) latencies.push_back(t.latency_us());
-  }
-  if (latencies.empty()) return;
-  std::sort(latencies.begin(), latencies.end());
-  const size_t half = latencies.size() / 2;
-  const double median =
-      latencies.size() % 2 == 1 ? latencies[half] : 0.5 * (latencies[half - 1] + latencies[half]);
-  for (auto& t : targets) {
-    if (t.latency_us() <= 0 || median <= 0) continue;
-    t.set_median_ratio(t.latency_us() / median);
-    t.set_slow(t.median_ratio() > warn_ratio);
-  }
-}
-
-std::string PairName(const v1::HealthTarget& t) { return absl::StrJoin(t.devices(), "-"); }
 
 absl::Status InvalidField(const std::string& what) { return absl::InvalidArgumentError(what); }
 
-}  // namespace
+// A request that passed its checks: the group's devices and the ratio that makes a target slow.
+struct CheckInput {
+  std::vector<uint32_t> devices;
+  double warn_ratio = kDefaultWarnRatio;
+};
 
-HealthProfile HealthProfileFor(const std::string& backend,
-                               const std::vector<v1::Variant>& variants) {
-  HealthProfile profile;
-  v1::SweepSpec& group = profile.group;
-  const bool cpu = backend == "cpu";
-  group.add_m(kShortRows);
-  group.add_m(cpu ? kCpuMediumRows : kGpuMediumRows);
-  group.add_n(cpu ? kCpuHidden : kGpuHidden);
-  group.set_dtype(v1::DTYPE_BF16);
-  // Graph replay is how serving stacks call these kernels on GPUs; the cpu backend has no graphs
-  // worth the name, so it checks the eager path.
-  group.add_modes(cpu ? v1::MODE_EAGER : v1::MODE_GRAPH);
-  // Half the elements are +-0.0: a producer that forgets to canonicalise -0.0 hangs its peers.
-  group.set_pattern(v1::PATTERN_NEG_ZERO);
-  group.set_tolerance(v1::TOLERANCE_STRICT);
-  group.set_warmup(2);
-  group.set_iters(10);
-  group.set_stop_on_failure(true);
-  group.set_label("health");
-  for (v1::Variant v : variants) {
-    if (v != v1::VARIANT_AUTO) group.add_variants(v);
+absl::StatusOr<CheckInput> ValidateRequest(const v1::HealthRequest& request,
+                                           const ServerLimits& limits) {
+  CheckInput input;
+  input.devices.assign(request.devices().begin(), request.devices().end());
+  std::vector<uint32_t>& devices = input.devices;
+  if (devices.empty()) devices = limits.devices;
+  if (devices.empty()) return InvalidField("devices: this server has no device");
+  if (std::set<uint32_t>(devices.begin(), devices.end()).size() != devices.size()) {
+    return InvalidField("devices: a device is listed twice");
   }
-  // A pair needs only one variant per protocol family to show a bad link: barriers and flags.
-  profile.pair = group;
-  profile.pair.clear_variants();
-  profile.pair.add_variants(v1::VARIANT_ONE_STAGE);
-  profile.pair.add_variants(v1::VARIANT_LAMPORT);
-  profile.pair.set_label("health pair");
-  return profile;
+  if (request.pairs() && devices.size() < 2) {
+    return InvalidField(absl::StrCat("pairs: needs at least 2 devices, got ", devices.size()));
+  }
+  input.warn_ratio = request.warn_ratio() == 0 ? kDefaultWarnRatio : request.warn_ratio();
+  if (!(input.warn_ratio > 1.0) || !std::isfinite(input.warn_ratio)) {
+    return InvalidField(absl::StrCat("warn_ratio = ", request.warn_ratio(), ": must be > 1"));
+  }
+  // Up front, against the group's size and under this request's field name: the group's run
+  // would refuse it too, but as spec.fault, and a bad rank would only be found there.
+  COLLTEST_RETURN_IF_ERROR(
+      ValidateFault("fault", request.fault(), static_cast<uint32_t>(devices.size()), limits));
+  return input;
 }
+
+// Runs the specs of one check: priority runs (a verdict must not wait behind other clients'
+// sweeps; run_queue.h) of the caller, with its timeout and its force.
+struct CheckRunner {
+  RunExecutor* executor;
+  RunObserver& observer;
+  const std::string& owner;
+  const v1::HealthRequest& request;
+
+  absl::StatusOr<v1::RunResult> Run(v1::SweepSpec spec, const std::vector<uint32_t>& devices,
+                                    const std::string& fault) const {
+    spec.set_world_size(static_cast<uint32_t>(devices.size()));
+    spec.clear_devices();
+    spec.mutable_devices()->Add(devices.begin(), devices.end());
+    if (spec.timeout_ms() == 0) spec.set_timeout_ms(request.timeout_ms());
+    spec.set_fault(fault);
+    spec.set_force(request.force());
+    return executor->Execute(spec, observer, owner, RunPriority::kPriority);
+  }
+};
+
+// Every case OK or UNSUPPORTED: a later stage on the same devices is worth running.
+bool AllHealthy(const absl::StatusOr<v1::RunResult>& run) {
+  if (!run.ok()) return false;
+  for (const v1::CaseResult& c : run->cases()) {
+    if (c.status() != v1::CASE_STATUS_OK && c.status() != v1::CASE_STATUS_UNSUPPORTED) return false;
+  }
+  return true;
+}
+
+// The group profile (with the request's fault), then each stress. A stress after a failed profile
+// would only repeat its failure, a timeout at a time: skipped.
+absl::Status RunGroup(const HealthPlan& plan, const CheckRunner& runner, HealthRuns& runs) {
+  absl::StatusOr<v1::RunResult> profile =
+      runner.Run(plan.group, runs.devices, runner.request.fault());
+  if (!profile.ok()) return profile.status();
+  const bool healthy = AllHealthy(profile);
+  runs.group.push_back(*std::move(profile));
+  if (!healthy) return absl::OkStatus();
+  for (const v1::SweepSpec& stress : plan.group_stress) {
+    absl::StatusOr<v1::RunResult> run = runner.Run(stress, runs.devices, "");
+    if (!run.ok()) return run.status();
+    const bool passed = AllHealthy(run);
+    runs.group.push_back(*std::move(run));
+    if (!passed) break;
+  }
+  return absl::OkStatus();
+}
+
+// Pairs of one round share no device, so they run at once; the rounds follow each other.
+void RunPairs(const HealthPlan& plan, const CheckRunner& runner, HealthRuns& runs) {
+  for (const std::vector<PairKey>& round : PairRounds(runs.devices)) {
+    std::vector<absl::StatusOr<v1::RunResult>> results(round.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < round.size(); ++i) {
+      threads.emplace_back([&, i] {
+        const auto [a, b] = round[i];
+        results[i] =
+            runner.Run(plan.pair, {a, b}, FaultForPair(runner.request.fault(), runs.devices, a, b));
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (size_t i = 0; i < round.size(); ++i) {
+      runs.pair_runs.emplace(round[i], std::move(results[i]));
+    }
+  }
+}
+
+// One pair at a time, unlike the profiles: pairs that share a switch or a root port would share
+// its bandwidth too, and each pair's figure must be its own link's. A failed pair is left out.
+void RunBandwidth(const HealthPlan& plan, const CheckRunner& runner, HealthRuns& runs) {
+  if (!plan.pair_bandwidth.has_value()) return;
+  for (const auto& [key, run] : runs.pair_runs) {
+    if (!AllHealthy(run)) continue;
+    runs.bandwidth_runs.emplace(key, runner.Run(*plan.pair_bandwidth, {key.first, key.second}, ""));
+  }
+}
+
+// First of all the check's runs: the group recovers from the planted hang before the profile runs
+// on it, so the profile proves the recovery too and the group is serving again when the check
+// answers.
+absl::Status RunSelfTest(const HealthPlan& plan, const HealthProfile& profile,
+                         const CheckRunner& runner, HealthRuns& runs) {
+  if (!plan.self_test) return absl::OkStatus();
+  if (!plan.self_test_allowed) {
+    runs.self_test = SelfTestNotRun(kSelfTestNotAllowed);
+    return absl::OkStatus();
+  }
+  if (runs.devices.size() < 2) {
+    runs.self_test =
+        SelfTestNotRun("needs at least 2 devices: a hang is a rank its peers wait for");
+    return absl::OkStatus();
+  }
+  const v1::SweepSpec spec = SelfTestSpec(profile, runs.devices);
+  absl::StatusOr<v1::RunResult> run = runner.Run(spec, runs.devices, spec.fault());
+  if (!run.ok()) return run.status();
+  runs.self_test = EvaluateSelfTest(*run, runs.devices.back());
+  runs.self_test_run_id = run->run_id();
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 std::vector<std::vector<PairKey>> PairRounds(const std::vector<uint32_t>& devices) {
   std::vector<std::vector<PairKey>> rounds;
@@ -173,171 +192,36 @@ std::string FaultForPair(const std::string& fault, const std::vector<uint32_t>& 
 }
 
 HealthChecker::HealthChecker(RunExecutor* executor, const WorkerPool* pool, std::string backend,
-                             std::vector<v1::Variant> variants)
-    : executor_(executor), pool_(pool), profile_(HealthProfileFor(backend, variants)) {}
+                             std::vector<v1::Variant> variants, v1::MachineIdentity machine,
+                             ExpectedBandwidth expected)
+    : executor_(executor),
+      pool_(pool),
+      backend_(std::move(backend)),
+      profile_(HealthProfileFor(backend_, variants)),
+      machine_(std::move(machine)),
+      expected_(std::move(expected)) {}
 
 absl::StatusOr<v1::HealthResponse> HealthChecker::Check(const v1::HealthRequest& request,
                                                         RunObserver& observer,
                                                         const std::string& owner) const {
   const absl::Time start = absl::Now();
   const ServerLimits& limits = executor_->limits();
-  std::vector<uint32_t> devices(request.devices().begin(), request.devices().end());
-  if (devices.empty()) devices = limits.devices;
-  if (devices.empty()) return InvalidField("devices: this server has no device");
-  if (std::set<uint32_t>(devices.begin(), devices.end()).size() != devices.size()) {
-    return InvalidField("devices: a device is listed twice");
-  }
-  if (request.pairs() && devices.size() < 2) {
-    return InvalidField(absl::StrCat("pairs: needs at least 2 devices, got ", devices.size()));
-  }
-  const double warn_ratio = request.warn_ratio() == 0 ? kDefaultWarnRatio : request.warn_ratio();
-  if (!(warn_ratio > 1.0) || !std::isfinite(warn_ratio)) {
-    return InvalidField(absl::StrCat("warn_ratio = ", request.warn_ratio(), ": must be > 1"));
-  }
-  // Up front, against the group's size and under this request's field name: the group's run
-  // would refuse it too, but as spec.fault, and a bad rank would only be found there.
-  COLLTEST_RETURN_IF_ERROR(
-      ValidateFault("fault", request.fault(), static_cast<uint32_t>(devices.size()), limits));
+  COLLTEST_ASSIGN_OR_RETURN(const CheckInput input, ValidateRequest(request, limits));
+  const HealthPlan plan = HealthPlanFor(request.level(), profile_, backend_,
+                                        limits.allow_fault_injection, limits.max_case_bytes);
+  const CheckRunner runner{executor_, observer, owner, request};
+  HealthRuns runs;
+  runs.devices = input.devices;
+  runs.pairs = request.pairs() || plan.all_pairs;
+  COLLTEST_RETURN_IF_ERROR(RunSelfTest(plan, profile_, runner, runs));
+  COLLTEST_RETURN_IF_ERROR(RunGroup(plan, runner, runs));
+  if (runs.pairs) RunPairs(plan, runner, runs);
+  RunBandwidth(plan, runner, runs);
 
-  v1::SweepSpec group = profile_.group;
-  group.set_world_size(static_cast<uint32_t>(devices.size()));
-  group.mutable_devices()->Add(devices.begin(), devices.end());
-  group.set_timeout_ms(request.timeout_ms());
-  group.set_fault(request.fault());
-  absl::StatusOr<v1::RunResult> group_run = executor_->Execute(group, observer, owner);
-  if (!group_run.ok()) return group_run.status();
-
-  // Pairs of one round share no device, so they run at once; the rounds follow each other.
-  std::map<PairKey, absl::StatusOr<v1::RunResult>> pair_runs;
-  if (request.pairs()) {
-    for (const std::vector<PairKey>& round : PairRounds(devices)) {
-      std::vector<absl::StatusOr<v1::RunResult>> results(round.size());
-      std::vector<std::thread> threads;
-      for (size_t i = 0; i < round.size(); ++i) {
-        threads.emplace_back([&, i] {
-          const auto [a, b] = round[i];
-          v1::SweepSpec pair = profile_.pair;
-          pair.set_world_size(2);
-          pair.add_devices(a);
-          pair.add_devices(b);
-          pair.set_timeout_ms(request.timeout_ms());
-          pair.set_fault(FaultForPair(request.fault(), devices, a, b));
-          results[i] = executor_->Execute(pair, observer, owner);
-        });
-      }
-      for (std::thread& t : threads) t.join();
-      for (size_t i = 0; i < round.size(); ++i) pair_runs.emplace(round[i], std::move(results[i]));
-    }
-  }
-
-  v1::HealthResponse response;
-  v1::CaseStatus worst = v1::CASE_STATUS_OK;
-  std::string first_failure;
-  response.add_run_ids(group_run->run_id());
-
-  std::vector<TargetBuilder> ranks(devices.size());
-  for (size_t r = 0; r < devices.size(); ++r) ranks[r].target.add_devices(devices[r]);
-  for (const v1::CaseResult& c : group_run->cases()) {
-    *response.add_cases() = c;
-    if (Worse(HealthStatus(c.status()), worst)) {
-      worst = HealthStatus(c.status());
-      first_failure = absl::StrCat(c.message(), " (", CaseLabel(c), ")");
-    }
-    for (const v1::RankResult& r : c.ranks()) {
-      if (r.rank() >= ranks.size()) continue;
-      ranks[r.rank()].Add(r.status(), r.message(), DeviceOf(r.suspect_peer(), devices), r.phase(),
-                          r.timing().median_us());
-    }
-  }
-  std::vector<v1::HealthTarget> rank_targets;
-  for (TargetBuilder& b : ranks) {
-    b.Finish();
-    rank_targets.push_back(b.target);
-  }
-  MarkSlow(rank_targets, warn_ratio);
-
-  std::vector<v1::HealthTarget> pair_targets;
-  std::vector<std::string> failing_pairs;
-  std::map<uint32_t, int> failures_per_device;
-  std::set<uint32_t> in_healthy_pair;
-  for (auto& [key, run] : pair_runs) {
-    TargetBuilder b;
-    b.target.add_devices(key.first);
-    b.target.add_devices(key.second);
-    const std::vector<uint32_t> pair_devices = {key.first, key.second};
-    if (!run.ok()) {
-      b.Add(v1::CASE_STATUS_ERROR, std::string(run.status().message()), -1, "", 0);
-    } else {
-      response.add_run_ids(run->run_id());
-      for (const v1::CaseResult& c : run->cases()) {
-        *response.add_cases() = c;
-        int32_t suspect = -1;
-        std::string phase;
-        for (const v1::RankResult& r : c.ranks()) {
-          if (r.status() == v1::CASE_STATUS_HANG && r.suspect_peer() >= 0 && suspect < 0) {
-            suspect = DeviceOf(r.suspect_peer(), pair_devices);
-            phase = r.phase();
-          }
-        }
-        b.Add(c.status(),
-              absl::StrCat(c.message(), " (", CaseLabel(c), "; rank 0 = device ", key.first,
-                           ", rank 1 = device ", key.second, ")"),
-              suspect, phase, c.timing().median_us());
-      }
-    }
-    b.Finish();
-    if (Worse(b.target.status(), worst)) {
-      worst = b.target.status();
-      if (first_failure.empty()) first_failure = b.target.message();
-    }
-    if (b.target.status() == v1::CASE_STATUS_OK) {
-      in_healthy_pair.insert(key.first);
-      in_healthy_pair.insert(key.second);
-    } else {
-      failing_pairs.push_back(PairName(b.target));
-      ++failures_per_device[key.first];
-      ++failures_per_device[key.second];
-    }
-    pair_targets.push_back(b.target);
-  }
-  MarkSlow(pair_targets, warn_ratio);
-
-  for (auto& t : rank_targets) *response.add_ranks() = std::move(t);
-  for (auto& t : pair_targets) *response.add_pairs() = std::move(t);
+  v1::HealthResponse response =
+      BuildHealthReport(runs, HealthReportContext{input.warn_ratio, &machine_, &expected_});
   for (const v1::GroupHealth& g : pool_->GroupStates()) *response.add_groups() = g;
-  response.set_status(worst);
-
-  std::string message;
-  if (worst == v1::CASE_STATUS_OK) {
-    message = absl::StrCat("healthy: ", devices.size(), " ranks",
-                           request.pairs() ? absl::StrCat(", ", pair_targets.size(), " pairs") : "",
-                           ", ", response.cases_size(), " cases");
-  } else {
-    message = absl::StrCat(CaseStatusName(worst), ": ", first_failure);
-  }
-  if (!failing_pairs.empty()) {
-    absl::StrAppend(&message, "; pairs failing: ", absl::StrJoin(failing_pairs, ", "));
-    // A device in every failing pair and in no healthy one is the one to pull.
-    std::vector<uint32_t> isolated;
-    for (const auto& [device, count] : failures_per_device) {
-      if (count == static_cast<int>(failing_pairs.size()) && !in_healthy_pair.count(device)) {
-        isolated.push_back(device);
-      }
-    }
-    if (isolated.size() == 1) absl::StrAppend(&message, "; isolated: device ", isolated[0]);
-  }
-  std::vector<std::string> slow;
-  for (const auto& t : response.ranks()) {
-    if (t.slow())
-      slow.push_back(absl::StrFormat("device %u at %.2f", t.devices(0), t.median_ratio()));
-  }
-  for (const auto& t : response.pairs()) {
-    if (t.slow()) slow.push_back(absl::StrFormat("pair %s at %.2f", PairName(t), t.median_ratio()));
-  }
-  if (!slow.empty()) {
-    absl::StrAppend(&message, "; WARN slow (x median): ", absl::StrJoin(slow, ", "));
-  }
-  response.set_message(message);
+  response.set_level(plan.level);
   response.set_wall_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
   return response;
 }

@@ -1,6 +1,8 @@
-// The Health RPC: a short profile over the whole group and, on request, over every pair of its
-// devices, each run through the RunExecutor (so it queues like any run and lands in the history),
-// then one verdict per rank and per pair, and one line naming the culprit.
+// The Health RPC at one of three levels (health_levels.h, docs/health-levels.md): a short profile
+// over the whole group and, on request or from level standard on, over every pair of its devices;
+// then stress, the hang-detection self test and the bus bandwidth of every pair. Each run goes
+// through the RunExecutor (so it queues like any run and lands in the history), and the answer
+// (health_report.h) has one verdict per rank and per pair, and one line naming the culprit.
 #pragma once
 
 #include <string>
@@ -8,19 +10,11 @@
 
 #include "absl/status/statusor.h"
 #include "colltest/v1/colltest.pb.h"
+#include "server/health_levels.h"
 #include "server/run_executor.h"
 #include "server/worker_pool.h"
 
 namespace colltest::server {
-
-// What the check runs on a backend: the shapes, the mode and the variants of the group profile
-// and of each pair. Exposed for tests.
-struct HealthProfile {
-  colltest::v1::SweepSpec group;  // devices, fault and timeout are filled in per check
-  colltest::v1::SweepSpec pair;
-};
-HealthProfile HealthProfileFor(const std::string& backend,
-                               const std::vector<colltest::v1::Variant>& variants);
 
 // Every pair of `devices` once, in rounds of disjoint pairs (the circle method), so that a round
 // runs concurrently. Exposed for tests.
@@ -35,9 +29,12 @@ std::string FaultForPair(const std::string& fault, const std::vector<uint32_t>& 
 
 class HealthChecker {
  public:
-  // The pointers are not owned and must outlive the checker.
+  // The pointers are not owned and must outlive the checker. `machine` gives the device models
+  // and link kinds that `expected` is looked up by (level long); without them every pair is
+  // reported without an expected figure.
   HealthChecker(RunExecutor* executor, const WorkerPool* pool, std::string backend,
-                std::vector<colltest::v1::Variant> variants);
+                std::vector<colltest::v1::Variant> variants,
+                colltest::v1::MachineIdentity machine = {}, ExpectedBandwidth expected = {});
 
   // Errors: INVALID_ARGUMENT naming the field, or what the executor refused (validation,
   // cancellation while queued). Every run of the check is recorded as started by `owner`.
@@ -48,7 +45,10 @@ class HealthChecker {
  private:
   RunExecutor* const executor_;
   const WorkerPool* const pool_;
+  const std::string backend_;
   const HealthProfile profile_;
+  const colltest::v1::MachineIdentity machine_;
+  const ExpectedBandwidth expected_;
 };
 
 }  // namespace colltest::server

@@ -70,7 +70,13 @@ v1::MachineIdentity BuildMachineIdentity(const BackendInfo& info,
   for (const v1::Link& l : info.links) {
     v1::Link& out = *m.add_links();
     out = l;
-    out.set_kind(cpu ? "shm" : (l.p2p() ? "p2p" : "none"));
+    // The probe names the link when the runtime or NVML can ("nvlink", "xgmi", "pcie"); an older
+    // probe line without a kind still says whether peer access works.
+    if (cpu) {
+      out.set_kind("shm");
+    } else if (l.kind().empty()) {
+      out.set_kind(l.p2p() ? "p2p" : "none");
+    }
   }
   m.set_colltest_version(colltest_version);
   m.set_build_commit(build_commit);

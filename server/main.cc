@@ -24,8 +24,10 @@
 #include "server/backend_probe.h"
 #include "server/build_info.h"
 #include "server/credentials.h"
+#include "server/device_users.h"
 #include "server/fd_limit.h"
 #include "server/grpc_server.h"
+#include "server/health_listener.h"
 #include "server/history_pruner.h"
 #include "server/history_setup.h"
 #include "server/machine_identity.h"
@@ -33,6 +35,7 @@
 #include "server/options.h"
 #include "server/parse_error_interceptor.h"
 #include "server/reflection_guard.h"
+#include "server/sd_notify.h"
 #include "server/service.h"
 #include "server/serving_state.h"
 #include "server/token_file.h"
@@ -142,9 +145,13 @@ WorkerPoolOptions PoolOptionsFor(const ServerOptions& options, const std::string
   pool_options.runtime_dir = options.runtime_dir;
   pool_options.max_case_bytes = options.max_case_bytes;
   pool_options.canary = CanaryCase();
+  pool_options.idle_timeout = options.idle_timeout;
   pool_options.on_state_change = [&serving](const colltest::v1::GroupHealth& group) {
     serving.OnGroupState(group);
-    if (group.state() != colltest::v1::GROUP_STATE_SERVING) {
+    if (IsIdleMessage(group)) {
+      // The normal life of a group on a shared node: no warning, and no recovery to time.
+      spdlog::info("devices {}: {}", absl::StrJoin(group.devices(), ","), group.message());
+    } else if (group.state() != colltest::v1::GROUP_STATE_SERVING) {
       spdlog::warn("devices {}: {}: {}", absl::StrJoin(group.devices(), ","),
                    colltest::v1::GroupState_Name(group.state()), group.message());
     } else if (group.recoveries() > 0) {
@@ -167,8 +174,10 @@ absl::StatusOr<TuneTables> LoadTuneTables(const std::string& dir) {
 
 ServiceOptions ServiceOptionsFor(const ServerOptions& options, const BackendInfo& backend,
                                  const AuthConfig& auth, Metrics* metrics, const TuneTables* tune,
-                                 store::RunStore* history, v1::MachineIdentity machine) {
+                                 store::RunStore* history, v1::MachineIdentity machine,
+                                 DeviceUsersProbe* users, ExpectedBandwidth expected_busbw) {
   ServiceOptions service_options;
+  service_options.expected_busbw = std::move(expected_busbw);
   service_options.backend = backend.backend;
   service_options.devices = backend.devices;
   service_options.variants = VariantsFor(backend.backend);
@@ -182,6 +191,7 @@ ServiceOptions ServiceOptionsFor(const ServerOptions& options, const BackendInfo
   service_options.metrics = metrics;
   service_options.tune = tune;
   service_options.stream_send_timeout = options.stream_send_timeout;
+  service_options.users_probe = users;
   return service_options;
 }
 
@@ -219,9 +229,13 @@ struct Daemon {
   std::unique_ptr<Authorizer> authorizer;  // outlives `metrics`, whose HTTP threads call it
   std::shared_ptr<grpc::ServerCredentials> credentials;
   Metrics metrics;
+  // Before `serving` and `pool`: outlives every group state change that could reach it.
+  std::unique_ptr<HealthListener> health_listener;
   std::unique_ptr<ServingState> serving;
   std::unique_ptr<WorkerPool> pool;
+  std::unique_ptr<DeviceUsersProbe> users;  // null on the cpu backend: nobody else uses its devices
   TuneTables tune;
+  ExpectedBandwidth expected_busbw;  // the long health level's figures, from the tune dir
   OpenedHistory history;
   std::unique_ptr<HistoryPruner> pruner;
   std::unique_ptr<http::Gateway> gateway;  // after the gRPC server is built: it calls into it
@@ -254,7 +268,11 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
                         absl::StrCat("worker pool: ", pool.status().message()));
   }
   d.pool = *std::move(pool);
+  if (d.backend.backend != "cpu") {
+    d.users = CreateWorkerUsersProbe(options.worker, d.backend.backend);
+  }
   COLLTEST_ASSIGN_OR_RETURN(d.tune, LoadTuneTables(options.tune_dir));
+  COLLTEST_ASSIGN_OR_RETURN(d.expected_busbw, ExpectedBandwidth::Load(options.tune_dir));
   return absl::OkStatus();
 }
 
@@ -271,6 +289,7 @@ int Main(int argc, char** argv) {
   if (!fd_limits.ok()) return Fail(std::string(fd_limits.status().message()));
   spdlog::info("open files: soft limit {} (was {}), hard limit {}", fd_limits->soft,
                fd_limits->soft_before, fd_limits->hard);
+  NotifyStatus("probing the backend and starting workers").IgnoreError();
   Daemon d;
   if (absl::Status prepared = Prepare(options, d); !prepared.ok()) {
     if (d.pool != nullptr) d.pool->Shutdown();
@@ -278,7 +297,8 @@ int Main(int argc, char** argv) {
   }
   CollectiveTestService service(
       ServiceOptionsFor(options, d.backend, d.auth, &d.metrics, &d.tune, d.history.store.get(),
-                        BuildMachineIdentity(d.backend, Version(), BuildCommit())),
+                        BuildMachineIdentity(d.backend, Version(), BuildCommit()), d.users.get(),
+                        d.expected_busbw),
       d.pool.get());
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -308,18 +328,34 @@ int Main(int argc, char** argv) {
     if (gateway.ok()) d.gateway = *std::move(gateway);
     started = gateway.status();
   }
+  if (started.ok() && !options.health_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<HealthListener>> health =
+        HealthListener::Start(options.health_listen);
+    if (health.ok()) d.health_listener = *std::move(health);
+    started = health.status();
+  }
   if (!started.ok()) {
     d.pool->Shutdown();
     return Fail(std::string(started.message()));
   }
   d.serving->Attach(server->GetHealthCheckService());
+  if (d.health_listener != nullptr) {
+    d.serving->Attach(d.health_listener->health());
+    spdlog::info("grpc.health.v1 only, plaintext, on {}", d.health_listener->bound_address());
+  }
   AnnounceListening(options, d.backend, (*front)->address(),
                     d.gateway != nullptr ? d.gateway->bound_address() : "", d.auth, *d.authorizer);
+  // A Type=notify unit (deploy/systemd) counts as started from here: clients can connect.
+  if (absl::Status ready = NotifyReady(absl::StrCat("serving on ", (*front)->address()));
+      !ready.ok()) {
+    spdlog::warn("systemd notification: {}", std::string(ready.message()));
+  }
 
   std::thread stopper([&] {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
     spdlog::info("signal {}: shutting down", signal_number);
+    NotifyStopping().IgnoreError();  // systemd shows "deactivating"; a lost one changes nothing
     d.serving->Detach();
     service.BeginShutdown();
     (*front)->Stop();

@@ -1,5 +1,7 @@
 #include "server/run_executor.h"
 
+#include <unistd.h>
+
 #include <functional>
 #include <map>
 #include <optional>
@@ -10,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "server/case_merge.h"
 #include "server/names.h"
 #include "server/sweep_plan.h"
@@ -41,13 +44,15 @@ std::string CountByStatus(const v1::RunResult& run) {
 }  // namespace
 
 RunExecutor::RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* history,
-                         DeviceArbiter* arbiter, Metrics* metrics, const TuneTables* tune)
+                         DeviceArbiter* arbiter, Metrics* metrics, const TuneTables* tune,
+                         DeviceUsersProbe* users)
     : limits_(std::move(limits)),
       pool_(pool),
       history_(history),
       arbiter_(arbiter),
       metrics_(metrics),
       tune_(tune),
+      users_(users),
       quota_(limits_.max_active_runs_per_owner) {}
 
 std::optional<v1::CaseResult> RunExecutor::RunOne(
@@ -93,19 +98,23 @@ std::optional<v1::CaseResult> RunExecutor::RunOne(
   return result;
 }
 
-void RunExecutor::Count(const v1::CaseResult& result, const std::vector<uint32_t>& devices) {
-  if (metrics_ != nullptr) metrics_->ObserveCase(result);
-  if (result.status() != v1::CASE_STATUS_HANG) return;
+void RunExecutor::Count(const v1::CaseResult& result, const std::vector<uint32_t>& devices,
+                        bool planted) {
+  if (metrics_ != nullptr && !planted) metrics_->ObserveCase(result);
+  if (result.status() != v1::CASE_STATUS_HANG || planted) return;
   const std::vector<v1::RankResult> ranks(result.ranks().begin(), result.ranks().end());
-  std::optional<uint32_t> culprit = HangCulprit(ranks);
-  if (culprit.has_value() && *culprit >= devices.size()) culprit.reset();
-  if (metrics_ != nullptr && culprit.has_value()) {
-    metrics_->ObserveHang(*culprit, devices[*culprit]);
+  const std::optional<uint32_t> culprit = HangCulprit(ranks);
+  // -1 when no single rank was to blame (or the rank is not one of the group's).
+  const uint32_t culprit_rank = culprit.value_or(UINT32_MAX);
+  const int32_t culprit_device =
+      culprit_rank < devices.size() ? static_cast<int32_t>(devices[culprit_rank]) : -1;
+  if (metrics_ != nullptr && culprit_device >= 0) {
+    metrics_->ObserveHang(culprit_rank, static_cast<uint32_t>(culprit_device));
   }
   v1::GroupHealth hang;
   hang.set_last_hang(result.message());
   hang.set_last_hang_unix_ms(absl::ToUnixMillis(absl::Now()));
-  hang.set_last_hang_device(culprit.has_value() ? static_cast<int32_t>(devices[*culprit]) : -1);
+  hang.set_last_hang_device(culprit_device);
   std::lock_guard<std::mutex> lock(hangs_mu_);
   last_hangs_[devices] = std::move(hang);
 }
@@ -133,64 +142,79 @@ std::string RunExecutor::StopReason(const std::string& run_id, RunObserver& obse
   return "";
 }
 
-absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
-                                                   RunObserver& observer, const std::string& owner,
-                                                   RunPriority priority) {
-  absl::StatusOr<v1::SweepSpec> spec = ValidateSpec(request, limits_);
-  if (!spec.ok()) return spec.status();
-  // Refused before it is recorded or queued: nothing is left to answer later.
-  absl::StatusOr<OwnerQuota::Slot> slot = quota_.Take(owner);
-  if (!slot.ok()) return slot.status();
+absl::Status RunExecutor::CheckNoOtherUsers(const v1::SweepSpec& spec,
+                                            const std::vector<uint32_t>& devices) const {
+  if (users_ == nullptr || spec.force()) return absl::OkStatus();
+  // This process and its workers use the devices by design; only the others count.
+  std::vector<int> own = pool_->LivePids();
+  own.push_back(static_cast<int>(getpid()));
+  return CheckDevicesFree(*users_, devices, own);
+}
 
-  const uint64_t count = static_cast<uint64_t>(spec->m_size()) * spec->n_size() *
-                         spec->variants_size() * spec->modes_size();
-  const SweepPlan plan = PlanSweep(*spec, next_case_id_.fetch_add(count));
-  const auto total = static_cast<uint32_t>(plan.cases.size());
-  absl::StatusOr<std::string> created = history_->Create(*spec, limits_.backend, owner);
-  if (!created.ok()) return created.status();
-  const std::string id = *std::move(created);
-  spdlog::info("run {}: {} cases on devices {} ({}) for {}", id, total,
-               absl::StrJoin(plan.devices, ","), spec->label(), owner);
-
-  const std::function<bool()> stop_requested = [&] { return !StopReason(id, observer).empty(); };
-  absl::StatusOr<DeviceArbiter::Lease> lease =
-      arbiter_->Acquire(plan.devices, stop_requested, [&](uint32_t ahead) {
+absl::StatusOr<DeviceArbiter::Lease> RunExecutor::Queue(const std::string& id,
+                                                        const std::string& owner,
+                                                        const std::vector<uint32_t>& devices,
+                                                        uint32_t total, RunPriority priority,
+                                                        RunObserver& observer) {
+  absl::StatusOr<DeviceArbiter::Lease> lease = arbiter_->Acquire(
+      devices, [&] { return !StopReason(id, observer).empty(); },
+      [&](uint32_t ahead) {
         CountRuns();
         observer.OnQueued(id, ahead, total);
-      });
+      },
+      priority, absl::StrCat("run ", id, owner.empty() ? "" : absl::StrCat(" of ", owner)));
   CountRuns();
-  if (!lease.ok()) {
-    const std::string why = StopReason(id, observer);
-    (void)history_->Finish(id, v1::RUN_STATE_CANCELLED,
-                           absl::StrCat("cancelled while queued: ", why));
-    spdlog::info("run {}: cancelled while queued: {}", id, why);
-    if (shutting_down_.load()) {
-      // Retryable elsewhere or after the restart, which is what UNAVAILABLE tells a client.
-      return absl::UnavailableError(absl::StrCat("colltestd is shutting down: run ", id,
-                                                 " was queued and never started; retry it"));
-    }
-    return absl::CancelledError(absl::StrCat("run ", id, " cancelled while queued: ", why));
+  if (lease.ok()) return lease;
+  const std::string why = StopReason(id, observer);
+  (void)history_->Finish(id, v1::RUN_STATE_CANCELLED,
+                         absl::StrCat("cancelled while queued: ", why));
+  spdlog::info("run {}: cancelled while queued: {}", id, why);
+  if (shutting_down_.load()) {
+    // Retryable elsewhere or after the restart, which is what UNAVAILABLE tells a client.
+    return absl::UnavailableError(absl::StrCat("colltestd is shutting down: run ", id,
+                                               " was queued and never started; retry it"));
   }
-  (void)history_->MarkRunning(id);
-  observer.OnStarted(id, total);
+  return absl::CancelledError(absl::StrCat("run ", id, " cancelled while queued: ", why));
+}
 
-  uint32_t done = 0;
-  uint32_t pool_failures = 0;
-  absl::Status last_failure;
-  std::string stop;
-  std::string failed_fast;
-  for (uint32_t i = 0; i < total; ++i) {
+bool RunExecutor::LendBetweenCases(const std::string& id, uint32_t next,
+                                   DeviceArbiter::Lease& lease, RunObserver& observer,
+                                   std::string& stop) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<bool> lent =
+      arbiter_->YieldToPriority(lease, [&] { return !StopReason(id, observer).empty(); });
+  if (lent.ok() && !*lent) return true;
+  CountRuns();
+  if (!lent.ok()) {
     stop = StopReason(id, observer);
-    if (!stop.empty()) break;
-    const auto& request_i = plan.cases[i];
+    if (stop.empty()) stop = "stopped";
+    stop = absl::StrCat(stop, " (while its devices were lent to a health check before case ", next,
+                        ")");
+    return false;
+  }
+  spdlog::info("run {}: lent its devices to a health check before case {} for {}", id, next,
+               absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1))));
+  return true;
+}
+
+RunExecutor::Loop RunExecutor::RunCases(const std::string& id, const v1::SweepSpec& spec,
+                                        const SweepPlan& plan, DeviceArbiter::Lease& lease,
+                                        RunObserver& observer) {
+  const std::function<bool()> stop_requested = [&] { return !StopReason(id, observer).empty(); };
+  const auto total = static_cast<uint32_t>(plan.cases.size());
+  Loop loop;
+  for (uint32_t i = 0; i < total; ++i) {
+    if (i > 0 && !LendBetweenCases(id, i, lease, observer, loop.stop)) break;
+    loop.stop = StopReason(id, observer);
+    if (!loop.stop.empty()) break;
     const absl::Time start = absl::Now();
-    std::optional<v1::CaseResult> ran =
-        RunOne(i, plan.devices, request_i, stop_requested, pool_failures, last_failure);
+    std::optional<v1::CaseResult> ran = RunOne(i, plan.devices, plan.cases[i], stop_requested,
+                                               loop.pool_failures, loop.last_failure);
     if (!ran.has_value()) {
-      stop = StopReason(id, observer);
-      if (stop.empty()) stop = "stopped";
-      stop = absl::StrCat(
-          stop, " (case ", i, " stopped after ",
+      loop.stop = StopReason(id, observer);
+      if (loop.stop.empty()) loop.stop = "stopped";
+      loop.stop = absl::StrCat(
+          loop.stop, " (case ", i, " stopped after ",
           absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1))), ")");
       break;
     }
@@ -205,35 +229,66 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
       spdlog::error("run {} case {}: not stored in the history: {}", id, i,
                     std::string(stored.message()));
     }
-    Count(result, plan.devices);
-    ++done;
-    observer.OnCase(id, result, done, total);
-    if (spec->stop_on_failure() &&
+    Count(result, plan.devices, spec.label() == kSelfTestLabel);
+    ++loop.done;
+    observer.OnCase(id, result, loop.done, total);
+    if (spec.stop_on_failure() &&
         StatusSeverity(result.status()) >= StatusSeverity(v1::CASE_STATUS_WRONG)) {
-      failed_fast = absl::StrCat("stopped at case ", i, " (", CaseStatusName(result.status()),
-                                 "): ", total - done, " of ", total, " cases not run");
+      loop.failed_fast = absl::StrCat("stopped at case ", i, " (", CaseStatusName(result.status()),
+                                      "): ", total - loop.done, " of ", total, " cases not run");
       break;
     }
   }
-  lease->Release();
-  CountRuns();
+  return loop;
+}
 
+absl::StatusOr<v1::RunResult> RunExecutor::FinishRun(const std::string& id, uint32_t total,
+                                                     const Loop& loop) {
   v1::RunState state = v1::RUN_STATE_DONE;
   std::string message;
-  if (!stop.empty()) {
+  if (!loop.stop.empty()) {
     state = v1::RUN_STATE_CANCELLED;
-    message = absl::StrCat("cancelled after ", done, " of ", total, " cases: ", stop);
-  } else if (total > 0 && pool_failures == total) {
+    message = absl::StrCat("cancelled after ", loop.done, " of ", total, " cases: ", loop.stop);
+  } else if (total > 0 && loop.pool_failures == total) {
     state = v1::RUN_STATE_FAILED;
-    message = absl::StrCat("the workers could not run any case: ", last_failure.message());
+    message = absl::StrCat("the workers could not run any case: ", loop.last_failure.message());
   }
   absl::StatusOr<v1::RunResult> run = history_->Get(id);
   if (state == v1::RUN_STATE_DONE && run.ok()) message = CountByStatus(*run);
-  if (state == v1::RUN_STATE_DONE && !failed_fast.empty()) {
-    message = absl::StrCat(message, "; ", failed_fast);
+  if (state == v1::RUN_STATE_DONE && !loop.failed_fast.empty()) {
+    message = absl::StrCat(message, "; ", loop.failed_fast);
   }
   spdlog::info("run {}: {} {}", id, RunStateName(state), message);
   return history_->Finish(id, state, message);
+}
+
+absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
+                                                   RunObserver& observer, const std::string& owner,
+                                                   RunPriority priority) {
+  absl::StatusOr<v1::SweepSpec> spec = ValidateSpec(request, limits_);
+  if (!spec.ok()) return spec.status();
+  // Refused before it is recorded or queued: nothing is left to answer later.
+  absl::StatusOr<OwnerQuota::Slot> slot = quota_.Take(owner);
+  if (!slot.ok()) return slot.status();
+
+  const uint64_t count = static_cast<uint64_t>(spec->m_size()) * spec->n_size() *
+                         spec->variants_size() * spec->modes_size();
+  const SweepPlan plan = PlanSweep(*spec, next_case_id_.fetch_add(count));
+  COLLTEST_RETURN_IF_ERROR(CheckNoOtherUsers(*spec, plan.devices));
+  const auto total = static_cast<uint32_t>(plan.cases.size());
+  COLLTEST_ASSIGN_OR_RETURN(const std::string id, history_->Create(*spec, limits_.backend, owner));
+  spdlog::info("run {}: {} cases on devices {} ({}) for {}{}", id, total,
+               absl::StrJoin(plan.devices, ","), spec->label(), owner,
+               priority == RunPriority::kPriority ? ", priority" : "");
+
+  COLLTEST_ASSIGN_OR_RETURN(DeviceArbiter::Lease lease,
+                            Queue(id, owner, plan.devices, total, priority, observer));
+  (void)history_->MarkRunning(id);
+  observer.OnStarted(id, total);
+  const Loop loop = RunCases(id, *spec, plan, lease, observer);
+  lease.Release();
+  CountRuns();
+  return FinishRun(id, total, loop);
 }
 
 absl::StatusOr<v1::RunState> RunExecutor::Cancel(const std::string& run_id) {

@@ -13,10 +13,12 @@
 
 #include "absl/status/statusor.h"
 #include "colltest/v1/colltest.pb.h"
+#include "server/device_users.h"
 #include "server/metrics.h"
 #include "server/owner_quota.h"
 #include "server/run_history.h"
 #include "server/run_queue.h"
+#include "server/sweep_plan.h"
 #include "server/tune_table.h"
 #include "server/validation.h"
 #include "server/worker_pool.h"
@@ -39,22 +41,26 @@ class RunObserver {
                       uint32_t done, uint32_t total) {}
 };
 
-// How a run waits for its devices. A health check's runs are kPriority: they go ahead of every
-// waiting run, and a running sweep on their devices hands them over between two of its cases and
-// continues after them, so a verdict never waits behind other clients' sweeps (docs/neighbours.md).
-enum class RunPriority { kNormal, kPriority };
+// The label of the health self test's run (server/health_levels.h), which plants a missing rank on
+// purpose: its HANG says that detection works, not that the node hangs, so it is kept out of the
+// hang metrics and of the groups' last_hang.
+inline constexpr char kSelfTestLabel[] = "health self test";
 
 class RunExecutor {
  public:
-  // The pointers are not owned and must outlive the executor; `metrics` and `tune` may be null
-  // (no tables: `auto` is UNSUPPORTED).
+  // The pointers are not owned and must outlive the executor; `metrics`, `tune` and `users` may
+  // be null (no tables: `auto` is UNSUPPORTED; no probe: other processes on the devices are not
+  // looked for).
   RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* history, DeviceArbiter* arbiter,
-              Metrics* metrics = nullptr, const TuneTables* tune = nullptr);
+              Metrics* metrics = nullptr, const TuneTables* tune = nullptr,
+              DeviceUsersProbe* users = nullptr);
 
   // Returns the run as recorded, in state DONE, CANCELLED (stopped after a case), or FAILED (no
-  // case could be run at all). Errors: the validation error (nothing is recorded), or CANCELLED
-  // when the run was cancelled while still queued (recorded as CANCELLED with no cases). `owner`
-  // is recorded as the run's RunResult.owner.
+  // case could be run at all). Errors: the validation error or the BUSY refusal (other processes
+  // use the devices and spec.force is off; device_users.h), both with nothing recorded, or
+  // CANCELLED when the run was cancelled while still queued (recorded as CANCELLED with no
+  // cases). `owner` is recorded as the run's RunResult.owner. A kNormal run lends its devices to
+  // waiting kPriority runs between two of its cases (run_queue.h).
   absl::StatusOr<colltest::v1::RunResult> Execute(const colltest::v1::SweepSpec& spec,
                                                   RunObserver& observer,
                                                   const std::string& owner = "",
@@ -72,10 +78,40 @@ class RunExecutor {
   // Fills each group's last_hang fields from the HANG cases this executor has seen.
   void AddLastHangs(std::vector<colltest::v1::GroupHealth>& groups) const;
 
+  // The runs holding any of `devices` now ("run r-1 of alice"), for a caller that could not wait.
+  std::vector<std::string> Holders(absl::Span<const uint32_t> devices) const {
+    return arbiter_->Holders(devices);
+  }
+
  private:
+  // What the case loop of one run ended with.
+  struct Loop {
+    uint32_t done = 0;
+    uint32_t pool_failures = 0;
+    absl::Status last_failure;
+    std::string stop;         // why it was stopped; "" when it was not
+    std::string failed_fast;  // why stop_on_failure ended it; "" when it did not
+  };
+
+  // BUSY (device_users.h) when processes other than colltestd and its workers use `devices`.
+  absl::Status CheckNoOtherUsers(const colltest::v1::SweepSpec& spec,
+                                 const std::vector<uint32_t>& devices) const;
+  // Waits for the devices; on CANCELLED finishes the run in the history and says why.
+  absl::StatusOr<DeviceArbiter::Lease> Queue(const std::string& id, const std::string& owner,
+                                             const std::vector<uint32_t>& devices, uint32_t total,
+                                             RunPriority priority, RunObserver& observer);
+  Loop RunCases(const std::string& id, const colltest::v1::SweepSpec& spec, const SweepPlan& plan,
+                DeviceArbiter::Lease& lease, RunObserver& observer);
+  // Lends the devices to waiting priority runs between two cases; false when the run must stop.
+  bool LendBetweenCases(const std::string& id, uint32_t next, DeviceArbiter::Lease& lease,
+                        RunObserver& observer, std::string& stop);
+  absl::StatusOr<colltest::v1::RunResult> FinishRun(const std::string& id, uint32_t total,
+                                                    const Loop& loop);
   // Why `run_id` must stop, or "" when it may go on.
   std::string StopReason(const std::string& run_id, RunObserver& observer) const;
-  void Count(const colltest::v1::CaseResult& result, const std::vector<uint32_t>& devices);
+  // `planted`: the run is the self test (kSelfTestLabel); its HANG is not counted as one.
+  void Count(const colltest::v1::CaseResult& result, const std::vector<uint32_t>& devices,
+             bool planted);
   void CountRuns();
   // Runs one case of the plan, resolving `auto` through the tune tables first; nullopt when `stop`
   // stopped it while it ran.
@@ -92,6 +128,7 @@ class RunExecutor {
   DeviceArbiter* const arbiter_;
   Metrics* const metrics_;
   const TuneTables* const tune_;
+  DeviceUsersProbe* const users_;
   OwnerQuota quota_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<uint64_t> next_case_id_{1};

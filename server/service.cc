@@ -1,11 +1,13 @@
 #include "server/service.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "server/grpc_status.h"
 #include "server/query_validation.h"
 #include "server/stream_observer.h"
@@ -25,6 +27,13 @@ ServerLimits LimitsFor(const ServiceOptions& options) {
   limits.allow_fault_injection = options.allow_fault_injection;
   limits.max_active_runs_per_owner = options.max_active_runs_per_owner;
   return limits;
+}
+
+// The call's deadline; InfiniteFuture when the client set none (gRPC says time_point::max()).
+absl::Time CallDeadline(const grpc::ServerContext& context) {
+  const auto deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
 }
 
 std::unique_ptr<store::RunStore> OpenMemoryStore() {
@@ -53,9 +62,16 @@ CollectiveTestService::CollectiveTestService(ServiceOptions options, WorkerPool*
       history_(options_.history_store != nullptr ? options_.history_store : own_store_.get(),
                options_.machine),
       arbiter_(options_.queue_poll),
-      executor_(LimitsFor(options_), pool, &history_, &arbiter_, options_.metrics, options_.tune),
+      executor_(LimitsFor(options_), pool, &history_, &arbiter_, options_.metrics, options_.tune,
+                options_.users_probe),
       pool_(pool),
-      health_(&executor_, pool, options_.backend, options_.variants),
+      health_(&executor_, pool, options_.backend, options_.variants, options_.machine,
+              options_.expected_busbw),
+      health_gate_(
+          [this](const v1::HealthRequest& request, RunObserver& observer,
+                 const std::string& owner) { return health_.Check(request, observer, owner); },
+          [this](const std::vector<uint32_t>& devices) { return executor_.Holders(devices); },
+          HealthGate::Options{options_.machine, executor_.limits().devices}),
       send_watchdog_(options_.stream_send_timeout) {}
 
 grpc::Status CollectiveTestService::ListDevices(grpc::ServerContext* context,
@@ -87,9 +103,13 @@ grpc::Status CollectiveTestService::Health(grpc::ServerContext* context,
                               request->fault().empty() ? "Health" : "Health with a fault");
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   UnaryObserver observer(context);
-  absl::StatusOr<v1::HealthResponse> health = health_.Check(*request, observer, caller->name);
+  absl::StatusOr<v1::HealthResponse> health =
+      health_gate_.Check(*request, observer, CallDeadline(*context), caller->name);
   if (!health.ok()) return ToGrpcStatus(health.status());
-  if (options_.metrics != nullptr) options_.metrics->ObserveHealthCheck(health->status());
+  // Only a check that ran is an observation of the machine.
+  if (options_.metrics != nullptr && !health->cached() && !health->busy()) {
+    options_.metrics->ObserveHealthCheck(health->status());
+  }
   *response = *std::move(health);
   return grpc::Status::OK;
 }

@@ -10,7 +10,9 @@
 #include "absl/time/time.h"
 #include "colltest/v1/colltest.grpc.pb.h"
 #include "server/auth.h"
+#include "server/device_users.h"
 #include "server/health_check.h"
+#include "server/health_gate.h"
 #include "server/run_executor.h"
 #include "server/run_history.h"
 #include "server/run_queue.h"
@@ -31,12 +33,16 @@ struct ServiceOptions {
   absl::Duration queue_poll = absl::Milliseconds(50);
   // The history database (not owned); null: the service keeps its own in memory (tests).
   store::RunStore* history_store = nullptr;
-  colltest::v1::MachineIdentity machine;  // recorded with every run
+  colltest::v1::MachineIdentity machine;    // recorded with every run
+  ExpectedBandwidth expected_busbw;          // the long health level's figures (tune dir)
   uint32_t max_active_runs_per_owner = 16;  // queued or running runs of one caller; 0: no limit
-  Metrics* metrics = nullptr;        // not owned; null: no metrics
-  const TuneTables* tune = nullptr;  // not owned; null: `auto` is UNSUPPORTED
+  Metrics* metrics = nullptr;               // not owned; null: no metrics
+  const TuneTables* tune = nullptr;         // not owned; null: `auto` is UNSUPPORTED
   // A Sweep whose client reads nothing for this long is cancelled (a blocked send holds devices).
   absl::Duration stream_send_timeout = absl::Seconds(30);
+  // Not owned; null: runs do not look for other processes on their devices (the cpu backend,
+  // whose devices nobody else can use). Set: such runs are refused BUSY unless forced.
+  DeviceUsersProbe* users_probe = nullptr;
 };
 
 // The variants a backend can run: the four protocol variants everywhere, plus the NCCL/RCCL anchor
@@ -88,6 +94,7 @@ class CollectiveTestService final : public colltest::v1::CollectiveTest::Service
   RunExecutor executor_;
   WorkerPool* const pool_;
   HealthChecker health_;
+  HealthGate health_gate_;  // in front of health_
   SendWatchdog send_watchdog_;
 };
 

@@ -6,6 +6,15 @@ namespace colltest::server {
 
 namespace v1 = ::colltest::v1;
 
+namespace {
+
+void SetNotServing(grpc::HealthCheckServiceInterface* health) {
+  health->SetServingStatus("", false);
+  health->SetServingStatus(kCollectiveTestService, false);
+}
+
+}  // namespace
+
 void ServingState::OnGroupState(const v1::GroupHealth& group) {
   const std::vector<uint32_t> devices(group.devices().begin(), group.devices().end());
   metrics_->SetGroupState(devices, group.state());
@@ -18,34 +27,43 @@ void ServingState::OnGroupState(const v1::GroupHealth& group) {
 }
 
 void ServingState::Attach(grpc::HealthCheckServiceInterface* health) {
+  if (health == nullptr) return;
   absl::MutexLock lock(&mu_);
-  health_ = health;
-  if (health_ != nullptr) health_->SetServingStatus("", true);
-  Apply();
+  if (detached_) {
+    SetNotServing(health);
+    return;
+  }
+  health_services_.push_back(health);
+  health->SetServingStatus("", true);
+  health->SetServingStatus(kCollectiveTestService, AllServingLocked());
 }
 
 void ServingState::Detach() {
   absl::MutexLock lock(&mu_);
-  if (health_ != nullptr && !detached_) {
-    health_->SetServingStatus("", false);
-    health_->SetServingStatus(kCollectiveTestService, false);
+  if (!detached_) {
+    for (grpc::HealthCheckServiceInterface* health : health_services_) SetNotServing(health);
   }
   detached_ = true;
+  health_services_.clear();  // their servers may be destroyed from now on
 }
 
 bool ServingState::AllServing() const {
   absl::MutexLock lock(&mu_);
+  return AllServingLocked();
+}
+
+bool ServingState::AllServingLocked() const {
   return std::all_of(states_.begin(), states_.end(), [](const auto& entry) {
     return entry.second.state == v1::GROUP_STATE_SERVING;
   });
 }
 
 void ServingState::Apply() {
-  if (health_ == nullptr || detached_) return;
-  const bool serving = std::all_of(states_.begin(), states_.end(), [](const auto& entry) {
-    return entry.second.state == v1::GROUP_STATE_SERVING;
-  });
-  health_->SetServingStatus(kCollectiveTestService, serving);
+  if (detached_) return;
+  const bool serving = AllServingLocked();
+  for (grpc::HealthCheckServiceInterface* health : health_services_) {
+    health->SetServingStatus(kCollectiveTestService, serving);
+  }
 }
 
 }  // namespace colltest::server

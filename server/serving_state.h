@@ -1,7 +1,8 @@
 // Folds the worker groups' states into what outside watchers see: the gRPC health service
 // (colltest.v1.CollectiveTest is NOT_SERVING while any group is RECOVERING or DEGRADED; "" stays
 // SERVING while the process runs, so "is it up" and "is it healthy" are two questions) and the
-// metrics (group state gauges, restarts).
+// metrics (group state gauges, restarts). Several health services may attach: the main server's
+// and the --health-listen server's (health_listener.h) answer alike.
 #pragma once
 
 #include <cstdint>
@@ -24,13 +25,15 @@ class ServingState {
 
   // The worker pool's GroupStateListener; callable from any thread.
   void OnGroupState(const colltest::v1::GroupHealth& group);
-  // Once the server runs; applies the states seen so far.
+  // Once a server runs; applies the states seen so far to `health` and keeps it up to date.
+  // `health` must stay valid until Detach. Attaching after Detach sets it NOT_SERVING only.
   void Attach(grpc::HealthCheckServiceInterface* health);
-  // At shutdown: everything NOT_SERVING, and no further updates.
+  // At shutdown: every attached service NOT_SERVING, and no further updates.
   void Detach();
   bool AllServing() const;
 
  private:
+  bool AllServingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Apply() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   struct Seen {
@@ -41,7 +44,7 @@ class ServingState {
   Metrics* const metrics_;
   mutable absl::Mutex mu_;
   std::map<std::vector<uint32_t>, Seen> states_ ABSL_GUARDED_BY(mu_);
-  grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::vector<grpc::HealthCheckServiceInterface*> health_services_ ABSL_GUARDED_BY(mu_);
   bool detached_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -87,6 +87,9 @@ absl::StatusOr<TuneTables> TuneTables::LoadDir(const std::string& dir) {
   if (dir.empty() || !std::filesystem::is_directory(dir, error)) return TuneTables();
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    // The long health level's expected bandwidths live in the same directory (it is where an
+    // installed tree keeps machine figures) but are not a tune table.
+    if (entry.path().filename() == kExpectedBusbwFileName) continue;
     if (entry.path().extension() == ".json") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());

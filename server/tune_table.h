@@ -15,6 +15,10 @@
 
 namespace colltest::server {
 
+// A file of the tune directory that LoadDir leaves alone: the expected bus bandwidths of the long
+// health level (server/health_levels.h, kExpectedBusbwFile).
+inline constexpr char kExpectedBusbwFileName[] = "expected_busbw.json";
+
 struct TuneTable {
   std::string source;  // file it came from, for messages
   std::string backend;

@@ -11,9 +11,11 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "server/fan_out.h"
 #include "server/fork_thread.h"
 #include "server/runtime_dir.h"
@@ -63,6 +65,9 @@ class WorkerPoolImpl final : public WorkerPool {
         fork_thread_(std::make_unique<ForkThread>()),
         health_(options.on_state_change) {
     if (options_.eager_recovery) recovery_thread_ = std::thread([this] { RecoveryLoop(); });
+    if (options_.idle_timeout > absl::ZeroDuration()) {
+      idle_thread_ = std::thread([this] { IdleLoop(); });
+    }
   }
   ~WorkerPoolImpl() override { Shutdown(); }
 
@@ -75,6 +80,8 @@ class WorkerPoolImpl final : public WorkerPool {
   std::vector<colltest::v1::GroupHealth> GroupStates() const override { return health_.All(); }
 
  private:
+  class InUse;
+
   // The group for exactly `devices`, started (after tearing down any group that shares a device)
   // unless a healthy one exists.
   absl::StatusOr<std::shared_ptr<WorkerGroup>> GroupFor(const DeviceList& devices);
@@ -87,6 +94,13 @@ class WorkerPoolImpl final : public WorkerPool {
   // Marks a group that just failed as recovering; with eager recovery, queues its respawn.
   void BeginRecovery(const DeviceList& devices, const std::string& why, bool respawn);
   void RecoveryLoop();
+  // Shuts down the groups idle for options_.idle_timeout, until Shutdown().
+  void IdleLoop();
+  // Moves the groups that may be retired for idleness from groups_ to `idle` (their devices to
+  // stopping_); returns how long until the next one may be.
+  absl::Duration TakeIdleGroups(std::vector<std::shared_ptr<WorkerGroup>>& idle)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StopIdleGroup(const std::shared_ptr<WorkerGroup>& group);
   bool NoGroupStarting() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return starting_ == 0; }
   bool RecoveringOverlaps(const DeviceList& devices) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return std::any_of(recovering_.begin(), recovering_.end(),
@@ -111,9 +125,41 @@ class WorkerPoolImpl final : public WorkerPool {
   // Devices of displaced groups that a StartGroup is stopping right now.
   DeviceList stopping_ ABSL_GUARDED_BY(mu_);
   std::deque<DeviceList> recovery_queue_ ABSL_GUARDED_BY(mu_);
+  // Cases (canaries included) running or about to run on each device list, and when the last one
+  // ended: a group is idle when it has none and the last ended idle_timeout ago.
+  struct Use {
+    int cases = 0;
+    absl::Time last = absl::InfinitePast();
+  };
+  std::map<DeviceList, Use> use_ ABSL_GUARDED_BY(mu_);
+  // Groups shut down for idleness and not started since.
+  std::set<DeviceList> idle_exited_ ABSL_GUARDED_BY(mu_);
 
   GroupHealthBook health_;
   std::thread recovery_thread_;  // joined by Shutdown
+  std::thread idle_thread_;      // joined by Shutdown
+};
+
+// Marks the device list of a group in use for its lifetime, so that the idle timer cannot retire
+// the group between the moment a case looks it up and the moment the case ends.
+class WorkerPoolImpl::InUse {
+ public:
+  InUse(WorkerPoolImpl* pool, DeviceList devices) : pool_(pool), devices_(std::move(devices)) {
+    absl::MutexLock lock(&pool_->mu_);
+    ++pool_->use_[devices_].cases;
+  }
+  ~InUse() {
+    absl::MutexLock lock(&pool_->mu_);
+    Use& use = pool_->use_[devices_];
+    --use.cases;
+    use.last = absl::Now();
+  }
+  InUse(const InUse&) = delete;
+  InUse& operator=(const InUse&) = delete;
+
+ private:
+  WorkerPoolImpl* const pool_;
+  const DeviceList devices_;
 };
 
 absl::StatusOr<std::vector<RankResult>> WorkerPoolImpl::RunCase(
@@ -124,6 +170,7 @@ absl::StatusOr<std::vector<RankResult>> WorkerPoolImpl::RunCase(
   if (std::set<uint32_t>(key.begin(), key.end()).size() != key.size()) {
     return absl::InvalidArgumentError("RunCase got the same device twice");
   }
+  const InUse in_use(this, key);
   absl::StatusOr<std::shared_ptr<WorkerGroup>> group = GroupFor(key);
   if (!group.ok()) return group.status();
   WorkerGroup::CaseOutcome outcome = (*group)->RunCase(request, cancelled);
@@ -181,6 +228,7 @@ void WorkerPoolImpl::RecoveryLoop() {
 }
 
 absl::StatusOr<std::shared_ptr<WorkerGroup>> WorkerPoolImpl::Recover(const DeviceList& devices) {
+  const InUse in_use(this, devices);
   const std::string name = absl::StrJoin(devices, ",");
   std::shared_ptr<WorkerGroup> alive;
   {
@@ -240,6 +288,14 @@ absl::StatusOr<std::shared_ptr<WorkerGroup>> WorkerPoolImpl::GroupFor(const Devi
     health_.Degraded(devices, absl::StrCat("could not start: ", started.status().message()));
   } else if (!state.has_value()) {
     health_.Serving(devices, "started");
+  } else {
+    bool after_idle_exit = false;
+    {
+      absl::MutexLock lock(&mu_);
+      after_idle_exit = idle_exited_.erase(devices) > 0;
+    }
+    // The record still says idle; what follows an idle exit is a plain start, no recovery.
+    if (after_idle_exit) health_.Serving(devices, kIdleRestartMessage);
   }
   return started;
 }
@@ -282,6 +338,7 @@ absl::StatusOr<std::shared_ptr<WorkerGroup>> WorkerPoolImpl::StartGroup(const De
     if (!shut_down_) {
       std::shared_ptr<WorkerGroup> group = *std::move(started);
       groups_[devices] = group;
+      use_[devices].last = absl::Now();
       --starting_;
       return group;
     }
@@ -305,6 +362,58 @@ void WorkerPoolImpl::Retire(const std::shared_ptr<WorkerGroup>& group) {
   if (!shut_down_) ++restarts_;
 }
 
+absl::Duration WorkerPoolImpl::TakeIdleGroups(std::vector<std::shared_ptr<WorkerGroup>>& idle) {
+  const absl::Time now = absl::Now();
+  absl::Duration next = options_.idle_timeout;
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    const Use& use = use_[it->first];
+    const absl::Duration left = use.last + options_.idle_timeout - now;
+    // A group in a case or a recovery is not idle; one that is not SERVING is left to recovery.
+    const bool busy = use.cases > 0 || RecoveringOverlaps(it->first) ||
+                      health_.StateOf(it->first) != colltest::v1::GROUP_STATE_SERVING;
+    if (busy || left > absl::ZeroDuration()) {
+      if (!busy) next = std::min(next, left);
+      ++it;
+      continue;
+    }
+    stopping_.insert(stopping_.end(), it->first.begin(), it->first.end());
+    idle.push_back(std::move(it->second));
+    it = groups_.erase(it);
+  }
+  return next;
+}
+
+void WorkerPoolImpl::StopIdleGroup(const std::shared_ptr<WorkerGroup>& group) {
+  const DeviceList& devices = group->devices();
+  group->Stop(kShutdownGrace);
+  // Said before the devices leave stopping_: a start on them waits for that, so its own message
+  // cannot be overwritten by this one.
+  health_.Serving(devices, absl::StrCat(kIdleExitMessagePrefix, "no case for ",
+                                        absl::FormatDuration(options_.idle_timeout),
+                                        ": the workers exited; the next case starts them again"));
+  absl::MutexLock lock(&mu_);
+  idle_exited_.insert(devices);
+  for (uint32_t d : devices) stopping_.erase(std::find(stopping_.begin(), stopping_.end(), d));
+}
+
+void WorkerPoolImpl::IdleLoop() {
+  while (true) {
+    std::vector<std::shared_ptr<WorkerGroup>> idle;
+    absl::Duration wait;
+    {
+      absl::MutexLock lock(&mu_);
+      if (shut_down_) return;
+      wait = TakeIdleGroups(idle);
+    }
+    // Stopped one by one: each frees its devices for a start that waits for them.
+    for (const auto& group : idle) StopIdleGroup(group);
+    if (!idle.empty()) continue;
+    absl::MutexLock lock(&mu_);
+    // A group that turns idle later expires later than `wait`: nothing needs to wake this early.
+    mu_.AwaitWithTimeout(absl::Condition(&shut_down_), std::max(wait, absl::Milliseconds(10)));
+  }
+}
+
 void WorkerPoolImpl::Shutdown() {
   absl::MutexLock shutdown_lock(&shutdown_mu_);
   std::vector<std::shared_ptr<WorkerGroup>> groups;
@@ -318,6 +427,8 @@ void WorkerPoolImpl::Shutdown() {
   // A recovery in flight ends soon: its StartGroup refuses to keep a group now, and a canary on
   // a group stopped above fails at once.
   if (recovery_thread_.joinable()) recovery_thread_.join();
+  // It may be stopping groups it took out of groups_; they are gone when it returns.
+  if (idle_thread_.joinable()) idle_thread_.join();
   {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(this, &WorkerPoolImpl::NoGroupStarting));
@@ -344,6 +455,12 @@ uint64_t WorkerPoolImpl::Restarts() const {
 }
 
 }  // namespace
+
+bool IsIdleMessage(const colltest::v1::GroupHealth& group) {
+  return group.state() == colltest::v1::GROUP_STATE_SERVING &&
+         (absl::StartsWith(group.message(), kIdleExitMessagePrefix) ||
+          group.message() == kIdleRestartMessage);
+}
 
 absl::StatusOr<std::unique_ptr<WorkerPool>> CreateWorkerPool(const WorkerPoolOptions& options) {
   if (options.worker_binary.empty()) {

@@ -39,7 +39,18 @@ struct WorkerPoolOptions {
   bool eager_recovery = true;
   // Told of every change of a group's state, from the thread that made it.
   GroupStateListener on_state_change;
+  // A group that has run no case for this long is shut down (its workers end and free their
+  // device memory) and started again by the next case on its devices, without a canary: a clean
+  // exit is no failure. Not a restart; its GroupHealth stays SERVING with a message saying it is
+  // idle (IsIdleMessage). Zero: groups live until a failure or Shutdown().
+  absl::Duration idle_timeout = absl::ZeroDuration();
 };
+
+// The GroupHealth.message of a group whose workers exited after idle_timeout, and of one started
+// again after that: the normal life of a group, not a recovery.
+inline constexpr char kIdleExitMessagePrefix[] = "idle: ";
+inline constexpr char kIdleRestartMessage[] = "started again after an idle exit";
+bool IsIdleMessage(const colltest::v1::GroupHealth& group);
 
 class WorkerPool {
  public:

@@ -1,5 +1,8 @@
 #include "worker/fault_plan.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "common/status_macros.h"
 
 namespace colltest::worker {
@@ -12,6 +15,20 @@ absl::StatusOr<FaultPlan> ParseFault(const std::string& spec, uint32_t world) {
   plan.rank = parsed.rank;
   plan.delay_us = parsed.delay_us;
   return plan;
+}
+
+const std::string& StandingTestFault() {
+  static const std::string* const fault = [] {
+    const char* spec = std::getenv("COLLTEST_TEST_FAULT");
+    auto* text = new std::string(spec == nullptr ? "" : spec);
+    if (!text->empty()) {
+      std::fprintf(stderr,
+                   "colltest-worker: COLLTEST_TEST_FAULT=%s: every case without a fault gets it\n",
+                   text->c_str());
+    }
+    return text;
+  }();
+  return *fault;
 }
 
 }  // namespace colltest::worker

@@ -23,4 +23,10 @@ struct FaultPlan {
 
 absl::StatusOr<FaultPlan> ParseFault(const std::string& spec, uint32_t world);
 
+// Test only: COLLTEST_TEST_FAULT=KIND[:RANK] in a worker's environment (colltestd passes its own
+// on) is injected into every case that carries no fault of its own, whatever the server allows:
+// a node that is broken by itself, for tests of fleet checks and node-problem-detector rules
+// where one request goes to many nodes. "" when unset; set, the worker says so on stderr once.
+const std::string& StandingTestFault();
+
 }  // namespace colltest::worker

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -17,9 +18,16 @@
 #include "worker/backends/cpu/cpu_backend.h"
 #ifdef COLLTEST_HAVE_GPU_BACKEND
 #include "worker/backends/gpu/gpu_backend.h"
+#include "worker/backends/gpu/gpu_users.h"
 #endif
+#include "worker/device_users_scan.h"
 #include "worker/heartbeat.h"
 #include "worker/worker_service.h"
+
+// Set by the build from project(VERSION); the man page and the packages carry the same number.
+#ifndef COLLTEST_VERSION
+#define COLLTEST_VERSION "unknown"
+#endif
 
 namespace {
 
@@ -49,6 +57,25 @@ int Probe(const std::string& backend) {
   return 0;
 }
 
+// The processes using `devices` (empty: all), as the controller's BUSY check reads them
+// (server/device_users.h). The cpu backend's virtual devices are this machine's memory, which no
+// other process can take: nothing to look for.
+int Users(const std::string& backend, const std::vector<uint32_t>& devices) {
+#ifdef COLLTEST_HAVE_GPU_BACKEND
+  if (backend == "auto" || backend == colltest::gpu::kBackendName) {
+    std::cout << colltest::gpu::DeviceUsersJson(devices) << std::endl;
+    return 0;
+  }
+#endif
+  if (backend != "auto" && backend != "cpu") {
+    std::cout << R"({"backend":"none","error":"backend )" << backend << R"( is not built in"})"
+              << std::endl;
+    return 1;
+  }
+  std::cout << colltest::worker::DeviceUsersJson("cpu", "none", {}) << std::endl;
+  return 0;
+}
+
 // Unlinks the shared-memory segments this process created (common/shm_names.h) without touching the
 // mappings a running case may still use. Called when the controller died: nobody else is left to
 // remove them.
@@ -67,10 +94,12 @@ constexpr unsigned kExitAlarmSeconds = 3;
 
 int main(int argc, char** argv) {
   CLI::App app{"colltest worker: runs collective cases for one rank"};
+  app.set_version_flag("--version", COLLTEST_VERSION);
   std::string socket_path, backend = "cpu";
   uint32_t device = 0, cpu_blocks = 2;
   int ready_fd = -1, heartbeat_fd = -1;
-  bool probe = false;
+  bool probe = false, users = false;
+  std::vector<uint32_t> users_devices;
   app.add_option("--socket", socket_path, "unix socket to serve the Worker protocol on");
   app.add_option("--backend", backend, "cpu|cuda|hip|auto");
   app.add_option("--device", device, "device index (a virtual rank slot on the cpu backend)");
@@ -81,8 +110,12 @@ int main(int argc, char** argv) {
                  "threads (co-resident blocks) per rank on the cpu backend")
       ->check(CLI::Range(1, 64));
   app.add_flag("--probe", probe, "print the backend and devices as JSON and exit");
+  app.add_flag("--users", users, "print the processes using --devices as JSON and exit");
+  app.add_option("--devices", users_devices, "device indices for --users, comma-separated (all)")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   if (probe) return Probe(backend);
+  if (users) return Users(backend, users_devices);
   if (socket_path.empty()) {
     std::cerr << "colltest-worker: --socket is required\n";
     return 2;

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "worker/fault_plan.h"
+
 namespace colltest::worker {
 
 grpc::Status ToGrpcStatus(const absl::Status& s) {
@@ -24,10 +26,23 @@ grpc::Status WorkerService::Connect(grpc::ServerContext*, const v1::ConnectReque
   return ToGrpcStatus(backend_->Connect(*request));
 }
 
+namespace {
+
+v1::CaseRequest WithFault(const v1::CaseRequest& request, const std::string& fault) {
+  v1::CaseRequest faulted = request;
+  faulted.set_fault(fault);
+  return faulted;
+}
+
+}  // namespace
+
 grpc::Status WorkerService::RunCase(grpc::ServerContext*, const v1::CaseRequest* request,
                                     colltest::v1::RankResult* reply) {
   std::lock_guard<std::mutex> lock(mu_);
-  absl::StatusOr<colltest::v1::RankResult> r = backend_->RunCase(*request);
+  absl::StatusOr<colltest::v1::RankResult> r =
+      StandingTestFault().empty() || !request->fault().empty()
+          ? backend_->RunCase(*request)
+          : backend_->RunCase(WithFault(*request, StandingTestFault()));
   if (!r.ok()) return ToGrpcStatus(r.status());
   *reply = std::move(*r);
   return grpc::Status::OK;

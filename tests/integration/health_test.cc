@@ -157,6 +157,46 @@ TEST(Health, NamesTheMissingRankAmongEight) {
   EXPECT_LT(seconds, 1.0 + 1.0) << health.message();
 }
 
+TEST(HealthLevels, StandardPlantsAHangThatMustBeNamedAndStaysHealthy) {
+  auto daemon = Daemon::Start(4, {"--allow-fault-injection"});
+  ASSERT_NE(daemon, nullptr);
+  v1::HealthRequest request;
+  request.set_level(v1::HEALTH_LEVEL_STANDARD);
+  v1::HealthResponse health;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(CallHealth(*daemon, request, &health).ok());
+  const double seconds = SecondsSince(t0);
+  std::printf("[ health ] W=4 standard: %s, %d cases in %.2f s\n", health.message().c_str(),
+              health.cases_size(), seconds);
+  EXPECT_EQ(health.level(), v1::HEALTH_LEVEL_STANDARD);
+  EXPECT_EQ(health.status(), v1::CASE_STATUS_OK) << health.message();
+  EXPECT_TRUE(health.self_test().ran());
+  EXPECT_TRUE(health.self_test().passed()) << health.self_test().message();
+  EXPECT_EQ(health.self_test().fault(), "missing_rank:3");
+  EXPECT_THAT(health.self_test().message(), HasSubstr("rank 3 never arrived"));
+  EXPECT_EQ(health.pairs_size(), 6) << "every pair, unasked";
+  // The planted hang is the self test's, not the node's: the group recovered from it.
+  for (const v1::CaseResult& c : health.cases()) EXPECT_NE(c.status(), v1::CASE_STATUS_HANG);
+  for (const v1::GroupHealth& g : health.groups()) {
+    EXPECT_EQ(g.state(), v1::GROUP_STATE_SERVING) << g.ShortDebugString();
+  }
+  EXPECT_LT(seconds, 30.0);
+}
+
+TEST(HealthLevels, StandardWithoutFaultInjectionSaysWhyTheSelfTestDidNotRun) {
+  auto daemon = Daemon::Start(2);
+  ASSERT_NE(daemon, nullptr);
+  v1::HealthRequest request;
+  request.set_level(v1::HEALTH_LEVEL_STANDARD);
+  v1::HealthResponse health;
+  ASSERT_TRUE(CallHealth(*daemon, request, &health).ok());
+  EXPECT_EQ(health.status(), v1::CASE_STATUS_OK) << health.message();
+  EXPECT_FALSE(health.self_test().ran());
+  EXPECT_EQ(health.self_test().message(),
+            "fault injection not allowed on this server (--allow-fault-injection)");
+  EXPECT_EQ(health.pairs_size(), 1);
+}
+
 TEST(Health, BadFieldsAreRefusedNamingThem) {
   auto daemon = Daemon::Start(2);
   ASSERT_NE(daemon, nullptr);

@@ -118,6 +118,23 @@ TEST_F(CliTest, HealthFlagsAreKeptAsTyped) {
   EXPECT_EQ(inv.out_path, "/tmp/h.xml");
 }
 
+TEST_F(CliTest, HealthLevelForceAndMaxVerdictAgeAreKeptAsTyped) {
+  Parsed p = Parse({"health", "--level", "Standard", "--force", "--max-verdict-age", "90s"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(p.result)) << p.err;
+  const Invocation& inv = std::get<Invocation>(p.result);
+  EXPECT_EQ(inv.health.level, "Standard");
+  EXPECT_TRUE(inv.health.force);
+  EXPECT_EQ(inv.health.max_verdict_age, "90s");
+}
+
+TEST_F(CliTest, RunAndSweepTakeForce) {
+  for (const char* command : {"run", "sweep"}) {
+    Parsed p = Parse({command, "--force"});
+    ASSERT_TRUE(std::holds_alternative<Invocation>(p.result)) << p.err;
+    EXPECT_TRUE(std::get<Invocation>(p.result).sweep.force) << command;
+  }
+}
+
 TEST_F(CliTest, HealthDefaults) {
   Parsed p = Parse({"health"});
   ASSERT_TRUE(std::holds_alternative<Invocation>(p.result)) << p.err;
@@ -271,6 +288,8 @@ TEST_F(CliTest, HelpNamesTheExitCodes) {
   EXPECT_THAT(p.out, HasSubstr("history, runs"));
   EXPECT_THAT(p.out, HasSubstr("compare"));
   EXPECT_THAT(p.out, HasSubstr("  4  compare or --compare-baseline found a regression"));
+  EXPECT_THAT(p.out, HasSubstr("  5  BUSY: the devices were in use and nothing was checked"));
+  EXPECT_THAT(p.out, HasSubstr("  6  health --targets: some node unreachable"));
   Parsed sub = Parse({"run", "--help"});
   EXPECT_THAT(sub.out, HasSubstr("--compare-baseline [NAME]"));
 }
@@ -374,6 +393,14 @@ TEST_F(CliTest, WarnRatioNotAboveOneIsExitThreeNamingTheFlag) {
   EXPECT_THAT(err, StartsWith("colltest: INVALID_ARGUMENT: --warn-ratio: '1' is not above 1"));
   EXPECT_EQ(Cli({"health", "--warn-ratio", "0.9"}, &out, &err), 3);
   EXPECT_THAT(err, HasSubstr("--warn-ratio: '0.9' is not above 1"));
+}
+
+TEST_F(CliTest, BadLevelIsExitThreeNamingTheFlagAndTheChoices) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"health", "--level", "thorough"}, &out, &err), 3);
+  EXPECT_EQ(err,
+            "colltest: INVALID_ARGUMENT: --level: cannot parse 'thorough': expected quick, "
+            "standard or long\n");
 }
 
 TEST_F(CliTest, BadHealthFormatIsExitThree) {

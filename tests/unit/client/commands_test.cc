@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "client/app.h"
+#include "client/command_support.h"
 #include "client/rpc.h"
 #include "colltest/v1/colltest.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -72,11 +73,8 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
       health_deadline_ = context->deadline() - std::chrono::system_clock::now();
     }
     static const std::map<std::string, std::string> kVerdictOfKind = {
-        {"hang_end_sync", "hang"},
-        {"crash_rank", "error"},
-        {"skip_rearm", "unavailable"},
-        {"stall_rank", "expire"},
-        {"skip_canonicalize", "wrong"}};
+        {"hang_end_sync", "hang"}, {"crash_rank", "error"},        {"skip_rearm", "unavailable"},
+        {"stall_rank", "expire"},  {"skip_canonicalize", "wrong"}, {"poison_staging", "busy"}};
     std::string kind = request->fault().substr(0, request->fault().find(':'));
     if (auto verdict = kVerdictOfKind.find(kind); verdict != kVerdictOfKind.end()) {
       kind = verdict->second;
@@ -88,7 +86,9 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
     } else if (kind == "unavailable") {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker pool shutting down");
     }
-    if (kind == "hang") {
+    if (kind == "busy") {
+      *response = testing::SampleHealthBusy();
+    } else if (kind == "hang") {
       *response = testing::SampleHealthHang();
     } else if (kind == "error") {
       *response = testing::SampleHealthError();
@@ -109,6 +109,7 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "spec.world_size: 9 ranks requested, 4 devices available");
     }
+    if (grpc::Status refused = Refusal(request->spec()); !refused.ok()) return refused;
     *response = RunFor(request->spec());
     return grpc::Status::OK;
   }
@@ -120,6 +121,7 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "spec.world_size: 9 ranks requested, 4 devices available");
     }
+    if (grpc::Status refused = Refusal(request->spec()); !refused.ok()) return refused;
     const v1::RunResult run = RunFor(request->spec());
     v1::SweepEvent event;
     event.set_run_id(run.run_id());
@@ -273,6 +275,19 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
   }
 
  private:
+  // The label "busy" stands for devices that other processes use: refused unless forced. The label
+  // "precondition" is another FAILED_PRECONDITION, which is not BUSY.
+  static grpc::Status Refusal(const v1::SweepSpec& spec) {
+    if (spec.label() == "busy" && !spec.force()) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "BUSY: devices 0,1 in use by pid 4242 (python3); --force runs anyway");
+    }
+    if (spec.label() == "precondition") {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "the server is draining");
+    }
+    return grpc::Status::OK;
+  }
+
   // The label selects the run's outcome, so each test can ask for the verdict it checks.
   static v1::RunResult RunFor(const v1::SweepSpec& spec) {
     if (spec.label() == "tune") return TuneRunFor(spec);
@@ -500,6 +515,38 @@ TEST_F(CommandsTest, RunAndSweepSendStopOnFailure) {
   EXPECT_FALSE(service_.last_spec().stop_on_failure());
 }
 
+TEST_F(CommandsTest, BusyRefusalOfRunAndSweepIsFiveWithTheMessage) {
+  for (const char* command : {"run", "sweep"}) {
+    EXPECT_EQ(Cli({command, "--label", "busy", "--format", "json"}), 5) << command;
+    EXPECT_EQ(err_,
+              "colltest: FAILED_PRECONDITION: BUSY: devices 0,1 in use by pid 4242 (python3); "
+              "--force runs anyway\n")
+        << command;
+    EXPECT_EQ(out_, "") << command;
+    EXPECT_FALSE(service_.last_spec().force()) << command;
+  }
+}
+
+TEST_F(CommandsTest, ForceIsSentAndRunsAnyway) {
+  EXPECT_EQ(Cli({"run", "--label", "busy", "--force"}), 2) << err_;
+  EXPECT_TRUE(service_.last_spec().force());
+  EXPECT_EQ(Cli({"sweep", "--label", "busy", "--force"}), 2) << err_;
+  EXPECT_TRUE(service_.last_spec().force());
+}
+
+// Only a refusal that says BUSY: other preconditions are errors of the request or the server.
+TEST_F(CommandsTest, OtherFailedPreconditionIsThree) {
+  EXPECT_EQ(Cli({"run", "--label", "precondition"}), 3);
+  EXPECT_EQ(err_, "colltest: FAILED_PRECONDITION: the server is draining\n");
+}
+
+TEST(IsBusyRefusalTest, FailedPreconditionStartingWithBusyOnly) {
+  EXPECT_TRUE(IsBusyRefusal(absl::FailedPreconditionError("BUSY: devices 0 in use by pid 7")));
+  EXPECT_FALSE(IsBusyRefusal(absl::FailedPreconditionError("not BUSY: the server is draining")));
+  EXPECT_FALSE(IsBusyRefusal(absl::UnavailableError("BUSY: devices 0 in use by pid 7")));
+  EXPECT_FALSE(IsBusyRefusal(absl::OkStatus()));
+}
+
 // gRPC sends a deadline as a timeout rounded up to its wire units, so the server may see a little
 // more than the client set; the margin still tells 120, 200 and 400 s apart.
 void ExpectRemaining(std::chrono::system_clock::duration remaining, std::chrono::seconds set) {
@@ -535,6 +582,24 @@ TEST_F(CommandsTest, HealthSendsItsFlagsAndScalesTheDeadlineWithTheTimeout) {
   ExpectRemaining(service_.health_deadline(), std::chrono::seconds(400));
   EXPECT_THAT(out_, StartsWith("kind,devices,status,"));
   EXPECT_THAT(out_, HasSubstr("\npair,1-2,WRONG,"));
+}
+
+TEST_F(CommandsTest, HealthSendsLevelForceAndMaxVerdictAge) {
+  EXPECT_EQ(Cli({"health", "--level", "long", "--force", "--max-verdict-age", "60s"}), 0) << err_;
+  const v1::HealthRequest request = service_.last_health();
+  EXPECT_EQ(request.level(), v1::HEALTH_LEVEL_LONG);
+  EXPECT_TRUE(request.force());
+  EXPECT_EQ(request.max_verdict_age_ms(), 60000u);
+}
+
+// The earlier verdict it carries is a HANG: still 5, with the reason on stderr and the report out.
+TEST_F(CommandsTest, HealthBusyIsFiveWithTheReasonOnStderr) {
+  EXPECT_EQ(Cli({"health", "--fault", "poison_staging", "--format", "json"}), 5);
+  EXPECT_EQ(err_,
+            "colltest: BUSY: nothing was checked: devices 0,1 in use by pid 4242 (python3)\n");
+  nlohmann::json json = nlohmann::json::parse(out_);
+  EXPECT_EQ(json["busy"], true);
+  EXPECT_EQ(json["machine"]["hostname"], "node-7");
 }
 
 TEST_F(CommandsTest, HealthHangIsTwoAndNamesTheSuspect) {
@@ -894,6 +959,11 @@ TEST(HealthDeadlineTest, FortyTimesTheCaseTimeoutAndAtLeastTwoMinutes) {
   EXPECT_EQ(HealthDeadline(1), absl::Seconds(120));
   EXPECT_EQ(HealthDeadline(10000), absl::Seconds(400));
   EXPECT_EQ(HealthDeadline(4294967295u), 40 * absl::Milliseconds(4294967295u));
+  // The deeper levels run more cases, so their floors and multiples are larger.
+  EXPECT_EQ(HealthDeadline(5000, v1::HEALTH_LEVEL_STANDARD), absl::Minutes(10));
+  EXPECT_EQ(HealthDeadline(10000, v1::HEALTH_LEVEL_STANDARD), absl::Minutes(20));
+  EXPECT_EQ(HealthDeadline(5000, v1::HEALTH_LEVEL_LONG), absl::Minutes(33) + absl::Seconds(20));
+  EXPECT_EQ(HealthDeadline(1000, v1::HEALTH_LEVEL_LONG), absl::Minutes(30));
 }
 
 TEST(UnreachableTest, RpcFailureIsThreeWithGrpcCodeName) {

@@ -26,6 +26,8 @@ TEST(ExitCodeForRunTest, DocumentedValues) {
   EXPECT_EQ(kExitHang, 2);
   EXPECT_EQ(kExitError, 3);
   EXPECT_EQ(kExitRegressed, 4);
+  EXPECT_EQ(kExitBusy, 5);
+  EXPECT_EQ(kExitUnreachable, 6);
 }
 
 TEST(ExitCodeForRunTest, OkAndUnsupportedAreSuccess) {
@@ -105,6 +107,32 @@ TEST(ExitCodeForHealthTest, WorstDetailWinsOverAnOptimisticSummary) {
   v1::HealthResponse case_error = testing::SampleHealthOk();
   case_error.mutable_cases(0)->set_status(v1::CASE_STATUS_ERROR);
   EXPECT_EQ(ExitCodeForHealth(case_error), kExitError);
+}
+
+// The earlier verdict a BUSY answer carries is not a check made now, good or bad.
+TEST(ExitCodeForHealthTest, BusyIsFiveWhateverTheEarlierVerdict) {
+  v1::HealthResponse busy = testing::SampleHealthBusy();
+  ASSERT_EQ(busy.status(), v1::CASE_STATUS_HANG);
+  EXPECT_EQ(ExitCodeForHealth(busy), kExitBusy);
+
+  v1::HealthResponse busy_ok = testing::SampleHealthOk();
+  busy_ok.set_busy(true);
+  EXPECT_EQ(ExitCodeForHealth(busy_ok), kExitBusy);
+
+  v1::HealthResponse busy_without_verdict;
+  busy_without_verdict.set_busy(true);
+  busy_without_verdict.set_busy_reason("3 runs of other clients ahead");
+  EXPECT_EQ(ExitCodeForHealth(busy_without_verdict), kExitBusy);
+}
+
+// A cached verdict is a real one (max_verdict_age_ms asked for it): it exits as when fresh.
+TEST(ExitCodeForHealthTest, CachedVerdictKeepsItsCode) {
+  v1::HealthResponse cached = testing::SampleHealthHang();
+  cached.set_cached(true);
+  EXPECT_EQ(ExitCodeForHealth(cached), kExitHang);
+  v1::HealthResponse cached_ok = testing::SampleHealthOk();
+  cached_ok.set_cached(true);
+  EXPECT_EQ(ExitCodeForHealth(cached_ok), kExitOk);
 }
 
 TEST(ExitCodeForComparisonTest, RegressionIsFourCleanIsZero) {

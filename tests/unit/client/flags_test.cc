@@ -24,6 +24,7 @@ TEST(BuildSweepSpecTest, UnsetFlagsLeaveServerDefaults) {
   EXPECT_EQ(spec->timeout_ms(), 0u);
   EXPECT_FALSE(spec->no_residual());
   EXPECT_FALSE(spec->stop_on_failure());
+  EXPECT_FALSE(spec->force());
   EXPECT_FALSE(spec->has_knobs());
 }
 
@@ -52,6 +53,7 @@ TEST(BuildSweepSpecTest, TranslatesEveryFlag) {
   flags.arm_repeat = "2";
   flags.label = "nightly h200";
   flags.stop_on_failure = true;
+  flags.force = true;
 
   absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -79,6 +81,7 @@ TEST(BuildSweepSpecTest, TranslatesEveryFlag) {
   EXPECT_EQ(spec->knobs().arm_repeat(), 2u);
   EXPECT_EQ(spec->label(), "nightly h200");
   EXPECT_TRUE(spec->stop_on_failure());
+  EXPECT_TRUE(spec->force());
 }
 
 TEST(BuildSweepSpecTest, AllVariantsIsAllSixInEnumOrder) {
@@ -227,6 +230,9 @@ TEST(BuildHealthRequestTest, UnsetFlagsLeaveServerDefaults) {
   EXPECT_EQ(request->devices_size(), 0);
   EXPECT_EQ(request->fault(), "");
   EXPECT_EQ(request->warn_ratio(), 0.0);
+  EXPECT_EQ(request->level(), v1::HEALTH_LEVEL_UNSPECIFIED);
+  EXPECT_FALSE(request->force());
+  EXPECT_EQ(request->max_verdict_age_ms(), 0u);
 }
 
 TEST(BuildHealthRequestTest, TranslatesEveryFlag) {
@@ -236,6 +242,9 @@ TEST(BuildHealthRequestTest, TranslatesEveryFlag) {
   flags.devices = "0, 1,3";
   flags.fault = "missing_rank:1";
   flags.warn_ratio = "1.25";
+  flags.level = "standard";
+  flags.force = true;
+  flags.max_verdict_age = "1m30s";
   absl::StatusOr<v1::HealthRequest> request = BuildHealthRequest(flags);
   ASSERT_TRUE(request.ok()) << request.status();
   EXPECT_TRUE(request->pairs());
@@ -243,6 +252,31 @@ TEST(BuildHealthRequestTest, TranslatesEveryFlag) {
   EXPECT_THAT(request->devices(), ElementsAre(0, 1, 3));
   EXPECT_EQ(request->fault(), "missing_rank:1");
   EXPECT_DOUBLE_EQ(request->warn_ratio(), 1.25);
+  EXPECT_EQ(request->level(), v1::HEALTH_LEVEL_STANDARD);
+  EXPECT_TRUE(request->force());
+  EXPECT_EQ(request->max_verdict_age_ms(), 90000u);
+}
+
+TEST(BuildHealthRequestTest, LevelsByNameInAnyCase) {
+  const std::pair<const char*, v1::HealthLevel> levels[] = {{"quick", v1::HEALTH_LEVEL_QUICK},
+                                                            {"Standard", v1::HEALTH_LEVEL_STANDARD},
+                                                            {" LONG ", v1::HEALTH_LEVEL_LONG}};
+  for (const auto& [name, level] : levels) {
+    HealthFlags flags;
+    flags.level = name;
+    absl::StatusOr<v1::HealthRequest> request = BuildHealthRequest(flags);
+    ASSERT_TRUE(request.ok()) << name << ": " << request.status();
+    EXPECT_EQ(request->level(), level) << name;
+  }
+}
+
+TEST(BuildHealthRequestTest, MaxVerdictAgeTakesMillisecondsRoundedUp) {
+  HealthFlags flags;
+  flags.max_verdict_age = "500";
+  EXPECT_EQ(BuildHealthRequest(flags)->max_verdict_age_ms(), 500u);
+  // Truncated to 0 it would turn the cache off instead of asking for a very fresh verdict.
+  flags.max_verdict_age = "100us";
+  EXPECT_EQ(BuildHealthRequest(flags)->max_verdict_age_ms(), 1u);
 }
 
 class BadHealthFlagTest : public ::testing::TestWithParam<BadFlagCase> {};
@@ -254,6 +288,8 @@ TEST_P(BadHealthFlagTest, IsRejectedNamingTheFlag) {
   if (param.flag == "--devices") flags.devices = param.value;
   if (param.flag == "--fault") flags.fault = param.value;
   if (param.flag == "--warn-ratio") flags.warn_ratio = param.value;
+  if (param.flag == "--level") flags.level = param.value;
+  if (param.flag == "--max-verdict-age") flags.max_verdict_age = param.value;
   absl::StatusOr<v1::HealthRequest> request = BuildHealthRequest(flags);
   ASSERT_FALSE(request.ok()) << param.flag << " " << param.value;
   EXPECT_EQ(request.status().code(), absl::StatusCode::kInvalidArgument);
@@ -263,19 +299,24 @@ TEST_P(BadHealthFlagTest, IsRejectedNamingTheFlag) {
 
 INSTANTIATE_TEST_SUITE_P(
     Syntax, BadHealthFlagTest,
-    ::testing::Values(BadFlagCase{"--timeout", "soon", "'soon'"},
-                      BadFlagCase{"--timeout", "-1s", "'-1s'"},
-                      BadFlagCase{"--devices", "0,,1", "'0,,1'"},
-                      BadFlagCase{"--fault", ":1", "unknown fault kind ''"},
-                      BadFlagCase{"--fault", "crash_rank:0:extra", "crash_rank takes 1 argument"},
-                      BadFlagCase{"--warn-ratio", "fast", "'fast'"},
-                      BadFlagCase{"--warn-ratio", "inf", "'inf'"},
-                      // 0 is the proto's "default"; at or below 1 every target above the median
-                      // would be slow.
-                      BadFlagCase{"--warn-ratio", "0", "'0' is not above 1"},
-                      BadFlagCase{"--warn-ratio", "1", "'1' is not above 1"},
-                      BadFlagCase{"--warn-ratio", "0.5", "'0.5' is not above 1"},
-                      BadFlagCase{"--warn-ratio", "-2", "'-2' is not above 1"}),
+    ::testing::Values(
+        BadFlagCase{"--timeout", "soon", "'soon'"}, BadFlagCase{"--timeout", "-1s", "'-1s'"},
+        BadFlagCase{"--devices", "0,,1", "'0,,1'"},
+        BadFlagCase{"--fault", ":1", "unknown fault kind ''"},
+        BadFlagCase{"--fault", "crash_rank:0:extra", "crash_rank takes 1 argument"},
+        BadFlagCase{"--warn-ratio", "fast", "'fast'"}, BadFlagCase{"--warn-ratio", "inf", "'inf'"},
+        // 0 is the proto's "default"; at or below 1 every target above the median
+        // would be slow.
+        BadFlagCase{"--warn-ratio", "0", "'0' is not above 1"},
+        BadFlagCase{"--warn-ratio", "1", "'1' is not above 1"},
+        BadFlagCase{"--warn-ratio", "0.5", "'0.5' is not above 1"},
+        BadFlagCase{"--warn-ratio", "-2", "'-2' is not above 1"},
+        BadFlagCase{"--level", "thorough", "'thorough': expected quick, standard or long"},
+        BadFlagCase{"--level", "3", "expected quick, standard or long"},
+        BadFlagCase{"--level", "", "expected quick, standard or long"},
+        BadFlagCase{"--max-verdict-age", "fresh", "'fresh'"},
+        BadFlagCase{"--max-verdict-age", "-1m", "'-1m'"},
+        BadFlagCase{"--max-verdict-age", "2000h", "the limit is 4294967295"}),
     BadFlagName);
 
 TEST(ParseWarnRatioFlagTest, AcceptsAnythingAboveOne) {

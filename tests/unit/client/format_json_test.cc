@@ -1,6 +1,8 @@
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "client/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -24,6 +26,44 @@ TEST(FormatRunJsonTest, TopLevelObject) {
   EXPECT_EQ(json["label"], "nightly");
   ASSERT_TRUE(json["cases"].is_array());
   EXPECT_EQ(json["cases"].size(), 4u);
+}
+
+// A result read far from the node (CI, the history) must still name the host and the boards.
+TEST(FormatRunJsonTest, MachineNamesTheHostAndEveryDevice) {
+  Json machine = Parse(testing::SampleRun())["machine"];
+  EXPECT_EQ(machine["hostname"], "node-7");
+  EXPECT_EQ(machine["key"], "70f239823b92f8b4");
+  EXPECT_EQ(machine["driver_version"], "580.159.04 (CUDA 13.0)");
+  ASSERT_EQ(machine["devices"].size(), 2u);
+  EXPECT_EQ(machine["devices"][0], Json({{"index", 0},
+                                         {"name", "NVIDIA H200"},
+                                         {"uuid", "GPU-8d1f0000-0000-0000-0000-000000000000"},
+                                         {"pci_bus_id", "0000:19:00.0"},
+                                         {"serial", "1654922012345"}}));
+  EXPECT_EQ(machine["devices"][1]["uuid"], "GPU-8d1f1111-1111-1111-1111-111111111111");
+  EXPECT_EQ(machine["devices"][1]["pci_bus_id"], "0000:3b:00.0");
+  // Kept when the driver gave none, so that scripts can read the key unconditionally.
+  EXPECT_EQ(machine["devices"][1]["serial"], "");
+}
+
+TEST(FormatRunJsonTest, MachineLinksCarryKindHopsAndLanes) {
+  Json links = Parse(testing::SampleRun())["machine"]["links"];
+  ASSERT_EQ(links.size(), 1u);
+  EXPECT_EQ(links[0], Json({{"a", 0},
+                            {"b", 1},
+                            {"kind", "nvlink"},
+                            {"hops", 1},
+                            {"lanes", 18},
+                            {"p2p", true},
+                            {"performance_rank", 0},
+                            {"native_atomics", true}}));
+}
+
+TEST(FormatRunJsonTest, RunWithoutMachineStillHasTheKey) {
+  Json machine = Parse(v1::RunResult())["machine"];
+  EXPECT_EQ(machine["hostname"], "");
+  EXPECT_TRUE(machine["devices"].is_array());
+  EXPECT_TRUE(machine["links"].is_array());
 }
 
 TEST(FormatRunJsonTest, CaseCarriesEveryContractField) {
@@ -136,8 +176,9 @@ TEST(FormatHealthJsonTest, TopLevelObjectInOrder) {
       nlohmann::ordered_json::parse(FormatHealthJson(testing::SampleHealthOk()));
   std::vector<std::string> keys;
   for (const auto& item : ordered.items()) keys.push_back(item.key());
-  EXPECT_THAT(keys, ElementsAre("status", "message", "wall_ms", "ranks", "pairs", "groups", "cases",
-                                "run_ids"));
+  EXPECT_THAT(keys, ElementsAre("status", "message", "wall_ms", "level", "verdict_unix_ms",
+                                "verdict_age_ms", "cached", "busy", "busy_reason", "self_test",
+                                "ranks", "pairs", "groups", "cases", "run_ids", "machine"));
   EXPECT_EQ(json["status"], "OK");
   EXPECT_EQ(json["message"],
             "healthy: 3 ranks, 3 pairs, 2 cases; WARN slow (x median): pair 0-2 at 2.10");
@@ -147,6 +188,71 @@ TEST(FormatHealthJsonTest, TopLevelObjectInOrder) {
   EXPECT_EQ(json["groups"].size(), 2u);
   EXPECT_EQ(json["cases"].size(), 2u);
   EXPECT_EQ(json["run_ids"], Json::array({"r-7", "r-8"}));
+  // An older server's answer: the level it ran is the default, and it was made just now.
+  EXPECT_EQ(json["level"], "quick");
+  EXPECT_EQ(json["cached"], false);
+  EXPECT_EQ(json["busy"], false);
+  EXPECT_TRUE(json["verdict_age_ms"].is_null());
+  EXPECT_EQ(json["self_test"],
+            Json({{"ran", false}, {"passed", false}, {"fault", ""}, {"message", ""}}));
+}
+
+constexpr int64_t kVerdictMs = 1700000000000;
+
+Json ParseHealthAt(const v1::HealthResponse& health, int64_t now_ms) {
+  return Json::parse(FormatHealthJsonAt(health, absl::FromUnixMillis(now_ms)));
+}
+
+TEST(FormatHealthJsonTest, LongLevelShowsSelfTestAndBandwidthAgainstExpected) {
+  Json json = ParseHealthAt(testing::SampleHealthLong(), kVerdictMs + 5000);
+  EXPECT_EQ(json["level"], "long");
+  EXPECT_EQ(json["verdict_unix_ms"], kVerdictMs);
+  // A fresh verdict: its age is that of the call, not news.
+  EXPECT_TRUE(json["verdict_age_ms"].is_null());
+  EXPECT_EQ(json["self_test"], Json({{"ran", true},
+                                     {"passed", true},
+                                     {"fault", "hang_end_sync:1"},
+                                     {"message", "HANG found naming rank 1"}}));
+  Json pair = json["pairs"][0];
+  EXPECT_DOUBLE_EQ(pair["busbw_gbps"].get<double>(), 180.0);
+  EXPECT_DOUBLE_EQ(pair["expected_busbw_gbps"].get<double>(), 350.0);
+  EXPECT_EQ(pair["below_expected"], true);
+  EXPECT_EQ(pair["status"], "OK");
+  EXPECT_EQ(json["ranks"][0]["below_expected"], false);
+}
+
+TEST(FormatHealthJsonTest, TargetsNameTheirDevicesUuids) {
+  Json json = ParseHealth(testing::SampleHealthLong());
+  EXPECT_EQ(json["ranks"][1]["uuids"], Json::array({"GPU-8d1f1111-1111-1111-1111-111111111111"}));
+  EXPECT_EQ(json["pairs"][0]["uuids"], Json::array({"GPU-8d1f0000-0000-0000-0000-000000000000",
+                                                    "GPU-8d1f1111-1111-1111-1111-111111111111"}));
+  EXPECT_EQ(json["machine"]["hostname"], "node-7");
+  EXPECT_EQ(json["machine"]["devices"][0]["serial"], "1654922012345");
+  // Without a machine the index is all there is: one empty UUID per device, never a missing key.
+  EXPECT_EQ(ParseHealth(testing::SampleHealthOk())["pairs"][1]["uuids"], Json::array({"", ""}));
+}
+
+TEST(FormatHealthJsonTest, CachedVerdictSaysHowOld) {
+  v1::HealthResponse health = testing::SampleHealthLong();
+  health.set_cached(true);
+  Json json = ParseHealthAt(health, kVerdictMs + 42500);
+  EXPECT_EQ(json["cached"], true);
+  EXPECT_EQ(json["busy"], false);
+  EXPECT_EQ(json["verdict_age_ms"], 42500);
+  // A client clock behind the server's does not make a verdict from the future.
+  EXPECT_EQ(ParseHealthAt(health, kVerdictMs - 1000)["verdict_age_ms"], 0);
+}
+
+TEST(FormatHealthJsonTest, BusyCarriesItsReasonAndTheEarlierVerdictsAge) {
+  Json json = ParseHealthAt(testing::SampleHealthBusy(), kVerdictMs + 312000);
+  EXPECT_EQ(json["busy"], true);
+  EXPECT_EQ(json["busy_reason"], "devices 0,1 in use by pid 4242 (python3)");
+  EXPECT_EQ(json["verdict_age_ms"], 312000);
+  EXPECT_EQ(json["status"], "HANG");
+  // BUSY without an earlier verdict: no age to tell.
+  v1::HealthResponse none;
+  none.set_busy(true);
+  EXPECT_TRUE(ParseHealthAt(none, kVerdictMs)["verdict_age_ms"].is_null());
 }
 
 TEST(FormatHealthJsonTest, SlowPairIsAWarnNotAFailure) {

@@ -32,6 +32,25 @@ TEST(FormatRunJunitTest, OneTestcasePerCaseWithSuiteCounts) {
   EXPECT_THAT(xml, HasSubstr("<property name=\"run_id\" value=\"r-42\"/>"));
 }
 
+TEST(FormatRunJunitTest, PropertiesNameTheMachineAndEveryDevice) {
+  const std::string xml = FormatRunJunit(testing::SampleRun());
+  EXPECT_THAT(xml, HasSubstr("<property name=\"label\" value=\"nightly\"/>\n"
+                             "    <property name=\"hostname\" value=\"node-7\"/>\n"
+                             "    <property name=\"machine_key\" value=\"70f239823b92f8b4\"/>\n"
+                             "    <property name=\"driver\" value=\"580.159.04 (CUDA 13.0)\"/>\n"
+                             "    <property name=\"device.0.uuid\" "
+                             "value=\"GPU-8d1f0000-0000-0000-0000-000000000000\"/>\n"
+                             "    <property name=\"device.0.pci_bus_id\" value=\"0000:19:00.0\"/>\n"
+                             "    <property name=\"device.0.serial\" value=\"1654922012345\"/>\n"
+                             "    <property name=\"device.1.uuid\" "
+                             "value=\"GPU-8d1f1111-1111-1111-1111-111111111111\"/>\n"
+                             "    <property name=\"device.1.pci_bus_id\" value=\"0000:3b:00.0\"/>\n"
+                             "  </properties>"));
+  v1::RunResult bare = testing::SampleRun();
+  bare.clear_machine();
+  EXPECT_THAT(FormatRunJunit(bare), Not(HasSubstr("device.")));
+}
+
 TEST(FormatRunJunitTest, OkCaseIsAnEmptyTestcase) {
   const std::string xml = FormatRunJunit(testing::SampleRun());
   EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.lamport\" "
@@ -113,12 +132,101 @@ TEST(FormatHealthJunitTest, OneTestcasePerRankAndPairSlowOneStillPasses) {
 TEST(FormatHealthJunitTest, HangIsAFailureNamingTheSuspectAndPhase) {
   const std::string xml = FormatHealthJunit(testing::SampleHealthHang());
   EXPECT_THAT(xml, HasSubstr("tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\""));
-  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health.rank\" name=\"device 0\"/>"));
   EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health.rank\" name=\"device 1\">\n"
                              "    <failure type=\"HANG\" message=\"timed out after 5000 ms\">"
                              "timed out after 5000 ms\ndevice 1: HANG waited for device 0 in "
-                             "lamport phase B</failure>\n  </testcase>"));
+                             "lamport phase B</failure>\n"));
   EXPECT_EQ(Count(xml, "<failure "), 1);
+}
+
+// The index is only the server's numbering; the testcase names the boards themselves.
+TEST(FormatHealthJunitTest, EachTestcaseNamesItsDevicesUuids) {
+  const std::string xml = FormatHealthJunit(testing::SampleHealthHang());
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health.rank\" name=\"device 0\">\n"
+                             "    <system-out>device 0: uuid GPU-8d1f0000-0000-0000-0000-"
+                             "000000000000, pci bus id 0000:19:00.0, serial 1654922012345"
+                             "</system-out>\n  </testcase>"));
+  // After the failure, and without a serial the driver did not give.
+  EXPECT_THAT(xml, HasSubstr("lamport phase B</failure>\n    <system-out>device 1: uuid "
+                             "GPU-8d1f1111-1111-1111-1111-111111111111, pci bus id 0000:3b:00.0"
+                             "</system-out>\n  </testcase>"));
+  const std::string pair = FormatHealthJunit(testing::SampleHealthLong());
+  EXPECT_THAT(pair, HasSubstr("name=\"devices 0-1\">\n    <system-out>device 0: uuid "
+                              "GPU-8d1f0000-0000-0000-0000-000000000000, pci bus id 0000:19:00.0, "
+                              "serial 1654922012345\ndevice 1: uuid "
+                              "GPU-8d1f1111-1111-1111-1111-111111111111"));
+}
+
+TEST(FormatHealthJunitTest, PropertiesNameTheMachineAndEveryDevice) {
+  const std::string xml = FormatHealthJunit(testing::SampleHealthHang());
+  for (const char* property :
+       {"<property name=\"hostname\" value=\"node-7\"/>",
+        "<property name=\"machine_key\" value=\"70f239823b92f8b4\"/>",
+        "<property name=\"driver\" value=\"580.159.04 (CUDA 13.0)\"/>",
+        "<property name=\"device.0.uuid\" value=\"GPU-8d1f0000-0000-0000-0000-000000000000\"/>",
+        "<property name=\"device.0.pci_bus_id\" value=\"0000:19:00.0\"/>",
+        "<property name=\"device.0.serial\" value=\"1654922012345\"/>",
+        "<property name=\"device.1.uuid\" value=\"GPU-8d1f1111-1111-1111-1111-111111111111\"/>",
+        "<property name=\"device.1.pci_bus_id\" value=\"0000:3b:00.0\"/>",
+        "<property name=\"level\" value=\"quick\"/>",
+        "<property name=\"busy\" value=\"false\"/>"}) {
+    EXPECT_THAT(xml, HasSubstr(property));
+  }
+  // Only where the driver gave one.
+  EXPECT_THAT(xml, Not(HasSubstr("device.1.serial")));
+  // An older server sends no machine: no empty identity properties.
+  EXPECT_THAT(FormatHealthJunit(testing::SampleHealthOk()), Not(HasSubstr("hostname")));
+}
+
+TEST(FormatHealthJunitTest, LongLevelSelfTestAndBandwidthWarn) {
+  const std::string xml = FormatHealthJunit(testing::SampleHealthLong());
+  EXPECT_THAT(xml, HasSubstr("tests=\"4\" failures=\"0\" errors=\"0\" skipped=\"0\""));
+  EXPECT_THAT(xml, HasSubstr("<property name=\"level\" value=\"long\"/>"));
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health\" name=\"self test "
+                             "hang_end_sync:1\">\n    <system-out>HANG found naming rank 1"
+                             "</system-out>\n  </testcase>"));
+  EXPECT_THAT(xml, HasSubstr("\nWARN: bus bandwidth 180.0 GB/s, expected 350.0 GB/s</system-out>"));
+}
+
+TEST(FormatHealthJunitTest, SelfTestFailedIsAFailureNotRunIsSkipped) {
+  v1::HealthResponse failed = testing::SampleHealthLong();
+  failed.mutable_self_test()->set_passed(false);
+  failed.mutable_self_test()->set_message("no HANG: the planted fault went unnoticed");
+  const std::string xml = FormatHealthJunit(failed);
+  EXPECT_THAT(xml, HasSubstr("tests=\"4\" failures=\"1\""));
+  EXPECT_THAT(xml, HasSubstr("name=\"self test hang_end_sync:1\">\n    <failure type=\"SELF_TEST\" "
+                             "message=\"no HANG: the planted fault went unnoticed\">"));
+
+  v1::HealthResponse not_run = testing::SampleHealthLong();
+  not_run.clear_self_test();
+  not_run.mutable_self_test()->set_message("fault injection is not allowed on this server");
+  const std::string skipped = FormatHealthJunit(not_run);
+  EXPECT_THAT(skipped, HasSubstr("tests=\"4\" failures=\"0\" errors=\"0\" skipped=\"1\""));
+  EXPECT_THAT(skipped, HasSubstr("name=\"self test\">\n    <skipped message=\"fault injection is "
+                                 "not allowed on this server\"/>"));
+
+  // A level without a self test has no testcase for it.
+  EXPECT_THAT(FormatHealthJunit(testing::SampleHealthOk()), Not(HasSubstr("self test")));
+}
+
+TEST(FormatHealthJunitTest, BusyIsAnErrorTestcaseWhateverTheEarlierVerdict) {
+  const std::string xml = FormatHealthJunit(testing::SampleHealthBusy());
+  EXPECT_THAT(xml, HasSubstr("tests=\"3\" failures=\"1\" errors=\"1\""));
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health\" name=\"busy\">\n"
+                             "    <error type=\"BUSY\" message=\"devices 0,1 in use by pid 4242 "
+                             "(python3)\">devices 0,1 in use by pid 4242 (python3)</error>\n"
+                             "  </testcase>"));
+  EXPECT_THAT(xml, HasSubstr("<property name=\"busy\" value=\"true\"/>"));
+  EXPECT_THAT(xml, HasSubstr("<property name=\"busy_reason\" value=\"devices 0,1 in use"));
+  EXPECT_THAT(xml, HasSubstr("<property name=\"verdict_unix_ms\" value=\"1700000000000\"/>"));
+
+  // Nothing to fall back on: the busy testcase alone, not an UNSPECIFIED verdict failure.
+  v1::HealthResponse none;
+  none.set_busy(true);
+  none.set_busy_reason("3 runs of other clients ahead");
+  const std::string alone = FormatHealthJunit(none);
+  EXPECT_THAT(alone, HasSubstr("tests=\"1\" failures=\"0\" errors=\"1\""));
+  EXPECT_THAT(alone, Not(HasSubstr("name=\"verdict\"")));
 }
 
 TEST(FormatHealthJunitTest, WrongPairIsAFailureWithEscapedMessage) {

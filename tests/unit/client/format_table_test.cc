@@ -3,9 +3,12 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "client/format.h"
+#include "client/format_groups.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/unit/client/sample_health.h"
 #include "tests/unit/client/sample_run.h"
 
@@ -132,57 +135,204 @@ TEST(FormatDevicesTest, GroupsFollowTheDevicesInTableAndJson) {
                         "\"last_recovery_ms\": 850.5,\n      \"respawns\": 0\n    }\n  ]"));
 }
 
+TEST(FormatDevicesTest, SerialAndTopologyMatrix) {
+  v1::ListDevicesResponse devices;
+  devices.set_backend("cuda");
+  *devices.mutable_machine() = testing::SampleMachine();
+  *devices.mutable_devices() = devices.machine().devices();
+  absl::StatusOr<std::string> table = FormatDevices(devices, OutputFormat::kTable);
+  ASSERT_TRUE(table.ok());
+  std::vector<std::string> lines = Lines(*table);
+  ASSERT_EQ(lines.size(), 11u) << *table;
+  EXPECT_THAT(lines[3], MatchesRegex("index +name +memory GiB +backend +uuid +pci bus id +serial"));
+  EXPECT_THAT(lines[4], MatchesRegex(" *0 +NVIDIA H200 +141\\.0 +cuda +GPU-8d1f0000-0000-0000-0000-"
+                                     "000000000000 +0000:19:00\\.0 +1654922012345"));
+  // No serial from the driver: an empty cell, not a made-up one.
+  EXPECT_THAT(lines[5], MatchesRegex(".*0000:3b:00\\.0"));
+  EXPECT_EQ(lines[6], "");
+  EXPECT_THAT(lines[7], StartsWith("links: NV<n> n NVLinks"));
+  EXPECT_EQ(lines[8], "device  0     1");
+  EXPECT_EQ(lines[9], "0       X     NV18");
+  EXPECT_EQ(lines[10], "1       NV18  X");
+
+  absl::StatusOr<std::string> json = FormatDevices(devices, OutputFormat::kJson);
+  ASSERT_TRUE(json.ok());
+  const nlohmann::json parsed = nlohmann::json::parse(*json);
+  EXPECT_EQ(parsed["devices"][0]["serial"], "1654922012345");
+  EXPECT_EQ(parsed["devices"][1]["serial"], "");
+  EXPECT_EQ(parsed["machine"]["hostname"], "node-7");
+  EXPECT_EQ(parsed["machine"]["links"][0]["kind"], "nvlink");
+  EXPECT_EQ(parsed["machine"]["links"][0]["lanes"], 18);
+  EXPECT_EQ(parsed["machine"]["links"][0]["hops"], 1);
+}
+
+TEST(FormatDevicesTest, TopologyCellsByLinkKind) {
+  v1::MachineIdentity machine;
+  for (uint32_t i = 0; i < 4; ++i) machine.add_devices()->set_index(i);
+  auto link = [&](uint32_t a, uint32_t b, const char* kind, bool p2p, uint32_t lanes) {
+    v1::Link* l = machine.add_links();
+    l->set_a(a);
+    l->set_b(b);
+    l->set_kind(kind);
+    l->set_p2p(p2p);
+    l->set_lanes(lanes);
+  };
+  link(0, 1, "nvlink", true, 0);  // NVLink, lanes not counted
+  link(0, 2, "xgmi", true, 0);
+  link(0, 3, "pcie", true, 0);
+  link(1, 2, "p2p", true, 0);
+  link(1, 3, "none", false, 0);
+  link(2, 3, "", true, 0);  // an older server: peer access, no kind
+  std::vector<std::string> lines = Lines(TopologyTable(machine));
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_THAT(lines[2], MatchesRegex("0 +X +NVL +XGMI +PCIE"));
+  EXPECT_THAT(lines[3], MatchesRegex("1 +NVL +X +P2P +-"));
+  EXPECT_THAT(lines[4], MatchesRegex("2 +XGMI +P2P +X +P2P"));
+  EXPECT_THAT(lines[5], MatchesRegex("3 +PCIE +- +P2P +X"));
+
+  v1::Link shm;
+  shm.set_kind("shm");
+  EXPECT_EQ(LinkCell(shm), "SHM");
+  // A pair the server reported nothing for is unknown, not "no link".
+  machine.mutable_links()->DeleteSubrange(5, 1);
+  EXPECT_THAT(Lines(TopologyTable(machine))[4], MatchesRegex("2 +XGMI +P2P +X +\\?"));
+  // One device has nothing to link.
+  machine.mutable_devices()->DeleteSubrange(1, 3);
+  EXPECT_EQ(TopologyTable(machine), "");
+}
+
 TEST(FormatHealthTableTest, OkWithASlowPairWarn) {
   std::vector<std::string> lines = Lines(FormatHealthTable(testing::SampleHealthOk()));
-  ASSERT_EQ(lines.size(), 17u);
+  ASSERT_EQ(lines.size(), 18u);
   // The server's message does not lead with the status here, so the line adds it.
   EXPECT_EQ(lines[0],
             "OK: healthy: 3 ranks, 3 pairs, 2 cases; WARN slow (x median): pair 0-2 at 2.10");
-  EXPECT_EQ(lines[1], "");
-  EXPECT_THAT(lines[2], MatchesRegex("device +status +latency us +x median +warn +suspect +phase "
+  // An older server's answer: the default level, no self test, no machine.
+  EXPECT_EQ(lines[1], "level quick");
+  EXPECT_EQ(lines[2], "");
+  EXPECT_THAT(lines[3], MatchesRegex("device +status +latency us +x median +warn +suspect +phase "
                                      "+message"));
-  EXPECT_THAT(lines[3], MatchesRegex("0 +OK +12\\.5 +1\\.00"));
-  EXPECT_THAT(lines[4], MatchesRegex("1 +OK +12\\.0 +0\\.96"));
-  EXPECT_THAT(lines[5], MatchesRegex("2 +OK +13\\.0 +1\\.04"));
-  EXPECT_EQ(lines[6], "");
-  EXPECT_THAT(lines[7], MatchesRegex("pair +status +latency us +x median +warn +suspect +phase "
+  EXPECT_THAT(lines[4], MatchesRegex("0 +OK +12\\.5 +1\\.00"));
+  EXPECT_THAT(lines[5], MatchesRegex("1 +OK +12\\.0 +0\\.96"));
+  EXPECT_THAT(lines[6], MatchesRegex("2 +OK +13\\.0 +1\\.04"));
+  EXPECT_EQ(lines[7], "");
+  EXPECT_THAT(lines[8], MatchesRegex("pair +status +latency us +x median +warn +suspect +phase "
                                      "+message"));
-  EXPECT_THAT(lines[8], MatchesRegex("0-1 +OK +8\\.0 +1\\.00"));
-  EXPECT_THAT(lines[9], MatchesRegex("0-2 +OK +16\\.8 +2\\.10 +WARN"));
-  EXPECT_THAT(lines[10], MatchesRegex("1-2 +OK +7\\.9 +0\\.99"));
-  EXPECT_EQ(lines[11], "");
-  EXPECT_THAT(lines[12], StartsWith("group"));
-  EXPECT_THAT(lines[13], MatchesRegex("0,1,2 +SERVING +0 +-"));
-  EXPECT_THAT(lines[14], MatchesRegex("0,2 +SERVING +0 +-"));
-  EXPECT_EQ(lines[15], "");
-  EXPECT_EQ(lines[16], "health: OK in 4.3 s (2 cases)");
+  EXPECT_THAT(lines[9], MatchesRegex("0-1 +OK +8\\.0 +1\\.00"));
+  EXPECT_THAT(lines[10], MatchesRegex("0-2 +OK +16\\.8 +2\\.10 +WARN slow"));
+  EXPECT_THAT(lines[11], MatchesRegex("1-2 +OK +7\\.9 +0\\.99"));
+  EXPECT_EQ(lines[12], "");
+  EXPECT_THAT(lines[13], StartsWith("group"));
+  EXPECT_THAT(lines[14], MatchesRegex("0,1,2 +SERVING +0 +-"));
+  EXPECT_THAT(lines[15], MatchesRegex("0,2 +SERVING +0 +-"));
+  EXPECT_EQ(lines[16], "");
+  EXPECT_EQ(lines[17], "health: OK in 4.3 s (2 cases)");
 }
 
 TEST(FormatHealthTableTest, HangNamesTheRankItsSuspectAndPhase) {
   std::vector<std::string> lines = Lines(FormatHealthTable(testing::SampleHealthHang()));
-  ASSERT_EQ(lines.size(), 10u);
+  ASSERT_EQ(lines.size(), 12u);
   // Already led by the status: not repeated.
   EXPECT_EQ(lines[0], "HANG: rank 1 waited for rank 0 in lamport phase B (lamport eager m=1)");
+  EXPECT_EQ(lines[1], "level quick");
+  EXPECT_EQ(lines[2],
+            "machine node-7 (key 70f239823b92f8b4)  driver 580.159.04 (CUDA 13.0)  runtime 13.0  "
+            "colltest 0.1.0 (3d57ade303ce)");
   // Device 0 is OK with suspect_peer at its proto default 0: no suspect, no WARN.
-  EXPECT_THAT(lines[3], MatchesRegex("0 +OK +11\\.0 +1\\.00"));
+  EXPECT_THAT(lines[5], MatchesRegex("0 +OK +11\\.0 +1\\.00"));
   // No timing for a hang: dashes; the suspect is device 0, in lamport phase B.
-  EXPECT_THAT(lines[4], MatchesRegex("1 +HANG +- +- +0 +lamport phase B +timed out after 5000 ms"));
-  const size_t suspect_column = lines[2].find("suspect");
+  EXPECT_THAT(lines[6], MatchesRegex("1 +HANG +- +- +0 +lamport phase B +timed out after 5000 ms"));
+  const size_t suspect_column = lines[4].find("suspect");
   ASSERT_NE(suspect_column, std::string::npos);
-  EXPECT_EQ(lines[4][suspect_column + std::string("suspect").size() - 1], '0');
-  EXPECT_THAT(lines[7], MatchesRegex("0,1 +RECOVERING +1 +850\\.5 +respawned after a hang; "
+  EXPECT_EQ(lines[6][suspect_column + std::string("suspect").size() - 1], '0');
+  EXPECT_THAT(lines[9], MatchesRegex("0,1 +RECOVERING +1 +850\\.5 +respawned after a hang; "
                                      "canary pending"));
-  EXPECT_EQ(lines[9], "health: HANG in 5.2 s (1 case)");
+  EXPECT_EQ(lines[11], "health: HANG in 5.2 s (1 case)");
 }
 
 TEST(FormatHealthTableTest, ErrorWithoutTargetsShowsNoEmptyTables) {
   std::vector<std::string> lines = Lines(FormatHealthTable(testing::SampleHealthError()));
-  ASSERT_EQ(lines.size(), 6u);
+  ASSERT_EQ(lines.size(), 7u);
   EXPECT_EQ(lines[0], "ERROR: workers for devices 0,1 failed to start (lamport eager m=1)");
-  EXPECT_EQ(lines[1], "");
-  EXPECT_THAT(lines[2], StartsWith("group"));
-  EXPECT_THAT(lines[3], MatchesRegex("0,1 +DEGRADED +0 +- +respawn failed"));
-  EXPECT_EQ(lines[5], "health: ERROR in 0.1 s (0 cases)");
+  EXPECT_EQ(lines[1], "level quick");
+  EXPECT_EQ(lines[2], "");
+  EXPECT_THAT(lines[3], StartsWith("group"));
+  EXPECT_THAT(lines[4], MatchesRegex("0,1 +DEGRADED +0 +- +respawn failed"));
+  EXPECT_EQ(lines[6], "health: ERROR in 0.1 s (0 cases)");
+}
+
+const absl::Time kVerdict = absl::FromUnixMillis(1700000000000);
+
+TEST(FormatHealthTableTest, LongLevelShowsSelfTestAndBandwidthAgainstExpected) {
+  std::vector<std::string> lines =
+      Lines(FormatHealthTableAt(testing::SampleHealthLong(), kVerdict + absl::Seconds(70)));
+  ASSERT_EQ(lines.size(), 13u) << ::testing::PrintToString(lines);
+  // A fresh verdict: no age.
+  EXPECT_EQ(lines[1], "level long");
+  EXPECT_EQ(lines[2], "self test: PASSED (hang_end_sync:1): HANG found naming rank 1");
+  EXPECT_THAT(lines[3], StartsWith("machine node-7 (key 70f239823b92f8b4)"));
+  // Ranks have no bandwidth: no columns of dashes.
+  EXPECT_THAT(lines[5], Not(HasSubstr("busbw")));
+  EXPECT_THAT(lines[9], MatchesRegex("pair +status +latency us +x median +busbw GB/s "
+                                     "+expected GB/s +warn +suspect +phase +message"));
+  EXPECT_THAT(lines[10], MatchesRegex("0-1 +OK +8\\.0 +1\\.00 +180\\.0 +350\\.0 +WARN busbw"));
+  EXPECT_EQ(lines[12], "health: OK in 61.5 s (1 case)");
+}
+
+TEST(FormatHealthTableTest, SelfTestFailedOrNotRunSaysSo) {
+  v1::HealthResponse failed = testing::SampleHealthLong();
+  failed.mutable_self_test()->set_passed(false);
+  failed.mutable_self_test()->set_message("no HANG: the planted fault went unnoticed");
+  EXPECT_EQ(Lines(FormatHealthTable(failed))[2],
+            "self test: FAILED (hang_end_sync:1): no HANG: the planted fault went unnoticed");
+  v1::HealthResponse not_run = testing::SampleHealthLong();
+  not_run.clear_self_test();
+  not_run.mutable_self_test()->set_message("fault injection is not allowed on this server");
+  EXPECT_EQ(Lines(FormatHealthTable(not_run))[2],
+            "self test: not run: fault injection is not allowed on this server");
+}
+
+TEST(FormatHealthTableTest, CachedVerdictSaysHowOld) {
+  v1::HealthResponse health = testing::SampleHealthLong();
+  health.set_cached(true);
+  std::vector<std::string> lines =
+      Lines(FormatHealthTableAt(health, kVerdict + absl::Milliseconds(42900)));
+  EXPECT_EQ(lines[0], "OK: healthy: 2 ranks, 1 pair; WARN below expected bus bandwidth: pair 0-1");
+  EXPECT_EQ(lines[1], "level long, cached, verdict 42s old");
+  EXPECT_EQ(lines.back(), "health: OK in 61.5 s (1 case), cached, 42s old");
+  // No verdict time from the server: no age, rather than one counted from 1970.
+  health.clear_verdict_unix_ms();
+  lines = Lines(FormatHealthTableAt(health, kVerdict));
+  EXPECT_EQ(lines[1], "level long, cached");
+  EXPECT_EQ(lines.back(), "health: OK in 61.5 s (1 case), cached");
+}
+
+// A process name is another user's text: it must not reach the terminal raw.
+TEST(FormatHealthTableTest, BusyReasonIsEscaped) {
+  v1::HealthResponse health;
+  health.set_busy(true);
+  health.set_busy_reason("in use by pid 7 (\x1b[2Jevil)");
+  const std::string table = FormatHealthTable(health);
+  EXPECT_THAT(table, StartsWith("BUSY: in use by pid 7 (\\x1b[2Jevil)\n"));
+  EXPECT_EQ(table.find('\x1b'), std::string::npos);
+}
+
+// The news of a BUSY answer is that nothing ran; the verdict it carries is an older one.
+TEST(FormatHealthTableTest, BusyLeadsWithItsReasonThenTheEarlierVerdict) {
+  std::vector<std::string> lines =
+      Lines(FormatHealthTableAt(testing::SampleHealthBusy(), kVerdict + absl::Seconds(312)));
+  EXPECT_EQ(lines[0], "BUSY: devices 0,1 in use by pid 4242 (python3)");
+  EXPECT_EQ(lines[1],
+            "last verdict: HANG: rank 1 waited for rank 0 in lamport phase B (lamport eager m=1)");
+  EXPECT_EQ(lines[2], "level quick, verdict 5m12s old");
+  EXPECT_EQ(lines.back(), "health: BUSY, nothing checked (last verdict HANG)");
+
+  v1::HealthResponse none;
+  none.set_busy(true);
+  none.set_busy_reason("3 runs of other clients ahead");
+  EXPECT_EQ(FormatHealthTableAt(none, kVerdict),
+            "BUSY: 3 runs of other clients ahead\nno earlier verdict on these devices\n"
+            "level quick\n\nhealth: BUSY, nothing checked\n");
 }
 
 TEST(FormatRunsTest, TableShowsUtcTimes) {

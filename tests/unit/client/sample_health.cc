@@ -90,6 +90,7 @@ v1::HealthResponse SampleHealthHang() {
   *h.add_cases() = c;
   h.set_wall_ms(5250);
   h.add_run_ids("r-9");
+  *h.mutable_machine() = SampleMachine();
   return h;
 }
 
@@ -101,6 +102,39 @@ v1::HealthResponse SampleHealthError() {
   group.set_message("respawn failed");
   *h.add_groups() = group;
   h.set_wall_ms(150);
+  return h;
+}
+
+v1::HealthResponse SampleHealthLong() {
+  v1::HealthResponse h;
+  h.set_status(v1::CASE_STATUS_OK);
+  h.set_message("healthy: 2 ranks, 1 pair; WARN below expected bus bandwidth: pair 0-1");
+  h.set_level(v1::HEALTH_LEVEL_LONG);
+  h.set_verdict_unix_ms(1700000000000);
+  *h.add_ranks() = Timed({0}, 10.0, 1.0);
+  *h.add_ranks() = Timed({1}, 10.2, 1.02);
+  v1::HealthTarget pair = Timed({0, 1}, 8.0, 1.0);
+  pair.set_busbw_gbps(180);
+  pair.set_expected_busbw_gbps(350);
+  pair.set_below_expected(true);
+  *h.add_pairs() = pair;
+  v1::HealthSelfTest* self_test = h.mutable_self_test();
+  self_test->set_ran(true);
+  self_test->set_passed(true);
+  self_test->set_fault("hang_end_sync:1");
+  self_test->set_message("HANG found naming rank 1");
+  *h.add_cases() = MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_OK);
+  h.set_wall_ms(61500);
+  h.add_run_ids("r-10");
+  *h.mutable_machine() = SampleMachine();
+  return h;
+}
+
+v1::HealthResponse SampleHealthBusy() {
+  v1::HealthResponse h = SampleHealthHang();
+  h.set_busy(true);
+  h.set_busy_reason("devices 0,1 in use by pid 4242 (python3)");
+  h.set_verdict_unix_ms(1700000000000);
   return h;
 }
 

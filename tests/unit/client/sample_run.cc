@@ -16,6 +16,40 @@ v1::CaseResult MakeCase(v1::Variant variant, v1::CaseStatus status) {
   return c;
 }
 
+v1::MachineIdentity SampleMachine() {
+  v1::MachineIdentity m;
+  m.set_key("70f239823b92f8b4");
+  m.set_hostname("node-7");
+  m.set_backend("cuda");
+  m.set_driver_version("580.159.04 (CUDA 13.0)");
+  m.set_runtime_version("13.0");
+  m.set_colltest_version("0.1.0");
+  m.set_build_commit("3d57ade303ce");
+  const char* uuids[] = {"GPU-8d1f0000-0000-0000-0000-000000000000",
+                         "GPU-8d1f1111-1111-1111-1111-111111111111"};
+  const char* buses[] = {"0000:19:00.0", "0000:3b:00.0"};
+  for (uint32_t i = 0; i < 2; ++i) {
+    v1::Device* d = m.add_devices();
+    d->set_index(i);
+    d->set_name("NVIDIA H200");
+    d->set_memory_bytes(uint64_t{141} << 30);
+    d->set_backend("cuda");
+    d->set_uuid(uuids[i]);
+    d->set_pci_bus_id(buses[i]);
+  }
+  m.mutable_devices(0)->set_serial("1654922012345");
+  v1::Link* link = m.add_links();
+  link->set_a(0);
+  link->set_b(1);
+  link->set_p2p(true);
+  link->set_performance_rank(0);
+  link->set_native_atomics(true);
+  link->set_kind("nvlink");
+  link->set_lanes(18);
+  link->set_hops(1);
+  return m;
+}
+
 v1::RunResult SampleRun() {
   v1::RunResult run;
   run.set_run_id("r-42");
@@ -24,6 +58,7 @@ v1::RunResult SampleRun() {
   run.mutable_spec()->set_label("nightly");
   run.set_created_unix_ms(1700000000000);
   run.set_finished_unix_ms(1700000001000);
+  *run.mutable_machine() = SampleMachine();
 
   v1::CaseResult ok = MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_OK);
   ok.set_index(0);

@@ -12,7 +12,13 @@ namespace colltest::client::testing {
 //                                                         a comma, quotes and XML specials)
 //   2 one_stage  eager W=2 m=1  n=7168 bf16  HANG         (rank 1 waited for rank 0)
 //   3 nccl       eager W=2 m=1  n=7168 bf16  UNSUPPORTED
+//
+// It ran on SampleMachine().
 v1::RunResult SampleRun();
+
+// node-7 (key 70f239823b92f8b4), two H200s: device 0 with serial 1654922012345, device 1 without
+// one (the driver gave none), linked by 18 NVLinks.
+v1::MachineIdentity SampleMachine();
 
 v1::CaseResult MakeCase(v1::Variant variant, v1::CaseStatus status);
 

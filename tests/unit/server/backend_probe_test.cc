@@ -82,6 +82,35 @@ TEST(BackendProbeTest, ParsesTheIdentityFields) {
   EXPECT_TRUE(info->links[0].p2p());
   EXPECT_EQ(info->links[0].performance_rank(), 1);
   EXPECT_TRUE(info->links[0].native_atomics());
+  // A worker without serials and link kinds: no serial, and the kind its p2p flag implies.
+  EXPECT_EQ(info->devices[0].serial(), "");
+  EXPECT_EQ(info->links[0].kind(), "p2p");
+  EXPECT_EQ(info->links[0].hops(), 0u);
+  EXPECT_EQ(info->links[0].lanes(), 0u);
+}
+
+TEST(BackendProbeTest, ParsesSerialsAndLinkKinds) {
+  auto info = ParseProbeOutput(
+      R"({"backend":"cuda","devices":[{"index":0,"serial":"1654922003581"},{"index":1},)"
+      R"({"index":2,"serial":""}],"links":[)"
+      R"({"a":0,"b":1,"p2p":true,"kind":"nvlink","lanes":18},)"
+      R"({"a":0,"b":2,"p2p":true,"kind":"xgmi","hops":2,"lanes":-1},)"
+      R"({"a":1,"b":2,"p2p":false},)"
+      R"({"a":0,"b":3,"p2p":true,"kind":"pcie","hops":4294967296}]})");
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->devices.size(), 3u);
+  EXPECT_EQ(info->devices[0].serial(), "1654922003581");
+  EXPECT_EQ(info->devices[1].serial(), "");
+  ASSERT_EQ(info->links.size(), 4u);
+  EXPECT_EQ(info->links[0].kind(), "nvlink");
+  EXPECT_EQ(info->links[0].lanes(), 18u);
+  EXPECT_EQ(info->links[0].hops(), 0u);
+  EXPECT_EQ(info->links[1].kind(), "xgmi");
+  EXPECT_EQ(info->links[1].hops(), 2u);
+  EXPECT_EQ(info->links[1].lanes(), 0u);  // not a count: unknown
+  EXPECT_EQ(info->links[2].kind(), "none");
+  EXPECT_EQ(info->links[3].kind(), "pcie");
+  EXPECT_EQ(info->links[3].hops(), 0u);  // beyond 32 bits: unknown
 }
 
 TEST(BackendProbeTest, OldProbeOutputStillParses) {

@@ -108,6 +108,18 @@ TEST(MachineIdentityTest, KeyFollowsIndexNotListOrder) {
   EXPECT_EQ(MachineKey(m), MachineKey(TwoGpuMachine()));
 }
 
+// The probe's own word on the link (NVML, hipExtGetLinkTypeAndHopCount) is what `devices` and
+// the long health level key their figures by: it must not be replaced by p2p/none.
+TEST(MachineIdentityTest, KeepsTheLinkKindTheProbeNamed) {
+  BackendInfo info = TwoGpuInfo();
+  info.links[0].set_kind("nvlink");
+  info.links[0].set_lanes(18);
+  const v1::MachineIdentity m = BuildMachineIdentity(info, "0.9.0", "0123456789ab");
+  ASSERT_EQ(m.links_size(), 1);
+  EXPECT_EQ(m.links(0).kind(), "nvlink");
+  EXPECT_EQ(m.links(0).lanes(), 18u);
+}
+
 TEST(MachineIdentityTest, BuildsAGpuIdentity) {
   BackendInfo info = TwoGpuInfo();
   info.devices[1].clear_backend();

@@ -3,9 +3,11 @@
 #include <atomic>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -160,6 +162,152 @@ TEST(RunQueueTest, LeaseReleasesOnDestruction) {
     EXPECT_EQ(arbiter.running(), 1u);
   }
   EXPECT_EQ(arbiter.running(), 0u);
+}
+
+// Records the order in which named events happen on several threads.
+class Order {
+ public:
+  void Add(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    names_.push_back(name);
+  }
+  std::vector<std::string> names() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return names_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> names_;
+};
+
+// Acquires `devices` on its own thread, records `name` once granted, holds them for `hold`.
+std::thread Take(DeviceArbiter& arbiter, std::vector<uint32_t> devices, RunPriority priority,
+                 Order& order, std::string name, std::chrono::milliseconds hold = 10ms) {
+  return std::thread([&arbiter, devices, priority, &order, name, hold] {
+    auto lease = arbiter.Acquire(devices, kNever, nullptr, priority, name);
+    ASSERT_TRUE(lease.ok());
+    order.Add(name);
+    std::this_thread::sleep_for(hold);
+  });
+}
+
+TEST(RunQueueTest, PriorityTicketsGoAheadOfEveryNormalWaiterInArrivalOrder) {
+  DeviceArbiter arbiter(absl::Milliseconds(5));
+  auto holder = arbiter.Acquire(std::vector<uint32_t>{0, 1}, kNever);
+  Order order;
+  std::vector<std::thread> threads;
+  threads.push_back(Take(arbiter, {0, 1}, RunPriority::kNormal, order, "normal 1"));
+  WaitForWaiting(arbiter, 1);
+  threads.push_back(Take(arbiter, {0}, RunPriority::kNormal, order, "normal 2"));
+  WaitForWaiting(arbiter, 2);
+  threads.push_back(Take(arbiter, {1}, RunPriority::kPriority, order, "priority 1"));
+  WaitForWaiting(arbiter, 3);
+  threads.push_back(Take(arbiter, {0, 1}, RunPriority::kPriority, order, "priority 2"));
+  WaitForWaiting(arbiter, 4);
+  holder->Release();
+  for (auto& t : threads) t.join();
+  EXPECT_THAT(order.names(),
+              ::testing::ElementsAre("priority 1", "priority 2", "normal 1", "normal 2"));
+}
+
+TEST(RunQueueTest, RunningRunLendsItsDevicesToAPriorityWaiterAndGetsThemBackFirst) {
+  DeviceArbiter arbiter(absl::Milliseconds(5));
+  auto sweep = arbiter.Acquire(std::vector<uint32_t>{0, 1}, kNever, nullptr, RunPriority::kNormal,
+                               "run r-1 of alice");
+  ASSERT_TRUE(sweep.ok());
+  Order order;
+  std::thread normal = Take(arbiter, {0}, RunPriority::kNormal, order, "normal");
+  WaitForWaiting(arbiter, 1);
+  // Nobody with priority waits: the sweep keeps its devices and does not block.
+  absl::StatusOr<bool> kept = arbiter.YieldToPriority(*sweep, kNever);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_FALSE(*kept);
+  EXPECT_THAT(arbiter.Holders(std::vector<uint32_t>{1}),
+              ::testing::ElementsAre("run r-1 of alice"));
+
+  std::thread health = Take(arbiter, {1}, RunPriority::kPriority, order, "health", 30ms);
+  WaitForWaiting(arbiter, 2);
+  absl::StatusOr<bool> lent = arbiter.YieldToPriority(*sweep, kNever);
+  ASSERT_TRUE(lent.ok());
+  EXPECT_TRUE(*lent);
+  order.Add("sweep again");
+  EXPECT_TRUE(sweep->held());
+  EXPECT_THAT(arbiter.Holders(std::vector<uint32_t>{0}),
+              ::testing::ElementsAre("run r-1 of alice"));
+  std::this_thread::sleep_for(20ms);
+  EXPECT_THAT(order.names(), ::testing::ElementsAre("health", "sweep again"));
+  sweep->Release();
+  health.join();
+  normal.join();
+  EXPECT_THAT(order.names(), ::testing::ElementsAre("health", "sweep again", "normal"));
+}
+
+TEST(RunQueueTest, PriorityWaitersNeverStarveARunThatLendsItsDevices) {
+  DeviceArbiter arbiter(absl::Milliseconds(5));
+  auto sweep = arbiter.Acquire(std::vector<uint32_t>{0}, kNever);
+  ASSERT_TRUE(sweep.ok());
+  Order order;
+  std::vector<std::thread> health;
+  health.push_back(Take(arbiter, {0}, RunPriority::kPriority, order, "health 1", 50ms));
+  WaitForWaiting(arbiter, 1);
+  std::thread sweeper([&] {
+    // Three cases; between two of them it lends its devices to whoever has priority then.
+    for (int c = 0; c < 3; ++c) {
+      if (c > 0) {
+        absl::StatusOr<bool> lent = arbiter.YieldToPriority(*sweep, kNever);
+        ASSERT_TRUE(lent.ok());
+      }
+      order.Add(absl::StrCat("case ", c));
+    }
+  });
+  // health 1 holds device 0; health 2 arrives while it does, after the sweep queued to get its
+  // devices back: the sweep runs a case before health 2.
+  for (int i = 0; i < 2000 && order.names().size() < 2; ++i) std::this_thread::sleep_for(1ms);
+  WaitForWaiting(arbiter, 1);  // the sweep, waiting to get device 0 back
+  health.push_back(Take(arbiter, {0}, RunPriority::kPriority, order, "health 2", 10ms));
+  WaitForWaiting(arbiter, 2);
+  sweeper.join();
+  sweep->Release();
+  for (auto& t : health) t.join();
+  EXPECT_THAT(order.names(),
+              ::testing::ElementsAre("case 0", "health 1", "case 1", "health 2", "case 2"));
+}
+
+TEST(RunQueueTest, PriorityLeaseDoesNotLend) {
+  DeviceArbiter arbiter(absl::Milliseconds(5));
+  auto health = arbiter.Acquire(std::vector<uint32_t>{0}, kNever, nullptr, RunPriority::kPriority);
+  ASSERT_TRUE(health.ok());
+  Order order;
+  std::thread other = Take(arbiter, {0}, RunPriority::kPriority, order, "other");
+  WaitForWaiting(arbiter, 1);
+  absl::StatusOr<bool> lent = arbiter.YieldToPriority(*health, kNever);
+  ASSERT_TRUE(lent.ok());
+  EXPECT_FALSE(*lent);
+  EXPECT_TRUE(order.names().empty());
+  health->Release();
+  other.join();
+}
+
+TEST(RunQueueTest, RunCancelledWhileItsDevicesAreLentLetsGoOfThem) {
+  DeviceArbiter arbiter(absl::Milliseconds(5));
+  auto sweep = arbiter.Acquire(std::vector<uint32_t>{0}, kNever);
+  ASSERT_TRUE(sweep.ok());
+  Order order;
+  std::thread health = Take(arbiter, {0}, RunPriority::kPriority, order, "health", 100ms);
+  WaitForWaiting(arbiter, 1);
+  std::atomic<bool> cancel{false};
+  auto lent = std::async(std::launch::async, [&] {
+    return arbiter.YieldToPriority(*sweep, [&] { return cancel.load(); });
+  });
+  for (int i = 0; i < 2000 && order.names().empty(); ++i) std::this_thread::sleep_for(1ms);
+  cancel = true;
+  const absl::StatusOr<bool> result = lent.get();
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_FALSE(sweep->held());
+  health.join();
+  EXPECT_EQ(arbiter.running(), 0u);
+  EXPECT_EQ(arbiter.waiting(), 0u);
 }
 
 }  // namespace

@@ -2,10 +2,13 @@
 // worker pool.
 #include "server/service.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -732,6 +735,184 @@ TEST_F(ServiceTest, AutoIsResolvedFromTheTuneTableAndReportedOrUnsupportedWithou
   EXPECT_EQ(run.cases(0).status(), v1::CASE_STATUS_UNSUPPORTED);
   EXPECT_THAT(run.cases(0).message(), HasSubstr("auto: no tune table for cpu W=4 bf16"));
   EXPECT_EQ(pool_.calls().size(), 2u);
+}
+
+}  // namespace
+}  // namespace colltest::server
+
+namespace colltest::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Other processes on the devices, as the worker's --users would list them.
+class FakeUsersProbe final : public DeviceUsersProbe {
+ public:
+  void Set(std::vector<DeviceUser> users) {
+    std::lock_guard<std::mutex> lock(mu_);
+    users_ = std::move(users);
+  }
+  absl::StatusOr<DeviceUsers> Users(absl::Span<const uint32_t>) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return DeviceUsers{"nvml", users_};
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<DeviceUser> users_;
+};
+
+// The runs in the history, newest first.
+std::vector<v1::RunSummary> Runs(v1::CollectiveTest::Stub& stub) {
+  grpc::ClientContext context;
+  v1::ListRunsResponse list;
+  EXPECT_TRUE(stub.ListRuns(&context, {}, &list).ok());
+  return {list.runs().begin(), list.runs().end()};
+}
+
+class NeighbourServiceTest : public ServiceTest {
+ protected:
+  void StartWithProbe() {
+    ServiceOptions options = CpuOptions();
+    options.users_probe = &probe_;
+    options.machine.set_hostname("node-7");
+    Start(std::move(options));
+  }
+  std::pair<grpc::Status, v1::HealthResponse> Health(const v1::HealthRequest& request,
+                                                     std::chrono::seconds deadline = 30s) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + deadline);
+    v1::HealthResponse response;
+    grpc::Status status = stub_->Health(&context, request, &response);
+    return {status, response};
+  }
+
+  FakeUsersProbe probe_;
+};
+
+TEST_F(NeighbourServiceTest, RunOnDevicesOthersUseIsRefusedBusyAndNotRecordedUnlessForced) {
+  StartWithProbe();
+  probe_.Set({{1, 4242, "python3", 20ull << 30}, {0, getpid(), "colltestd", 0}});
+  v1::RunResult run;
+  v1::RunRequest request = Request(2, {1});
+  const grpc::Status refused = stub_->Run(Context().get(), request, &run);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(),
+              ::testing::StartsWith("BUSY: device 1 is used by pid 4242 (python3"));
+  EXPECT_TRUE(Runs(*stub_).empty());
+  EXPECT_TRUE(pool_.calls().empty());
+
+  // Its own process is no neighbour; nor is a process on other devices.
+  probe_.Set({{0, getpid(), "colltestd", 0}, {3, 4242, "python3", 0}});
+  ASSERT_TRUE(stub_->Run(Context().get(), request, &run).ok());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_DONE);
+
+  probe_.Set({{1, 4242, "python3", 20ull << 30}});
+  request.mutable_spec()->set_force(true);
+  ASSERT_TRUE(stub_->Run(Context().get(), request, &run).ok());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_DONE);
+  EXPECT_EQ(Runs(*stub_).size(), 2u);
+}
+
+TEST_F(NeighbourServiceTest, HealthOnBusyDevicesAnswersBusyWithTheLastVerdictUnlessForced) {
+  StartWithProbe();
+  auto [status, fresh] = Health({});
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(fresh.busy());
+  probe_.Set({{2, 4242, "python3", 0}});
+  auto [busy_status, busy] = Health({});
+  ASSERT_TRUE(busy_status.ok()) << busy_status.error_message();
+  EXPECT_TRUE(busy.busy());
+  EXPECT_THAT(busy.busy_reason(), ::testing::StartsWith("BUSY: device 2 is used by pid 4242"));
+  EXPECT_EQ(busy.status(), fresh.status());
+  EXPECT_EQ(busy.verdict_unix_ms(), fresh.verdict_unix_ms());
+  EXPECT_EQ(busy.machine().hostname(), "node-7");
+
+  v1::HealthRequest forced;
+  forced.set_force(true);
+  auto [forced_status, checked] = Health(forced);
+  ASSERT_TRUE(forced_status.ok()) << forced_status.error_message();
+  EXPECT_FALSE(checked.busy());
+  EXPECT_EQ(checked.status(), v1::CASE_STATUS_OK) << checked.message();
+}
+
+TEST_F(NeighbourServiceTest, HealthNamesTheMachineAndARecentVerdictRunsNothing) {
+  StartWithProbe();
+  auto [status, fresh] = Health({});
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(fresh.machine().hostname(), "node-7");
+  EXPECT_EQ(fresh.level(), v1::HEALTH_LEVEL_QUICK);
+  EXPECT_GT(fresh.verdict_unix_ms(), 0);
+  const size_t calls = pool_.calls().size();
+  v1::HealthRequest periodic;
+  periodic.set_max_verdict_age_ms(60000);
+  auto [cached_status, cached] = Health(periodic);
+  ASSERT_TRUE(cached_status.ok());
+  EXPECT_TRUE(cached.cached());
+  EXPECT_EQ(cached.verdict_unix_ms(), fresh.verdict_unix_ms());
+  EXPECT_EQ(pool_.calls().size(), calls);
+}
+
+TEST_F(NeighbourServiceTest, HealthGoesBetweenTwoCasesOfASweepThatStillFinishes) {
+  StartWithProbe();
+  pool_.CloseGate();
+  v1::RunRequest sweep = Request(4, {1, 2, 3, 4});
+  sweep.mutable_spec()->set_n(0, 4096);  // the health profile's cases have another n
+  auto slow = std::async(std::launch::async, [&] { return SweepAll(sweep); });
+  pool_.WaitForCalls(1);
+  auto health = std::async(std::launch::async, [&] { return Health({}); });
+  ASSERT_FALSE(QueuedRunId().empty());
+  // The record comes just before the ticket; let the ticket reach the queue.
+  std::this_thread::sleep_for(100ms);
+  pool_.OpenGate();
+  auto [health_status, verdict] = health.get();
+  auto [events, sweep_status] = slow.get();
+  ASSERT_TRUE(health_status.ok()) << health_status.error_message();
+  EXPECT_EQ(verdict.status(), v1::CASE_STATUS_OK) << verdict.message();
+  ASSERT_TRUE(sweep_status.ok());
+  EXPECT_EQ(events.back().summary().state(), v1::RUN_STATE_DONE);
+  EXPECT_EQ(events.back().summary().cases_size(), 4);
+
+  // The sweep's first case, then every case of the health check, then the rest of the sweep.
+  std::string order;
+  for (const FakeWorkerPool::Call& call : pool_.calls()) {
+    const char c = call.request.n() == 4096 ? 's' : 'h';
+    if (order.empty() || order.back() != c) order.push_back(c);
+  }
+  EXPECT_EQ(order, "shs");
+}
+
+TEST_F(NeighbourServiceTest, HealthThatCannotStartBeforeItsDeadlineAnswersBusyNamingTheRun) {
+  StartWithProbe();
+  auto [status, fresh] = Health({});
+  ASSERT_TRUE(status.ok());
+  pool_.CloseGate();  // a case that does not end
+  const size_t calls = pool_.calls().size();
+  auto run = std::async(std::launch::async, [&] { return SweepAll(Request(2, {1})); });
+  pool_.WaitForCalls(calls + 1);
+  const std::vector<v1::RunSummary> runs = Runs(*stub_);
+  ASSERT_FALSE(runs.empty());
+  const std::string run_id = runs.front().run_id();
+
+  v1::HealthRequest request;
+  request.add_devices(1);
+  request.add_devices(2);
+  const auto start = std::chrono::steady_clock::now();
+  auto [busy_status, busy] = Health(request, 2s);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  pool_.OpenGate();
+  ASSERT_TRUE(busy_status.ok()) << busy_status.error_message();
+  EXPECT_LT(waited, 1800ms);  // gave up 1 s before the deadline, not at it
+  EXPECT_GE(waited, 900ms);
+  EXPECT_TRUE(busy.busy());
+  EXPECT_THAT(busy.busy_reason(),
+              ::testing::StartsWith(absl::StrCat("devices 1,2 busy with run ", run_id, " of ")));
+  // No verdict on exactly these devices yet.
+  EXPECT_EQ(busy.status(), v1::CASE_STATUS_UNSPECIFIED);
+  EXPECT_EQ(busy.machine().hostname(), "node-7");
+  auto [events, run_status] = run.get();
+  ASSERT_TRUE(run_status.ok());
+  EXPECT_EQ(events.back().summary().state(), v1::RUN_STATE_DONE);
 }
 
 }  // namespace

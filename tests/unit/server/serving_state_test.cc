@@ -56,6 +56,35 @@ TEST(ServingStateTest, ServiceIsNotServingWhileAnyGroupIsNotAndTheProcessStaysUp
   EXPECT_FALSE(health.status[kCollectiveTestService]);
 }
 
+TEST(ServingStateTest, EveryAttachedHealthServiceAnswersAlike) {
+  Metrics metrics;
+  ServingState state(&metrics);
+  RecordingHealth main_server;
+  RecordingHealth probe_port;  // the --health-listen server, attached after the main one
+  state.Attach(&main_server);
+  state.OnGroupState(Group({0, 1}, v1::GROUP_STATE_DEGRADED));
+  state.Attach(&probe_port);
+  for (RecordingHealth* health : {&main_server, &probe_port}) {
+    EXPECT_TRUE(health->status[""]);
+    EXPECT_FALSE(health->status[kCollectiveTestService]);
+  }
+  state.OnGroupState(Group({0, 1}, v1::GROUP_STATE_SERVING, 1));
+  for (RecordingHealth* health : {&main_server, &probe_port}) {
+    EXPECT_TRUE(health->status[kCollectiveTestService]);
+  }
+
+  state.Detach();
+  for (RecordingHealth* health : {&main_server, &probe_port}) {
+    EXPECT_FALSE(health->status[""]);
+    EXPECT_FALSE(health->status[kCollectiveTestService]);
+  }
+  // One attached during shutdown never reports SERVING.
+  RecordingHealth late;
+  state.Attach(&late);
+  EXPECT_FALSE(late.status[""]);
+  EXPECT_FALSE(late.status[kCollectiveTestService]);
+}
+
 TEST(ServingStateTest, MetricsCountEachRespawnOnceAndShowTheState) {
   Metrics metrics;
   ServingState state(&metrics);

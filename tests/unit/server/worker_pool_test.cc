@@ -682,6 +682,102 @@ TEST_F(RecoveryTest, ShutdownDuringARecoveryLeavesNothing) {
   EXPECT_THAT(Pool().LivePids(), IsEmpty());
 }
 
+// The group of exactly `devices` as GroupStates reports it; state UNSPECIFIED when none.
+colltest::v1::GroupHealth StateOf(WorkerPool& pool, const std::vector<uint32_t>& devices) {
+  for (const colltest::v1::GroupHealth& g : pool.GroupStates()) {
+    if (std::vector<uint32_t>(g.devices().begin(), g.devices().end()) == devices) return g;
+  }
+  return {};
+}
+
+// Waits (bounded) until the group of `devices` says its workers exited for idleness, which it
+// says once they are reaped and their files removed; returns how long that took.
+absl::Duration WaitForIdleExit(WorkerPool& pool, const std::vector<uint32_t>& devices,
+                               absl::Duration limit) {
+  const absl::Time start = absl::Now();
+  while (!absl::StartsWith(StateOf(pool, devices).message(), kIdleExitMessagePrefix) &&
+         absl::Now() - start < limit) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return absl::Now() - start;
+}
+
+class IdleTest : public WorkerPoolTest {
+ protected:
+  void SetUp() override {
+    WorkerPoolTest::SetUp();
+    options_.idle_timeout = absl::Milliseconds(300);
+    // A canary that fails: any group that ran it would be DEGRADED and refuse the case, so a case
+    // that runs proves no canary ran.
+    options_.canary = Case("wrong:1");
+    options_.canary.set_variant(colltest::v1::VARIANT_LAMPORT);
+  }
+};
+
+TEST_F(IdleTest, IdleGroupExitsCleanlyAndTheNextCaseStartsItAgainWithoutACanary) {
+  const std::vector<int> before = Pids(Run({0, 1}, Case()));
+  EXPECT_LT(WaitForIdleExit(Pool(), {0, 1}, absl::Seconds(5)), absl::Seconds(2));
+  EXPECT_THAT(Pool().LivePids(), IsEmpty());
+  for (int pid : before) EXPECT_TRUE(Gone(pid)) << pid;
+  EXPECT_TRUE(NoChildren()) << "reaped";
+  EXPECT_THAT(OurShm(), IsEmpty());
+  ASSERT_THAT(ListDir(parent_), SizeIs(1));
+  EXPECT_THAT(ListDir(parent_ + "/" + ListDir(parent_)[0]), ElementsAre("controller.lock"))
+      << "sockets left behind";
+  colltest::v1::GroupHealth idle = StateOf(Pool(), {0, 1});
+  EXPECT_EQ(idle.state(), colltest::v1::GROUP_STATE_SERVING);
+  EXPECT_THAT(idle.message(), ::testing::StartsWith(kIdleExitMessagePrefix));
+  EXPECT_TRUE(IsIdleMessage(idle));
+  EXPECT_EQ(idle.recoveries(), 0u);
+  EXPECT_EQ(Pool().Restarts(), 0u) << "an idle exit is no restart";
+
+  const std::vector<RankResult> after = Run({0, 1}, Case());
+  ExpectAllOk(after, {0, 1});
+  for (int pid : Pids(after)) EXPECT_THAT(before, ::testing::Not(::testing::Contains(pid)));
+  const colltest::v1::GroupHealth again = StateOf(Pool(), {0, 1});
+  EXPECT_EQ(again.state(), colltest::v1::GROUP_STATE_SERVING);
+  EXPECT_EQ(again.message(), kIdleRestartMessage);
+  EXPECT_EQ(again.recoveries(), 0u);
+  EXPECT_EQ(Pool().Restarts(), 0u);
+}
+
+TEST_F(IdleTest, GroupInUseKeepsItsWorkersAndOnlyTheIdleOneExits) {
+  const std::vector<int> idle = Pids(Run({2, 3}, Case()));
+  // A case three idle timeouts long: its group is not idle while it runs, however long.
+  std::atomic<bool> cancel = false;
+  absl::StatusOr<std::vector<RankResult>> long_case;
+  std::thread runner([&] {
+    long_case = Pool().RunCase({0, 1}, Case("spin_cancel", 600000), [&] { return cancel.load(); });
+  });
+  std::vector<int> busy;
+  for (int i = 0; i < 1000 && busy.size() < 2; ++i) {
+    busy.clear();
+    for (int pid : Pool().LivePids()) {
+      if (std::find(idle.begin(), idle.end(), pid) == idle.end()) busy.push_back(pid);
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_THAT(busy, SizeIs(2));
+  if (busy.size() == 2) absl::SleepFor(3 * options_.idle_timeout);
+  EXPECT_LT(WaitForIdleExit(Pool(), {2, 3}, absl::Seconds(5)), absl::Seconds(2));
+  for (int pid : idle) EXPECT_TRUE(Gone(pid)) << "idle group " << pid;
+  EXPECT_THAT(Pool().LivePids(), UnorderedElementsAreArray(busy));
+  for (int pid : busy) EXPECT_FALSE(Gone(pid)) << "busy group " << pid;
+  cancel = true;
+  runner.join();
+  // Stopped when asked, by its ranks: CANCELLED with every rank's answer, nobody killed.
+  EXPECT_EQ(long_case.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(long_case.status().message(), HasSubstr("stopped mid-protocol"));
+  EXPECT_EQ(Pool().Restarts(), 0u);
+}
+
+TEST_F(IdleTest, ZeroTimeoutKeepsTheWorkers) {
+  options_.idle_timeout = absl::ZeroDuration();
+  const std::vector<int> pids = Pids(Run({0, 1}, Case()));
+  absl::SleepFor(absl::Milliseconds(600));
+  EXPECT_THAT(Pool().LivePids(), UnorderedElementsAreArray(pids));
+}
+
 TEST(CaseDeadlineTest, ScalesTheTimeoutWithTheNumberOfCalls) {
   const absl::Duration grace = absl::Seconds(2);
   CaseRequest request;

@@ -5,10 +5,13 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "worker/backends/gpu/device_facts.h"
 #include "worker/backends/gpu/stream_wait.h"
 
 namespace colltest::gpu {
@@ -99,24 +102,30 @@ std::string DriverVersionText() {
 }
 
 // One probe device; false when its name and memory cannot be read (then the probe reports none).
-// UUID and PCI bus id are recorded for the machine identity only: a failed query leaves them "".
-bool AppendDeviceJson(int d, std::string* json) {
+// UUID, PCI bus id and serial are recorded for the machine identity only: a failed query leaves
+// them "". The bus id goes to `bus` for the links.
+bool AppendDeviceJson(int d, const DeviceFacts& facts, std::string* bus, std::string* json) {
   DeviceInfo info;
   if (GetDeviceInfo(d, &info) != kSuccess) return false;
   Uuid uuid;
   const std::string uuid_text = GetDeviceUuid(d, &uuid) == kSuccess ? UuidText(uuid) : "";
-  char bus[64] = {};
-  if (GetPciBusId(d, bus, sizeof bus) != kSuccess) bus[0] = 0;
-  bus[sizeof bus - 1] = 0;
+  char bus_text[64] = {};
+  if (GetPciBusId(d, bus_text, sizeof bus_text) != kSuccess) bus_text[0] = 0;
+  bus_text[sizeof bus_text - 1] = 0;
+  *bus = bus_text;
+  const std::string serial = bus->empty() ? "" : facts.Serial(*bus);
   absl::StrAppend(json, d > 0 ? "," : "", R"({"index":)", d, R"(,"name":")", JsonEscape(info.name),
                   R"(","memory_bytes":)", info.memory_bytes, R"(,"uuid":")", JsonEscape(uuid_text),
-                  R"(","pci_bus_id":")", JsonEscape(bus), R"("})");
+                  R"(","pci_bus_id":")", JsonEscape(*bus), R"(","serial":")", JsonEscape(serial),
+                  R"("})");
   return true;
 }
 
 // Every pair a < b. p2p needs access both ways: a collective's ranks read and write each other.
-// Rank and atomics are the a -> b direction's; a failed query leaves 0 / false.
-std::string LinksJson(int count) {
+// Rank and atomics are the a -> b direction's; a failed query leaves 0 / false. Kind, hops and
+// lanes as DeviceFacts::Link finds them.
+std::string LinksJson(const std::vector<std::string>& buses, const DeviceFacts& facts) {
+  const int count = static_cast<int>(buses.size());
   std::string json = "[";
   for (int a = 0; a < count; ++a) {
     for (int b = a + 1; b < count; ++b) {
@@ -125,9 +134,11 @@ std::string LinksJson(int count) {
                        CanAccessPeer(&ba, b, a) == kSuccess && ba != 0;
       if (P2PAttribute(&rank, kP2PPerformanceRank, a, b) != kSuccess) rank = 0;
       if (P2PAttribute(&atomics, kP2PNativeAtomics, a, b) != kSuccess) atomics = 0;
+      const LinkFacts link = facts.Link(a, b, buses[a], buses[b], p2p);
       absl::StrAppend(&json, json.size() > 1 ? "," : "", R"({"a":)", a, R"(,"b":)", b, R"(,"p2p":)",
                       p2p ? "true" : "false", R"(,"performance_rank":)", rank,
-                      R"(,"native_atomics":)", atomics != 0 ? "true" : "false", "}");
+                      R"(,"native_atomics":)", atomics != 0 ? "true" : "false", R"(,"kind":")",
+                      link.kind, R"(","hops":)", link.hops, R"(,"lanes":)", link.lanes, "}");
     }
   }
   json.push_back(']');
@@ -148,13 +159,15 @@ std::unique_ptr<worker::Backend> CreateGpuBackend(const GpuBackendOptions& optio
 std::string ProbeDevicesJson() {
   int count = 0;
   if (GetDeviceCount(&count) != kSuccess || count <= 0) return "";
+  const DeviceFacts facts;
+  std::vector<std::string> buses(count);
   std::string json = absl::StrCat(R"({"backend":")", kBackendName, R"(","devices":[)");
   for (int d = 0; d < count; ++d) {
-    if (!AppendDeviceJson(d, &json)) return "";
+    if (!AppendDeviceJson(d, facts, &buses[d], &json)) return "";
   }
   absl::StrAppend(&json, R"(],"driver_version":")", JsonEscape(DriverVersionText()),
                   R"(","runtime_version":")", JsonEscape(VersionText(&RuntimeVersion)),
-                  R"(","links":)", LinksJson(count), "}");
+                  R"(","links":)", LinksJson(buses, facts), "}");
   return json;
 }
 

@@ -24,8 +24,9 @@ std::unique_ptr<worker::Backend> CreateGpuBackend(const GpuBackendOptions& optio
 
 // `{"backend":"cuda","devices":[...],"driver_version":..,"runtime_version":..,"links":[...]}` when
 // devices exist, empty otherwise (server/backend_probe.h reads it). Devices carry index, name,
-// memory_bytes, uuid and pci_bus_id; links every pair a < b. A failed uuid, bus id, version or
-// link query leaves that field "" / false / 0 rather than failing the probe.
+// memory_bytes, uuid, pci_bus_id and serial; links every pair a < b with p2p, performance_rank,
+// native_atomics, kind, hops and lanes (device_facts.h). A failed uuid, bus id, serial, version
+// or link query leaves that field "" / false / 0 rather than failing the probe.
 std::string ProbeDevicesJson();
 
 class GpuBackend final : public worker::Backend {

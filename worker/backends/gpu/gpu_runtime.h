@@ -10,6 +10,7 @@
 #if defined(__HIPCC__) || defined(COLLTEST_GPU_HIP)
 #include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
+#include <hsa/hsa_ext_amd.h>  // hsa_amd_link_info_type_t, which hipExtGetLinkTypeAndHopCount reports
 #define COLLTEST_GPU_API(x) hip##x
 #define COLLTEST_GPU_VENDOR_HIP 1
 using ColltestGpuDeviceProp = hipDeviceProp_t;
@@ -122,6 +123,33 @@ inline constexpr P2PAttr kP2PPerformanceRank = COLLTEST_GPU_API(DevP2PAttrPerfor
 inline constexpr P2PAttr kP2PNativeAtomics = COLLTEST_GPU_API(DevP2PAttrNativeAtomicSupported);
 inline Error P2PAttribute(int* value, P2PAttr attr, int d, int peer) {
   return COLLTEST_GPU_API(DeviceGetP2PAttribute)(value, attr, d, peer);
+}
+
+// ---- Machine facts beyond the runtime: a board's serial, the kind of a link, the processes
+// using a device. CUDA asks NVML (nvml_library.h, opened at run time and compiled into the CUDA
+// build only: its users test COLLTEST_GPU_HAVE_NVML). HIP has no such library that works without
+// a context: sysfs (worker/pci_sysfs.h), /proc (worker/device_users_scan.h) and the runtime's
+// link query below.
+#define COLLTEST_GPU_HAVE_NVML (!COLLTEST_GPU_VENDOR_HIP)
+
+// The link of a pair as the runtime names it: HIP tells xGMI from PCIe and counts the hops. kind
+// is nullptr where the runtime does not say (CUDA's never does; NVML does).
+struct RuntimeLink {
+  const char* kind = nullptr;
+  uint32_t hops = 0;
+};
+inline RuntimeLink GetRuntimeLink(int a, int b) {
+#if COLLTEST_GPU_VENDOR_HIP
+  uint32_t type = 0, hops = 0;
+  if (hipExtGetLinkTypeAndHopCount(a, b, &type, &hops) != hipSuccess) return {};
+  if (type == HSA_AMD_LINK_INFO_TYPE_XGMI) return {"xgmi", hops};
+  if (type == HSA_AMD_LINK_INFO_TYPE_PCIE) return {"pcie", hops};
+  return {nullptr, hops};
+#else
+  (void)a;
+  (void)b;
+  return {};
+#endif
 }
 
 inline Error Malloc(void** p, size_t n) { return COLLTEST_GPU_API(Malloc)(p, n); }

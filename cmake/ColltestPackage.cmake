@@ -1,0 +1,85 @@
+# `cpack -G DEB` in the build directory (docs/install.md): a .deb per install component of
+# cmake/ColltestInstall.cmake, for Debian 12, installed under /usr.
+#   colltest                     colltestd, colltest, the TLS shim, tune tables, docs, man pages,
+#                                completions; Depends on colltest-worker of the same version
+#   colltest-worker-<backend>    colltest-worker built for one backend (cpu, cuda or hip);
+#                                Provides/Conflicts/Replaces the virtual colltest-worker, so that
+#                                exactly one worker is installed and another backend's replaces it
+# The libraries' packages (libgrpc++1.51, libprotobuf32, libsqlite3-0, libcivetweb1, ...) come from
+# dpkg-shlibdeps, which reads the binaries.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME colltest)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "colltest maintainers <colltest@localhost>")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER ${CPACK_PACKAGE_CONTACT})
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+# No CPACK_PACKAGE_DESCRIPTION_SUMMARY: CPack would put it above every package's own first line,
+# which is the package's summary (CPACK_COMPONENT_<COMPONENT>_DESCRIPTION).
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # NAME_VERSION_ARCH.deb
+set(CPACK_DEBIAN_PACKAGE_SECTION utils)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# A RelWithDebInfo build is mostly debug sections; the packages carry the stripped binaries.
+set(CPACK_STRIP_FILES ON)
+
+# The worker package is named after the backend it was built for (COLLTEST_GPU off is the cpu
+# backend alone).
+if(COLLTEST_GPU STREQUAL "off")
+  set(colltest_worker_backend cpu)
+else()
+  set(colltest_worker_backend ${COLLTEST_GPU})
+endif()
+
+# colltestd and its workers speak a private protocol: they must come from the same version.
+set(colltest_worker_virtual "colltest-worker (= ${PROJECT_VERSION})")
+
+set(CPACK_COMPONENTS_ALL)
+if(TARGET colltestd OR TARGET colltest)
+  list(APPEND CPACK_COMPONENTS_ALL colltest)
+endif()
+if(TARGET colltest-worker)
+  list(APPEND CPACK_COMPONENTS_ALL worker)
+endif()
+
+set(CPACK_DEBIAN_COLLTEST_PACKAGE_NAME colltest)
+set(CPACK_DEBIAN_COLLTEST_PACKAGE_DEPENDS ${colltest_worker_virtual})
+set(CPACK_COMPONENT_COLLTEST_DESCRIPTION
+    "tests fused all-reduce + RMSNorm collective kernels on a node
+colltestd runs sweeps of fused all-reduce + RMSNorm kernel variants over the node's devices,
+checks every result and keeps a run history; colltest is its command-line client. Includes the
+dashboard and JSON API (--http), the tune tables, man pages and bash completions.
+It needs one colltest-worker package: colltest-worker-cpu, -cuda or -hip.")
+
+set(CPACK_DEBIAN_WORKER_PACKAGE_NAME colltest-worker-${colltest_worker_backend})
+set(CPACK_DEBIAN_WORKER_PACKAGE_PROVIDES ${colltest_worker_virtual})
+set(CPACK_DEBIAN_WORKER_PACKAGE_CONFLICTS colltest-worker)
+set(CPACK_DEBIAN_WORKER_PACKAGE_REPLACES colltest-worker)
+set(colltest_worker_summary "colltest worker, ${colltest_worker_backend} backend")
+set(colltest_worker_body "colltest-worker runs one rank of colltestd's collective cases; colltestd
+starts one per device.")
+if(colltest_worker_backend STREQUAL "cuda")
+  # The CUDA runtime is linked statically (CMAKE_CUDA_RUNTIME_LIBRARY Static); the driver's
+  # libcuda.so.1 is loaded at run time and comes with the NVIDIA driver, which no package
+  # dependency can pick for the machine.
+  set(CPACK_DEBIAN_WORKER_PACKAGE_RECOMMENDS libcuda1)
+  string(REPLACE ";" ", sm_" colltest_cuda_archs "sm_${CMAKE_CUDA_ARCHITECTURES}")
+  string(APPEND colltest_worker_body " This build runs on NVIDIA GPUs (${colltest_cuda_archs})\n"
+         "and includes the cpu backend. The CUDA runtime is linked in; the NVIDIA driver\n"
+         "(libcuda.so.1, e.g. from libcuda1) must be installed.")
+  # NCCL linked (worker/CMakeLists.txt: both found) from a tarball owns no package that
+  # dpkg-shlibdeps could name (it warns and leaves it out): libnccl2 is its package in Debian's
+  # non-free and in NVIDIA's repository.
+  if(COLLTEST_NCCL_LIBRARY AND COLLTEST_NCCL_INCLUDE)
+    set(CPACK_DEBIAN_WORKER_PACKAGE_DEPENDS libnccl2)
+  endif()
+elseif(colltest_worker_backend STREQUAL "hip")
+  string(APPEND colltest_worker_body " This build runs on AMD GPUs through Debian's ROCm\n"
+         "(libamdhip64) and includes the cpu backend; it needs the amdgpu kernel driver.")
+else()
+  string(APPEND colltest_worker_body " This build has the cpu backend only: ranks are\n"
+         "processes on the host's cores.")
+endif()
+set(CPACK_COMPONENT_WORKER_DESCRIPTION "${colltest_worker_summary}\n${colltest_worker_body}")
+
+include(CPack)

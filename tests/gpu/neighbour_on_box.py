@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""colltestd as a neighbour of jobs on the GPU box (docs/neighbours.md), and the device identity.
+
+Usage: neighbour_on_box.py BIN_DIR OUT_DIR WORLD
+
+1. identity: `colltest devices --format json` (UUID, PCI bus id, serial, link kinds) and the
+   worker's `--users` line before anything of ours runs.
+2. idle timeout: a daemon with --idle-timeout 5s runs a case; its workers must hold GPU memory
+   while warm and be gone (no process, memory back) after the timeout; the next case's wall time
+   against a warm one is the respawn cost.
+3. BUSY: daemon A keeps its workers (--idle-timeout 0); daemon B's run on the same devices must be
+   refused BUSY (exit 5) naming A's worker pids, health answers busy, and --force runs.
+4. priority: a long sweep from one client, then `health` from another: the verdict's wall time,
+   and the sweep must still finish every case.
+5. levels: `health --level quick|standard|long` wall times and the long level's pair bandwidth.
+Writes neighbour_box.json under OUT_DIR and prints a short table.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+bin_dir, out, world = sys.argv[1], sys.argv[2], int(sys.argv[3])
+colltestd = os.path.join(bin_dir, "colltestd")
+colltest = os.path.join(bin_dir, "colltest")
+worker = os.path.join(bin_dir, "colltest-worker")
+devices = ",".join(str(d) for d in range(world))
+report = {"world": world}
+
+
+def smi(query):
+    p = subprocess.run(["nvidia-smi", f"--query-{query}", "--format=csv,noheader,nounits"],
+                       capture_output=True, text=True, timeout=30)
+    return [line.strip() for line in p.stdout.splitlines() if line.strip()]
+
+
+def gpu_memory_used_mib():
+    return [int(r.split(",")[1]) for r in smi("gpu=index,memory.used")][:world]
+
+
+def compute_pids():
+    return sorted({int(r.split(",")[0]) for r in smi("compute-apps=pid,used_memory") if r})
+
+
+class Daemon:
+    def __init__(self, name, *flags):
+        self.state = tempfile.mkdtemp(prefix=f"colltest-{name}-")
+        self.log = open(os.path.join(out, f"colltestd_neighbour_{name}.log"), "w")
+        self.proc = subprocess.Popen(
+            [colltestd, "--listen", "127.0.0.1:0", "--backend", "cuda", "--state-dir", self.state,
+             *flags], stdout=self.log, stderr=subprocess.STDOUT)
+        self.addr = None
+        for _ in range(400):
+            text = open(self.log.name).read()
+            m = re.search(r"^colltestd listening on (\S+)", text, re.M)
+            if m:
+                self.addr = m.group(1)
+                break
+            time.sleep(0.05)
+        if self.addr is None:
+            raise RuntimeError(f"{name}: colltestd did not start: {open(self.log.name).read()}")
+
+    def cli(self, *args, timeout=300):
+        t0 = time.monotonic()
+        p = subprocess.run([colltest, "--server", self.addr, *args], capture_output=True,
+                           text=True, timeout=timeout)
+        return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+
+
+def case(d, *extra):
+    return d.cli("run", "--world", str(world), "--m", "64", "--n", "7168", "--variants",
+                 "lamport", "--modes", "graph", "--format", "json", *extra)
+
+
+def identity():
+    d = Daemon("identity")
+    rc, text, err, _ = d.cli("devices", "--format", "json")
+    report["devices_rc"] = rc
+    try:
+        report["devices"] = json.loads(text)
+    except ValueError:
+        report["devices_text"] = text + err
+    d.stop()
+    p = subprocess.run([worker, "--users", "--backend", "cuda", "--devices", devices],
+                       capture_output=True, text=True, timeout=30)
+    report["users_before"] = {"rc": p.returncode, "line": p.stdout.strip(), "err": p.stderr[-400:]}
+
+
+def idle_timeout():
+    d = Daemon("idle", "--idle-timeout", "5s")
+    base = gpu_memory_used_mib()
+    cold = case(d)
+    warm = case(d)
+    warm_pids, warm_mem = compute_pids(), gpu_memory_used_mib()
+    time.sleep(9)
+    idle_pids, idle_mem = compute_pids(), gpu_memory_used_mib()
+    again = case(d)
+    d.stop()
+    report["idle"] = {
+        "memory_mib_before": base, "memory_mib_warm": warm_mem, "memory_mib_after_idle": idle_mem,
+        "compute_pids_warm": warm_pids, "compute_pids_after_idle": idle_pids,
+        "first_case_s": round(cold[3], 3), "warm_case_s": round(warm[3], 3),
+        "after_idle_case_s": round(again[3], 3),
+        "respawn_cost_s": round(again[3] - warm[3], 3),
+        "exits": [cold[0], warm[0], again[0]]}
+
+
+def busy():
+    a = Daemon("busy_a", "--idle-timeout", "0")
+    case(a)
+    holders = compute_pids()
+    b = Daemon("busy_b")
+    refused = case(b)
+    health = b.cli("health", "--format", "json")
+    forced = case(b, "--force")
+    a.stop()
+    b.stop()
+    named = [pid for pid in holders if str(pid) in refused[2]]
+    report["busy"] = {"holders": holders, "refused_exit": refused[0],
+                      "refused_message": refused[2].strip()[-600:], "pids_named": named,
+                      "health_exit": health[0], "health": health[1][:2000],
+                      "forced_exit": forced[0]}
+
+
+def priority():
+    d = Daemon("priority")
+    case(d)
+    sweep = subprocess.Popen(
+        [colltest, "--server", d.addr, "sweep", "--world", str(world), "--m",
+         "1,2,4,8,16,32,64,128,256,512,1024,2048", "--n", "7168", "--variants",
+         "one_stage,two_kernel,lamport,lamport_tb", "--modes", "eager,graph", "--iters", "3000",
+         "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    time.sleep(3)
+    health = d.cli("health", "--format", "json")
+    sweep_out, _ = sweep.communicate(timeout=600)
+    d.stop()
+    try:
+        run = json.loads(sweep_out)
+        cases = run.get("cases", [])
+        walls = sorted(c.get("wall_ms", 0) for c in cases)
+        summary = {"state": run.get("state"), "cases": len(cases),
+                   "max_case_wall_ms": walls[-1] if walls else None}
+    except ValueError:
+        summary = {"raw": sweep_out[-400:]}
+    report["priority"] = {"health_exit": health[0], "health_wall_s": round(health[3], 3),
+                          "sweep": summary, "sweep_exit": sweep.returncode}
+
+
+def levels():
+    d = Daemon("levels", "--allow-fault-injection")
+    case(d)
+    report["levels"] = {}
+    for level in ("quick", "standard", "long"):
+        rc, text, err, wall = d.cli("health", "--level", level, "--format", "json", timeout=900)
+        entry = {"exit": rc, "wall_s": round(wall, 3)}
+        try:
+            h = json.loads(text)
+            entry["status"] = h.get("status")
+            entry["message"] = h.get("message")
+            entry["self_test"] = h.get("self_test")
+            entry["pairs"] = [{k: p.get(k) for k in ("devices", "status", "busbw_gbps",
+                                                      "expected_busbw_gbps", "below_expected")}
+                              for p in h.get("pairs", [])]
+        except ValueError:
+            entry["raw"] = (text + err)[-600:]
+        report["levels"][level] = entry
+    d.stop()
+
+
+for step in (identity, idle_timeout, busy, priority, levels):
+    try:
+        step()
+    except Exception as e:  # one broken step must not hide the others' numbers
+        report[step.__name__ + "_error"] = repr(e)
+json.dump(report, open(os.path.join(out, "neighbour_box.json"), "w"), indent=1)
+idle = report.get("idle", {})
+print(f"idle: warm {idle.get('memory_mib_warm')} MiB -> after 5 s idle "
+      f"{idle.get('memory_mib_after_idle')} MiB (before {idle.get('memory_mib_before')}); "
+      f"pids {idle.get('compute_pids_warm')} -> {idle.get('compute_pids_after_idle')}; respawn "
+      f"cost {idle.get('respawn_cost_s')} s (after idle {idle.get('after_idle_case_s')} s, warm "
+      f"{idle.get('warm_case_s')} s)")
+b = report.get("busy", {})
+print(f"busy: refused exit {b.get('refused_exit')} naming {b.get('pids_named')} of "
+      f"{b.get('holders')}; health exit {b.get('health_exit')}; --force exit {b.get('forced_exit')}")
+print(f"busy message: {b.get('refused_message')}")
+p = report.get("priority", {})
+print(f"priority: health exit {p.get('health_exit')} in {p.get('health_wall_s')} s during a sweep "
+      f"{p.get('sweep')}")
+for level, e in report.get("levels", {}).items():
+    print(f"level {level}: exit {e.get('exit')} {e.get('wall_s')} s {e.get('status')} "
+          f"self_test={e.get('self_test')} pairs={e.get('pairs')}")
+for k, v in report.items():
+    if k.endswith("_error"):
+        print(k, v)

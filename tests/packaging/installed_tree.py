@@ -1,0 +1,145 @@
+"""Checks an installed colltest tree (a --prefix, or the usr/ of the extracted .debs): the files
+it must hold, then a colltestd started from it that serves TLS and runs a sweep with its own
+workers and its own TLS shim, nothing from the build tree."""
+
+import glob
+import os
+import signal
+import ssl
+import subprocess
+import urllib.request
+
+PROGRAMS = ["colltestd", "colltest", "colltest-worker"]
+SHIM = "lib/colltest/libcolltest_civetweb_ssl.so"
+
+
+def check_files(root, source_dir):
+    """The relative paths under root that are missing or wrong; [] when the tree is complete."""
+    problems = []
+
+    def need(relative, what=None):
+        path = os.path.join(root, relative)
+        if not os.path.isfile(path) or os.path.getsize(path) == 0:
+            problems.append(f"{relative}: missing or empty")
+        elif what is not None and what not in open(path, errors="replace").read():
+            problems.append(f"{relative}: does not mention {what!r}")
+
+    for program in PROGRAMS:
+        need(f"bin/{program}")
+        need(f"share/man/man1/{program}.1", f".TH {program.upper()} \"1\"")
+        need(f"share/bash-completion/completions/{program}", "complete -F")
+    need(SHIM)
+    # colltest.1 holds every subcommand's flags, not only the global ones.
+    need("share/man/man1/colltest.1", "colltest baseline set")
+    need("share/man/man1/colltest.1", "\\-\\-lamport\\-min\\-bytes")
+    for table in glob.glob(os.path.join(source_dir, "tune", "*")):
+        need(f"share/colltest/tune/{os.path.basename(table)}")
+    need("share/doc/colltest/README.md")
+    for doc in glob.glob(os.path.join(source_dir, "docs", "*.md")):
+        need(f"share/doc/colltest/docs/{os.path.basename(doc)}")
+    return problems
+
+
+def clean_environment():
+    """The caller's environment without what could lead the programs to the build tree."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("LD_LIBRARY_PATH", "LD_PRELOAD") and not key.startswith("COLLTEST_")}
+    env["PATH"] = "/usr/bin:/bin"
+    return env
+
+
+def make_certificate(work_dir):
+    """A self-signed certificate for localhost: (certificate, key)."""
+    cert, key = os.path.join(work_dir, "server.crt"), os.path.join(work_dir, "server.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True)
+    return cert, key
+
+
+def children(pid):
+    """The pids whose parent is pid."""
+    found = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = open(stat).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.split("/")[2]))
+    return found
+
+
+def mapped_files(pid):
+    paths = set()
+    for line in open(f"/proc/{pid}/maps"):
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and parts[5].startswith("/"):
+            paths.add(parts[5].strip())
+    return paths
+
+
+def run_sweep(root, work_dir, forbidden_dir):
+    """Starts root/bin/colltestd (cpu backend, 2 ranks, gRPC and HTTP over TLS), runs a sweep with
+    root/bin/colltest, and stops colltestd with SIGTERM. Raises AssertionError on any failure;
+    fails when colltestd or its workers use a file under forbidden_dir (the build tree)."""
+    root, forbidden_dir = os.path.realpath(root), os.path.realpath(forbidden_dir)
+    cert, key = make_certificate(work_dir)
+    env = clean_environment()
+    # A file, not a pipe: nobody reads colltestd's log while it runs.
+    log_path = os.path.join(work_dir, "colltestd.log")
+    log = open(log_path, "w")
+    daemon = subprocess.Popen(
+        [os.path.join(root, "bin", "colltestd"), "--backend", "cpu", "--cpu-ranks", "2",
+         "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key,
+         "--state-dir", os.path.join(work_dir, "state"), "--runtime-dir", work_dir],
+        stdout=subprocess.PIPE, stderr=log, text=True, cwd=work_dir, env=env)
+    log.close()
+    try:
+        # colltestd says where it listens in one line once it serves.
+        line = daemon.stdout.readline()
+        assert line.startswith("colltestd listening on "), (
+            f"colltestd did not start: {line!r} {open(log_path).read()}")
+        fields = line.split()
+        address = fields[3]
+        http = next(field[len("http="):] for field in fields if field.startswith("http="))
+
+        # The HTTP port under TLS works only with the shim, which must be the installed one.
+        context = ssl.create_default_context(cafile=cert)
+        with urllib.request.urlopen(f"https://{http}/healthz", context=context, timeout=10) as r:
+            assert r.status == 200, f"/healthz answered {r.status}"
+        shims = [path for path in mapped_files(daemon.pid) if path.endswith(os.path.basename(SHIM))]
+        assert shims == [os.path.join(root, SHIM)], f"colltestd loaded the TLS shim from {shims}"
+
+        sweep = subprocess.run(
+            [os.path.join(root, "bin", "colltest"), "--server", address, "--tls-ca", cert,
+             "--tls-server-name", "localhost", "sweep", "--m", "1,8", "--n", "1024",
+             "--variants", "lamport"],
+            capture_output=True, text=True, cwd=work_dir, env=env, timeout=120)
+        assert sweep.returncode == 0, (
+            f"colltest sweep exited {sweep.returncode}:\n{sweep.stdout}\n{sweep.stderr}")
+
+        # The workers (idle, still running) are the installed colltest-worker.
+        workers = children(daemon.pid)
+        assert workers, "colltestd has no worker processes after the sweep"
+        for pid in [daemon.pid] + workers:
+            try:
+                exe, maps = os.readlink(f"/proc/{pid}/exe"), mapped_files(pid)
+            except OSError:  # a child that has just exited
+                continue
+            assert exe.startswith(root + "/"), f"process {pid} runs {exe}, not from {root}"
+            used = [p for p in maps if p.startswith(forbidden_dir + "/")]
+            assert not used, f"process {pid} ({exe}) maps files of the build tree: {used}"
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            code = daemon.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+            raise AssertionError("colltestd did not stop within 30 s of SIGTERM")
+    assert code == 0, f"colltestd exited {code} after SIGTERM: {open(log_path).read()}"
+    return sweep.stdout
+
