@@ -15,6 +15,9 @@ case "${1:-base}" in
       chromium python3-websocket
       # Man pages (help2man), .debs (cpack runs dpkg-shlibdeps and file), the packaging tests' TLS
       help2man dpkg-dev file openssl
+      # The deployment tests: systemd-analyze verify, and Debian's python3 with YAML for the
+      # Kubernetes manifests
+      systemd python3 python3-yaml
     )
     ;;
   hip)

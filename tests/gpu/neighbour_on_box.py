@@ -92,6 +92,22 @@ def identity():
     p = subprocess.run([worker, "--users", "--backend", "cuda", "--devices", devices],
                        capture_output=True, text=True, timeout=30)
     report["users_before"] = {"rc": p.returncode, "line": p.stdout.strip(), "err": p.stderr[-400:]}
+    # Another process holding 2 GiB of device 0 (torch is on the box for the anchors): --users
+    # must name it, with its memory.
+    holder = subprocess.Popen(
+        ["python3", "-c", "import torch, time; x = torch.empty(2**31, dtype=torch.uint8, "
+         "device='cuda:0'); print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        ready = holder.stdout.readline().strip() == "held"
+        p = subprocess.run([worker, "--users", "--backend", "cuda", "--devices", devices],
+                           capture_output=True, text=True, timeout=30)
+        report["users_with_holder"] = {"holder_pid": holder.pid, "holder_ready": ready,
+                                       "rc": p.returncode, "line": p.stdout.strip(),
+                                       "named": str(holder.pid) in p.stdout}
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def idle_timeout():
@@ -175,12 +191,19 @@ def levels():
     d.stop()
 
 
-for step in (identity, idle_timeout, busy, priority, levels):
+# Every step but the identity runs cases, which need two devices (world >= 2).
+for step in (identity,) + ((idle_timeout, busy, priority, levels) if world >= 2 else ()):
     try:
         step()
     except Exception as e:  # one broken step must not hide the others' numbers
         report[step.__name__ + "_error"] = repr(e)
 json.dump(report, open(os.path.join(out, "neighbour_box.json"), "w"), indent=1)
+u = report.get("users_with_holder", {})
+print(f"users: before {report.get('users_before', {}).get('line')}")
+print(f"users with a 2 GiB holder (pid {u.get('holder_pid')}): named={u.get('named')} {u.get('line')}")
+links = report.get("devices", {}).get("machine", {}).get("links", [])
+print(f"devices: {json.dumps(report.get('devices', {}).get('machine', {}).get('devices'))}")
+print(f"links: {json.dumps(links)}")
 idle = report.get("idle", {})
 print(f"idle: warm {idle.get('memory_mib_warm')} MiB -> after 5 s idle "
       f"{idle.get('memory_mib_after_idle')} MiB (before {idle.get('memory_mib_before')}); "

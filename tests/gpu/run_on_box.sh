@@ -4,8 +4,9 @@
 # same box measured with torch (tests/gpu/anchors.py -> anchors.json), then the health check,
 # recovery and metrics (tests/gpu/health_on_box.py), stopping running cases and SIGTERM
 # (tests/gpu/cancel_on_box.py), JSON under $OUT, and tables printed last
-# (graph mode: each variant against the anchors; the fault matrix). STAGE=test|bench|all|cancel (default all;
-# cancel: only tests/gpu/cancel_on_box.py and the SIGTERM check);
+# (graph mode: each variant against the anchors; the fault matrix). STAGE=test|bench|all|cancel|neighbour
+# (default all; cancel: only tests/gpu/cancel_on_box.py and the SIGTERM check; neighbour: only
+# tests/gpu/neighbour_on_box.py);
 # BENCH_M (rows), BENCH_MODES ("graph eager"), ANCHORS=0 (skip the anchors) narrow a run. The test
 # stage also writes the fault matrix (fault_matrix.json), printed as a table at the very end.
 set -uo pipefail
@@ -61,6 +62,18 @@ if [ "$stage" = "cancel" ]; then
   timeout 300 python3 tests/gpu/cancel_on_box.py "$bin/colltest" "$addr" "$out"
   echo "cancel stage rc=$?"
   sigterm_check
+  exit 0
+fi
+
+# colltestd next to jobs and the device identity (tests/gpu/neighbour_on_box.py): the idle
+# timeout, BUSY, health priority and levels (two or more GPUs), the probe and --users (any).
+neighbour_check() {
+  world=$(nvidia-smi -L | wc -l)
+  timeout 500 python3 tests/gpu/neighbour_on_box.py "$bin" "$out" "$world"
+  echo "neighbour stage rc=$?"
+}
+if [ "$stage" = "neighbour" ]; then
+  neighbour_check
   exit 0
 fi
 
@@ -199,6 +212,7 @@ if [ "$stage" != "bench" ]; then
   timeout 300 python3 tests/gpu/cancel_on_box.py "$bin/colltest" "$addr" "$out"
   echo "cancel stage rc=$?"
   sigterm_check
+  neighbour_check
 fi
 
 if [ -f "$out/fault_matrix.json" ]; then
