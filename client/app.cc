@@ -98,8 +98,10 @@ absl::StatusOr<FleetCheck> PrepareFleetCheck(const Invocation& inv, const Output
   FleetCheck check;
   COLLTEST_ASSIGN_OR_RETURN(check.request, BuildHealthRequest(inv.health));
   COLLTEST_ASSIGN_OR_RETURN(
-      check.options, BuildFleetOptions(inv.health, HealthDeadline(check.request.timeout_ms(), check.request.level()),
-                                       ResolveWithGetaddrinfo));
+      check.options,
+      BuildFleetOptions(inv.health,
+                        HealthDeadline(check.request.timeout_ms(), check.request.level()),
+                        ResolveWithGetaddrinfo));
   return check;
 }
 

@@ -143,7 +143,8 @@ void AddHealthFlags(CLI::App* app, HealthFlags* f) {
               "it resolves to) instead of --server");
   AddOptional(app, "--targets-file", "FILE", &f->targets_file,
               "Fleet check: nodes from a file, one host:port per line (# comments)");
-  AddOptional(app, "--parallel", "N", &f->parallel, "Fleet check: nodes asked at once (default 32)");
+  AddOptional(app, "--parallel", "N", &f->parallel,
+              "Fleet check: nodes asked at once (default 32)");
   AddOptional(app, "--node-timeout", "DURATION", &f->node_timeout,
               "Fleet check: deadline per node and attempt (default: the check's own deadline)");
   AddOptional(app, "--retries", "N", &f->retries,

@@ -131,11 +131,12 @@ int HealthCommand(Client& client, const v1::HealthRequest& request, const Output
   absl::StatusOr<v1::HealthResponse> health = client.Health(request, deadline);
   if (absl::IsDeadlineExceeded(health.status())) {
     // gRPC's own text ("Deadline Exceeded") does not say which deadline or how to lengthen it.
-    return Fail(streams, absl::DeadlineExceededError(absl::StrCat(
-                             "no health verdict within ", absl::FormatDuration(deadline),
-                             " (the level's floor, or a multiple of --timeout: docs/health-levels.md): "
-                             "the server may be stuck: ",
-                             health.status().message())));
+    return Fail(streams,
+                absl::DeadlineExceededError(absl::StrCat(
+                    "no health verdict within ", absl::FormatDuration(deadline),
+                    " (the level's floor, or a multiple of --timeout: docs/health-levels.md): "
+                    "the server may be stuck: ",
+                    health.status().message())));
   }
   if (!health.ok()) return Fail(streams, health.status());
   if (int code = WriteOrFail(streams, FormatHealth(*health, output.format), output);

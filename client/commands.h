@@ -71,8 +71,7 @@ int TuneCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& 
 // more at the deeper levels), each of which may take up to its timeout when it hangs; the deadline
 // exists so that the check itself cannot hang, and colltestd answers BUSY with its last verdict
 // rather than miss it (docs/neighbours.md).
-absl::Duration HealthDeadline(uint32_t timeout_ms,
-                              v1::HealthLevel level = v1::HEALTH_LEVEL_QUICK);
+absl::Duration HealthDeadline(uint32_t timeout_ms, v1::HealthLevel level = v1::HEALTH_LEVEL_QUICK);
 
 }  // namespace colltest::client
 

@@ -56,9 +56,9 @@ struct HealthFlags {
   std::optional<std::string> devices;
   std::optional<std::string> fault;
   std::optional<std::string> warn_ratio;
-  std::optional<std::string> level;             // quick|standard|long
-  bool force = false;                           // HealthRequest.force
-  std::optional<std::string> max_verdict_age;   // DURATION: HealthRequest.max_verdict_age_ms
+  std::optional<std::string> level;            // quick|standard|long
+  bool force = false;                          // HealthRequest.force
+  std::optional<std::string> max_verdict_age;  // DURATION: HealthRequest.max_verdict_age_ms
   // node-problem-detector mode: CollectiveHang or CollectiveWrong. Prints one line and exits
   // 0 (condition false), 1 (condition true) or 2 (unknown) as NPD's custom plugins do.
   std::optional<std::string> npd;

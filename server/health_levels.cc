@@ -9,10 +9,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/fault_spec.h"
-#include "server/run_executor.h"
 #include "nlohmann/json.hpp"
 #include "server/case_merge.h"
 #include "server/names.h"
+#include "server/run_executor.h"
 
 namespace colltest::server {
 

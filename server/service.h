@@ -34,7 +34,7 @@ struct ServiceOptions {
   // The history database (not owned); null: the service keeps its own in memory (tests).
   store::RunStore* history_store = nullptr;
   colltest::v1::MachineIdentity machine;    // recorded with every run
-  ExpectedBandwidth expected_busbw;          // the long health level's figures (tune dir)
+  ExpectedBandwidth expected_busbw;         // the long health level's figures (tune dir)
   uint32_t max_active_runs_per_owner = 16;  // queued or running runs of one caller; 0: no limit
   Metrics* metrics = nullptr;               // not owned; null: no metrics
   const TuneTables* tune = nullptr;         // not owned; null: `auto` is UNSUPPORTED

@@ -1,8 +1,8 @@
 // The fleet check (`colltest health --targets`) against real colltestd on loopback: two healthy
 // nodes, one whose rank 1 never arrives (a missing rank injected from the node's own environment,
-// COLLTEST_TEST_FAULT, since the fleet sends one request to every node), one behind a token, one stopped (its port refuses),
-// and a socket that accepts TCP but never speaks HTTP/2. Every daemon is stopped by its Daemon's
-// destructor, the socket closed by its owner.
+// COLLTEST_TEST_FAULT, since the fleet sends one request to every node), one behind a token, one
+// stopped (its port refuses), and a socket that accepts TCP but never speaks HTTP/2. Every daemon
+// is stopped by its Daemon's destructor, the socket closed by its owner.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -111,8 +111,7 @@ class FleetTest : public ::testing::Test {
 
 TEST_F(FleetTest, EveryNodeGetsItsRowAndTheWorstSetsTheExitCode) {
   const std::vector<std::string> nodes = {healthy_a_->address(), healthy_b_->address(),
-                                          hang_->address(), token_->address(),
-                                          stopped_->address()};
+                                          hang_->address(), token_->address(), stopped_->address()};
   const int code = Health({"--targets", absl::StrJoin(nodes, ","), "--format", "json"});
   std::printf("[ fleet ] 5 nodes, no token: exit %d in %.2f s\n%s", code, seconds_,
               output_.c_str());

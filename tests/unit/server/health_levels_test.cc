@@ -222,5 +222,13 @@ TEST(PairLinkTest, ModelOfTheFirstDeviceAndKindOfTheLinkEitherWay) {
   EXPECT_EQ(PairLinkOf(machine, 5, 1).model, "unknown");
 }
 
+// The figures the repository ships parse, and say what docs/health-levels.md says they are.
+TEST(ExpectedBandwidthTest, TheCommittedFiguresLoad) {
+  absl::StatusOr<ExpectedBandwidth> expected = ExpectedBandwidth::Load(COLLTEST_SOURCE_TUNE_DIR);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  EXPECT_EQ(expected->Lookup("NVIDIA H200", "nvlink"), 285.7);
+  EXPECT_FALSE(expected->Lookup("NVIDIA H200", "pcie").has_value());
+}
+
 }  // namespace
 }  // namespace colltest::server
