@@ -27,12 +27,8 @@ def main():
         prefix = os.path.join(work_dir, "prefix")
         subprocess.run([args.cmake, "--install", args.build_dir, "--prefix", prefix], check=True,
                        stdout=subprocess.DEVNULL)
-        problems = installed_tree.check_files(prefix, args.source_dir)
-        for problem in problems:
-            print("FAIL:", problem)
-        if problems:
+        if not installed_tree.verify(prefix, args.source_dir, work_dir, args.build_dir):
             return 1
-        installed_tree.run_sweep(prefix, work_dir, args.build_dir)
         size = subprocess.run(["du", "-sh", prefix], capture_output=True, text=True).stdout
         print(f"install_test: the installed tree ({size.split()[0]}) runs a sweep "
               f"({time.monotonic() - start:.1f} s)")

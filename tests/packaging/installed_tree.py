@@ -143,3 +143,15 @@ def run_sweep(root, work_dir, forbidden_dir):
     assert code == 0, f"colltestd exited {code} after SIGTERM: {open(log_path).read()}"
     return sweep.stdout
 
+
+
+def verify(root, source_dir, work_dir, forbidden_dir, problems=()):
+    """check_files on `root` plus `problems` found before; prints each as FAIL and returns False
+    when there is one, else runs run_sweep from `root` and returns True."""
+    problems = list(problems) + check_files(root, source_dir)
+    for problem in problems:
+        print("FAIL:", problem)
+    if problems:
+        return False
+    run_sweep(root, work_dir, forbidden_dir)
+    return True

@@ -106,12 +106,9 @@ def main():
         root = os.path.join(work_dir, "root")
         for deb in main_debs + worker_debs:
             subprocess.run(["dpkg-deb", "-x", deb, root], check=True)
-        problems += installed_tree.check_files(os.path.join(root, "usr"), args.source_dir)
-        for problem in problems:
-            print("FAIL:", problem)
-        if problems:
+        if not installed_tree.verify(os.path.join(root, "usr"), args.source_dir, work_dir,
+                                     args.build_dir, problems):
             return 1
-        installed_tree.run_sweep(os.path.join(root, "usr"), work_dir, args.build_dir)
         sizes = ", ".join(f"{os.path.basename(d)} {os.path.getsize(d) / 2**20:.1f} MiB"
                           for d in main_debs + worker_debs)
         print(f"package_test: {sizes}; extracted, they run a sweep "
