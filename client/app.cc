@@ -39,12 +39,18 @@ bool PrintsEveryFormat(const std::string& command) {
 // Everything that can be rejected without a server is, so that a typo never costs a queued run.
 absl::StatusOr<OutputOptions> ParseOutputOptions(const Invocation& inv) {
   COLLTEST_ASSIGN_OR_RETURN(const OutputFormat format, ParseOutputFormat(inv.format));
+  const OutputOptions options{.format = format,
+                              .out_path = inv.out_path,
+                              .wide = inv.wide,
+                              .quiet = inv.quiet,
+                              .server = inv.connection.server,
+                              .command = inv.command};
   if (PrintsEveryFormat(inv.command) || format == OutputFormat::kTable ||
       format == OutputFormat::kJson) {
-    return OutputOptions{format, inv.out_path};
+    return options;
   }
   if (inv.command == "history") {
-    if (format == OutputFormat::kCsv) return OutputOptions{format, inv.out_path};
+    if (format == OutputFormat::kCsv) return options;
     return absl::InvalidArgumentError(absl::StrCat(
         "--format: history prints table, json or csv, not ", OutputFormatName(format)));
   }

@@ -28,10 +28,21 @@ void AddOutputFlags(CLI::App* app, Invocation* inv, const std::string& formats) 
   app->add_option("--out", inv->out_path, "Write the output to this file instead of stdout");
 }
 
+// Commands that print a run's or a comparison's table.
+void AddWideFlag(CLI::App* app, Invocation* inv) {
+  app->add_flag("--wide", inv->wide, "Table: every column in full (default: fit 120 columns)");
+}
+
 void AddSweepFlags(CLI::App* app, SweepFlags* f) {
   AddOptional(app, "--world", "N", &f->world, "Ranks (default: one per selected device)");
   AddOptional(app, "--devices", "LIST", &f->devices, "Device indices, e.g. 0,1");
   AddOptional(app, "--m", "LIST", &f->m, "Rows (tokens), e.g. 1,8,64");
+  AddOptional(app, "--bytes", "RANGE", &f->bytes,
+              "Per-rank sizes instead of --m, as nccl-tests: BEGIN:END:xFACTOR, e.g. 8K:128M:x2");
+  AddOptional(app, "-b,--minbytes", "BYTES", &f->bytes_begin, "Smallest per-rank size (nccl-tests -b)");
+  AddOptional(app, "-e,--maxbytes", "BYTES", &f->bytes_end, "Largest per-rank size (nccl-tests -e)");
+  AddOptional(app, "-f,--stepfactor", "X", &f->bytes_factor,
+              "Multiply the size by X from -b to -e (nccl-tests -f, default 2)");
   AddOptional(app, "--n", "LIST", &f->n, "Hidden sizes, e.g. 7168");
   AddOptional(app, "--dtype", "DTYPE", &f->dtype, "bf16|fp16|fp32");
   AddOptional(app, "--variants", "LIST", &f->variants,
@@ -194,6 +205,8 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
   app.add_option("--tls-key", conn.tls_key, "Client private key (PEM) for mutual TLS");
   app.add_option("--tls-server-name", conn.tls_server_name,
                  "Name expected in the server certificate");
+  app.add_flag("-q,--quiet", inv.quiet,
+               "No progress on stderr (shown only when stderr is a terminal anyway)");
 
   const std::string run_formats = "table|json|csv|junit";
   const std::string list_formats = "table|json";
@@ -205,16 +218,19 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
   AddSweepFlags(run, &inv.sweep);
   AddRunComparisonFlags(run, &inv.compare);
   AddOutputFlags(run, &inv, run_formats);
+  AddWideFlag(run, &inv);
 
   CLI::App* sweep =
       app.add_subcommand("sweep", "Run a sweep, printing progress on stderr as cases complete");
   AddSweepFlags(sweep, &inv.sweep);
   AddRunComparisonFlags(sweep, &inv.compare);
   AddOutputFlags(sweep, &inv, run_formats);
+  AddWideFlag(sweep, &inv);
 
   CLI::App* get = app.add_subcommand("get", "Print a run from the server's history");
   get->add_option("RUN_ID", inv.run_id, "Run id")->required();
   AddOutputFlags(get, &inv, run_formats);
+  AddWideFlag(get, &inv);
 
   CLI::App* history = app.add_subcommand(
       "history", "List runs of the server's history, newest first, with filters");
@@ -230,6 +246,7 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
       "on a regression");
   AddCompareFlags(compare, &inv.compare);
   AddOutputFlags(compare, &inv, run_formats);
+  AddWideFlag(compare, &inv);
 
   CLI::App* cancel = app.add_subcommand("cancel", "Cancel a queued or running run");
   cancel->add_option("RUN_ID", inv.run_id, "Run id")->required();

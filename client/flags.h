@@ -25,6 +25,13 @@ struct SweepFlags {
   std::optional<std::string> world;
   std::optional<std::string> devices;
   std::optional<std::string> m;
+  // Per-rank message sizes instead of --m, as nccl-tests takes them: --bytes RANGE
+  // ("8:128M:x2") or -b/-e/-f (begin, end, factor). Converted to m for the one n and the dtype
+  // (client/size_flags.h).
+  std::optional<std::string> bytes;
+  std::optional<std::string> bytes_begin;
+  std::optional<std::string> bytes_end;
+  std::optional<std::string> bytes_factor;
   std::optional<std::string> n;
   std::optional<std::string> dtype;
   std::optional<std::string> variants;

@@ -32,7 +32,7 @@ absl::string_view OutputFormatName(OutputFormat format) {
   return "table";
 }
 
-std::string FormatRun(const v1::RunResult& run, OutputFormat format) {
+std::string FormatRun(const v1::RunResult& run, OutputFormat format, TableWidth width) {
   switch (format) {
     case OutputFormat::kJson:
       return FormatRunJson(run);
@@ -43,7 +43,7 @@ std::string FormatRun(const v1::RunResult& run, OutputFormat format) {
     case OutputFormat::kTable:
       break;
   }
-  return FormatRunTable(run);
+  return FormatRunTable(run, width);
 }
 
 std::string FormatHealth(const v1::HealthResponse& health, OutputFormat format) {

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -18,14 +19,26 @@ enum class OutputFormat { kTable, kJson, kCsv, kJunit };
 absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view text);
 absl::string_view OutputFormatName(OutputFormat format);
 
-// A run, in any of the four formats.
-std::string FormatRun(const v1::RunResult& run, OutputFormat format);
+// How wide a table may be: kFit keeps it within 120 columns (long messages are cut, rare columns
+// left out), kWide (--wide) prints every column in full.
+enum class TableWidth { kFit, kWide };
 
-std::string FormatRunTable(const v1::RunResult& run);
+// A run, in any of the four formats.
+std::string FormatRun(const v1::RunResult& run, OutputFormat format,
+                      TableWidth width = TableWidth::kFit);
+
+std::string FormatRunTable(const v1::RunResult& run, TableWidth width = TableWidth::kFit);
 // DESIGN section 10: one object with run_id, backend, state and a `cases` array.
 std::string FormatRunJson(const v1::RunResult& run);
 std::string FormatRunCsv(const v1::RunResult& run);
 std::string FormatRunJunit(const v1::RunResult& run);
+
+// The report of a command that could not get an answer from the server (unreachable, refused,
+// timed out): a JUnit document with one testsuite named after `command` holding one testcase
+// "<command> on <server>" with an <error> carrying the status, so that CI shows why when --out
+// was given. Also has the timestamp and hostname of every other JUnit report.
+std::string FormatFailureJunit(const absl::Status& status, absl::string_view command,
+                               absl::string_view server);
 
 // A health check, in any of the four formats. Every format names each rank and pair with its
 // status, and the WARN of a slow one, which is not a failure.

@@ -145,7 +145,8 @@ std::string HealthFooter(const v1::HealthResponse& health, absl::Time now) {
 
 }  // namespace
 
-std::string FormatRunTable(const v1::RunResult& run) {
+std::string FormatRunTable(const v1::RunResult& run, TableWidth width) {
+  (void)width;  // TODO(sizes): columns
   using Align = TextTable::Align;
   TextTable table({
       {"variant", Align::kLeft},

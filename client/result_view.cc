@@ -20,6 +20,11 @@ std::string VariantLabel(const v1::CaseResult& c) {
   return absl::StrCat(VariantName(c.variant()), "(", VariantName(effective), ")");
 }
 
+uint64_t CaseBytes(const v1::CaseResult& c) {
+  const uint64_t element = c.dtype() == v1::DTYPE_FP32 ? 4 : 2;
+  return static_cast<uint64_t>(c.m()) * c.n() * element;
+}
+
 double RankBusBandwidth(const v1::CaseResult& c, const v1::RankResult& r) {
   const double case_us = c.timing().median_us();
   const double rank_us = r.timing().median_us();

@@ -3,6 +3,7 @@
 #ifndef COLLTEST_CLIENT_RESULT_VIEW_H_
 #define COLLTEST_CLIENT_RESULT_VIEW_H_
 
+#include <cstdint>
 #include <string>
 
 #include "colltest/v1/colltest.pb.h"
@@ -15,6 +16,10 @@ v1::Variant EffectiveVariant(const v1::CaseResult& c);
 
 // "lamport", or "auto(lamport)" when `auto` dispatched, for human-facing output.
 std::string VariantLabel(const v1::CaseResult& c);
+
+// Bytes per rank of one case: m x n x the dtype's element size (2 for bf16/fp16, 4 for fp32), the
+// figure nccl-tests calls "size" and algbw is computed from.
+uint64_t CaseBytes(const v1::CaseResult& c);
 
 // Bus bandwidth of one rank. The proto carries it per case only; scaling the case's figure by the
 // ratio of medians keeps the server's definition of bytes moved, whatever it is.

@@ -18,6 +18,10 @@ case "${1:-base}" in
       # The deployment tests: systemd-analyze verify, and Debian's python3 with YAML for the
       # Kubernetes manifests
       systemd python3 python3-yaml
+      # The Python client package (protoc's Python output, grpc_python_plugin of
+      # protobuf-compiler-grpc), the JSON Schema check of every JSON output, and a JUnit consumer
+      # with xmllint for the JUnit reports
+      python3-grpcio python3-protobuf python3-jsonschema python3-junitparser libxml2-utils
     )
     ;;
   hip)
