@@ -43,6 +43,7 @@ absl::StatusOr<OutputOptions> ParseOutputOptions(const Invocation& inv) {
                               .out_path = inv.out_path,
                               .wide = inv.wide,
                               .quiet = inv.quiet,
+                              .progress = inv.progress,
                               .server = inv.connection.server,
                               .command = inv.command};
   if (PrintsEveryFormat(inv.command) || format == OutputFormat::kTable ||

@@ -207,6 +207,8 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
                  "Name expected in the server certificate");
   app.add_flag("-q,--quiet", inv.quiet,
                "No progress on stderr (shown only when stderr is a terminal anyway)");
+  app.add_flag("--progress", inv.progress,
+               "Progress on stderr even when it is not a terminal (CI logs)");
 
   const std::string run_formats = "table|json|csv|junit";
   const std::string list_formats = "table|json";

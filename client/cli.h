@@ -28,7 +28,8 @@ struct Invocation {
   CompareFlags compare;  // compare; --compare-baseline and --compare-threshold of run and sweep
   std::string format = "table";
   bool wide = false;   // --wide (run, sweep, get, compare tables)
-  bool quiet = false;  // --quiet (global): no progress on stderr
+  bool quiet = false;     // --quiet (global): no progress on stderr
+  bool progress = false;  // --progress (global): progress on stderr even when not a terminal
   std::string out_path;
   std::string run_id;         // get, cancel and baseline set
   std::string baseline_name;  // baseline set --name ("" = "default")
