@@ -8,9 +8,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/cli.h"
+#include "client/command_support.h"
 #include "client/commands.h"
 #include "client/compare_flags.h"
 #include "client/exit_code.h"
@@ -19,9 +21,11 @@
 #include "client/fleet_targets.h"
 #include "client/format.h"
 #include "client/history.h"
+#include "client/names.h"
 #include "client/npd.h"
 #include "client/output.h"
 #include "client/rpc.h"
+#include "client/suggest.h"
 #include "common/status_macros.h"
 
 namespace colltest::client {
@@ -38,7 +42,12 @@ bool PrintsEveryFormat(const std::string& command) {
 
 // Everything that can be rejected without a server is, so that a typo never costs a queued run.
 absl::StatusOr<OutputOptions> ParseOutputOptions(const Invocation& inv) {
-  COLLTEST_ASSIGN_OR_RETURN(const OutputFormat format, ParseOutputFormat(inv.format));
+  absl::StatusOr<OutputFormat> parsed = ParseOutputFormat(inv.format);
+  if (!parsed.ok()) {
+    return WithSuggestion(parsed.status(), absl::StripAsciiWhitespace(inv.format),
+                          {"table", "json", "csv", "junit"});
+  }
+  const OutputFormat format = *parsed;
   const OutputOptions options{.format = format,
                               .out_path = inv.out_path,
                               .wide = inv.wide,
@@ -60,6 +69,40 @@ absl::StatusOr<OutputOptions> ParseOutputOptions(const Invocation& inv) {
       absl::StrCat("--format: ", name, " prints table or json, not ", inv.format));
 }
 
+// The --npd condition, with a hint for a near miss ("collectivehang").
+absl::StatusOr<NpdCondition> ParseNpd(const std::string& text) {
+  absl::StatusOr<NpdCondition> condition = ParseNpdCondition(text);
+  if (!condition.ok()) {
+    return WithSuggestion(condition.status(), text, {"CollectiveHang", "CollectiveWrong"});
+  }
+  return condition;
+}
+
+// The history request; an unknown --state or --variant gets a hint. Each is tried alone first, so
+// that the hint goes with its own flag's message rather than with another flag's.
+absl::StatusOr<v1::ListRunsRequest> BuildHistoryRequest(const HistoryFlags& flags) {
+  const absl::Time now = absl::Now();
+  if (flags.state.has_value()) {
+    HistoryFlags alone;
+    alone.state = flags.state;
+    absl::StatusOr<v1::ListRunsRequest> checked = BuildListRunsRequest(alone, now);
+    if (!checked.ok()) {
+      return WithSuggestion(checked.status(), absl::StripAsciiWhitespace(*flags.state),
+                            RunStateNames());
+    }
+  }
+  if (flags.variant.has_value()) {
+    HistoryFlags alone;
+    alone.variant = flags.variant;
+    absl::StatusOr<v1::ListRunsRequest> checked = BuildListRunsRequest(alone, now);
+    if (!checked.ok()) {
+      return WithSuggestion(checked.status(), absl::StripAsciiWhitespace(*flags.variant),
+                            VariantNames());
+    }
+  }
+  return BuildListRunsRequest(flags, now);
+}
+
 absl::StatusOr<Command> PrepareRun(const Invocation& inv, const OutputOptions& output) {
   COLLTEST_ASSIGN_OR_RETURN(const v1::SweepSpec spec, BuildSweepSpec(inv.sweep));
   COLLTEST_ASSIGN_OR_RETURN(const std::optional<v1::CompareRequest> compare,
@@ -70,10 +113,19 @@ absl::StatusOr<Command> PrepareRun(const Invocation& inv, const OutputOptions& o
         "--compare-baseline: prints table, json or junit, not csv (for a CSV of the comparison: "
         "colltest compare RUN_ID --baseline NAME --format csv)");
   }
-  if (inv.command == "sweep") {
-    return Command([=](Client& c, Streams s) { return SweepCommand(c, spec, compare, output, s); });
-  }
-  return Command([=](Client& c, Streams s) { return RunCommand(c, spec, compare, output, s); });
+  const bool sweep = inv.command == "sweep";
+  const bool server_variants = VariantsFromServer(inv.sweep);
+  return Command([=](Client& c, Streams s) {
+    v1::SweepSpec sent = spec;
+    // The variants the backend offers, so that the default sweep has no UNSUPPORTED rows.
+    if (server_variants) {
+      absl::StatusOr<v1::ListDevicesResponse> devices = c.ListDevices();
+      if (!devices.ok()) return FailWithoutResult(s, devices.status(), output);
+      UseServerVariants(*devices, sent);
+    }
+    return sweep ? SweepCommand(c, sent, compare, output, s)
+                 : RunCommand(c, sent, compare, output, s);
+  });
 }
 
 // `health` against --server: the report, or with --npd the one line of the NPD plugin protocol.
@@ -85,7 +137,7 @@ absl::StatusOr<Command> PrepareHealth(const Invocation& inv, const OutputOptions
   COLLTEST_RETURN_IF_ERROR(CheckNoFleetOnlyFlags(flags));
   COLLTEST_ASSIGN_OR_RETURN(const v1::HealthRequest request, BuildHealthRequest(flags));
   if (flags.npd.has_value()) {
-    COLLTEST_ASSIGN_OR_RETURN(const NpdCondition condition, ParseNpdCondition(*flags.npd));
+    COLLTEST_ASSIGN_OR_RETURN(const NpdCondition condition, ParseNpd(*flags.npd));
     return Command([=](Client& c, Streams s) { return NpdCommand(c, condition, request, s); });
   }
   return Command([=](Client& c, Streams s) { return HealthCommand(c, request, output, s); });
@@ -115,8 +167,7 @@ absl::StatusOr<FleetCheck> PrepareFleetCheck(const Invocation& inv, const Output
 absl::StatusOr<Command> PrepareHistoryAndBaselines(const Invocation& inv,
                                                    const OutputOptions& output) {
   if (inv.command == "history") {
-    COLLTEST_ASSIGN_OR_RETURN(const v1::ListRunsRequest request,
-                              BuildListRunsRequest(inv.history, absl::Now()));
+    COLLTEST_ASSIGN_OR_RETURN(const v1::ListRunsRequest request, BuildHistoryRequest(inv.history));
     const bool all = inv.history.all;
     return Command(
         [=](Client& c, Streams s) { return HistoryCommand(c, request, all, output, s); });

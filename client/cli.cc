@@ -5,7 +5,10 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "client/exit_code.h"
+#include "client/suggest.h"
 
 #ifndef COLLTEST_VERSION
 #define COLLTEST_VERSION "unknown"
@@ -24,8 +27,9 @@ void AddOptional(CLI::App* app, const std::string& name, const std::string& type
 }
 
 void AddOutputFlags(CLI::App* app, Invocation* inv, const std::string& formats) {
-  app->add_option("--format", inv->format, formats)->capture_default_str();
-  app->add_option("--out", inv->out_path, "Write the output to this file instead of stdout");
+  app->add_option("--format", inv->format, formats + " (default table)")->capture_default_str();
+  app->add_option("--out", inv->out_path,
+                  "Write the output to this file instead of stdout (default stdout)");
 }
 
 // Commands that print a run's or a comparison's table.
@@ -34,45 +38,61 @@ void AddWideFlag(CLI::App* app, Invocation* inv) {
 }
 
 void AddSweepFlags(CLI::App* app, SweepFlags* f) {
-  AddOptional(app, "--world", "N", &f->world, "Ranks (default: one per selected device)");
-  AddOptional(app, "--devices", "LIST", &f->devices, "Device indices, e.g. 0,1");
-  AddOptional(app, "--m", "LIST", &f->m, "Rows (tokens), e.g. 1,8,64");
+  AddOptional(app, "--world", "N", &f->world,
+              "Ranks (default: one per selected device, every device of the server without "
+              "--devices)");
+  AddOptional(app, "--devices", "LIST", &f->devices,
+              "Device indices, e.g. 0,1 (default: the server's first --world devices)");
+  AddOptional(app, "--m", "LIST", &f->m,
+              "Rows (tokens), e.g. 1,8,64 or a range 1:1024:x4 (default 1:1024:x4, i.e. "
+              "1,4,16,64,256,1024)");
   AddOptional(app, "--bytes", "RANGE", &f->bytes,
-              "Per-rank sizes instead of --m, as nccl-tests: BEGIN:END:xFACTOR, e.g. 8K:128M:x2");
-  AddOptional(app, "-b,--minbytes", "BYTES", &f->bytes_begin, "Smallest per-rank size (nccl-tests -b)");
-  AddOptional(app, "-e,--maxbytes", "BYTES", &f->bytes_end, "Largest per-rank size (nccl-tests -e)");
+              "Per-rank sizes instead of --m, as nccl-tests: BEGIN:END:xFACTOR, e.g. 8K:128M:x2 "
+              "(default: unset, rows from --m)");
+  AddOptional(app, "-b,--minbytes", "BYTES", &f->bytes_begin,
+              "Smallest per-rank size (nccl-tests -b; default: unset, rows from --m)");
+  AddOptional(app, "-e,--maxbytes", "BYTES", &f->bytes_end,
+              "Largest per-rank size (nccl-tests -e; default: unset, rows from --m)");
   AddOptional(app, "-f,--stepfactor", "X", &f->bytes_factor,
               "Multiply the size by X from -b to -e (nccl-tests -f, default 2)");
-  AddOptional(app, "--n", "LIST", &f->n, "Hidden sizes, e.g. 7168");
-  AddOptional(app, "--dtype", "DTYPE", &f->dtype, "bf16|fp16|fp32");
+  AddOptional(app, "--n", "LIST", &f->n, "Hidden sizes, e.g. 4096,7168 (default 7168)");
+  // Each enum's help starts with its values, a|b|c: the completion test reads them from there.
+  AddOptional(app, "--dtype", "DTYPE", &f->dtype, "bf16|fp16|fp32 (default bf16)");
   AddOptional(app, "--variants", "LIST", &f->variants,
-              "one_stage,two_kernel,lamport,lamport_tb,nccl,auto or all");
-  AddOptional(app, "--modes", "LIST", &f->modes, "eager,graph or all");
+              "one_stage|two_kernel|lamport|lamport_tb|nccl|auto|all, comma-separated (default "
+              "all, the variants the server's backend offers)");
+  AddOptional(app, "--modes", "LIST", &f->modes,
+              "eager|graph|all, comma-separated (default eager,graph)");
   AddOptional(app, "--pattern", "PATTERN", &f->pattern,
-              "normal|integers|neg_zero|large|denormal|same");
-  AddOptional(app, "--tolerance", "PROFILE", &f->tolerance, "strict|aiter|trtllm");
-  AddOptional(app, "--warmup", "N", &f->warmup, "Warm-up calls");
-  AddOptional(app, "--iters", "N", &f->iters, "Timed calls");
-  AddOptional(app, "--stress", "N", &f->stress, "Stress calls, every one checked");
-  AddOptional(app, "--seed", "S", &f->seed, "Input seed");
+              "normal|integers|neg_zero|large|denormal|same (default normal)");
+  AddOptional(app, "--tolerance", "PROFILE", &f->tolerance, "strict|aiter|trtllm (default strict)");
+  AddOptional(app, "--warmup", "N", &f->warmup, "Warm-up calls (default 5)");
+  AddOptional(app, "--iters", "N", &f->iters, "Timed calls (default 20)");
+  AddOptional(app, "--stress", "N", &f->stress,
+              "Stress calls, every one checked (default 0, none)");
+  AddOptional(app, "--seed", "S", &f->seed, "Input seed (default 0)");
   AddOptional(app, "--timeout", "DURATION", &f->timeout,
-              "Per-case timeout, e.g. 5s, 500ms, or milliseconds");
-  app->add_flag("--no-residual", f->no_residual, "Plain all-reduce + RMSNorm, no residual add");
-  AddOptional(app, "--eps", "X", &f->eps, "RMSNorm epsilon");
+              "Per-case timeout, e.g. 5s, 500ms, or milliseconds (default 5s)");
+  app->add_flag("--no-residual", f->no_residual,
+                "Plain all-reduce + RMSNorm, no residual add (default: with the residual add)");
+  AddOptional(app, "--eps", "X", &f->eps, "RMSNorm epsilon (default 1e-6)");
   AddOptional(app, "--fault", "KIND[:RANK]", &f->fault,
-              "Fault injection KIND[:RANK] (server must allow it)");
-  AddOptional(app, "--grid-blocks", "N", &f->grid_blocks, "Force the grid size");
+              "Fault injection KIND[:RANK] (server must allow it; default none)");
+  AddOptional(app, "--grid-blocks", "N", &f->grid_blocks,
+              "Force the grid size (default 0, the variant's own)");
   AddOptional(app, "--threads-per-block", "N", &f->threads_per_block,
-              "Threads per block (256, 512)");
-  AddOptional(app, "--lamport-min-bytes", "BYTES", &f->lamport_min_bytes,
-              "Byte-size gate of auto between one_stage and lamport");
+              "Threads per block, 256 or 512 (default 0, the variant's own)");
+  AddOptional(
+      app, "--lamport-min-bytes", "BYTES", &f->lamport_min_bytes,
+      "Byte-size gate of auto between one_stage and lamport (default 0, the variant's own)");
   AddOptional(app, "--arm-repeat", "N", &f->arm_repeat,
-              "Repeat count of the consumer's re-arm store");
-  AddOptional(app, "--label", "TEXT", &f->label, "Free text kept in the run history");
+              "Repeat count of the consumer's re-arm store (default 0, one store)");
+  AddOptional(app, "--label", "TEXT", &f->label,
+              "Free text kept in the run history (default none)");
   app->add_flag("--stop-on-failure", f->stop_on_failure,
-                "Stop at the first WRONG, HANG or ERROR case (fail fast)");
+                "Stop at the first WRONG, HANG or ERROR case (default: run every case)");
   app->add_flag("--force", f->force,
-                "Run even when other processes use the devices (else refused BUSY, exit 5)");
+                "Run even when other processes use the devices (default: refused BUSY, exit 5)");
 }
 
 // A value that may be left out ("--baseline" alone means the default baseline), kept as "" then.
@@ -85,22 +105,29 @@ void AddOptionalValue(CLI::App* app, const std::string& name, const std::string&
 void AddRunComparisonFlags(CLI::App* app, CompareFlags* f) {
   AddOptionalValue(app, "--compare-baseline", "[NAME]", &f->baseline,
                    "When the run completes, compare it with this baseline of its machine (no "
-                   "NAME: default); exit 4 on a regression");
+                   "NAME: default; without the flag, no comparison); exit 4 on a regression");
   AddOptional(app, "--compare-threshold", "X", &f->threshold,
               "Slowdown of the median tolerated beyond the spread, e.g. 0.05 or 5% (default 5%)");
 }
 
 void AddHistoryFlags(CLI::App* app, HistoryFlags* f) {
-  AddOptional(app, "--label", "TEXT", &f->label, "Only runs with exactly this label");
+  AddOptional(app, "--label", "TEXT", &f->label,
+              "Only runs with exactly this label (default: any label)");
   AddOptional(app, "--state", "STATE", &f->state,
-              "Only runs in this state: done|cancelled|failed|interrupted|queued|running");
+              "Only runs in this state: done|cancelled|failed|interrupted|queued|running (default "
+              "any)");
   AddOptional(app, "--since", "WHEN", &f->since,
               "Only runs created since a date (2026-11-01, UTC), an RFC 3339 time, or a duration "
-              "ago (24h, 7d)");
-  AddOptional(app, "--variant", "VARIANT", &f->variant, "Only runs that asked for this variant");
+              "ago (24h, 7d) (default: since the first)");
+  AddOptional(app, "--variant", "VARIANT", &f->variant,
+              "Only runs that asked for this variant: one_stage|two_kernel|lamport|lamport_tb|nccl|"
+              "auto (default any)");
   AddOptional(app, "--limit", "N", &f->limit, "Runs per page (server default 50, at most 1000)");
-  AddOptional(app, "--page-token", "TOKEN", &f->page_token, "Continue where a previous page ended");
-  app->add_flag("--all", f->all, "Follow the pages to the end of the history (at most 100 pages)");
+  AddOptional(app, "--page-token", "TOKEN", &f->page_token,
+              "Continue where a previous page ended (default: the newest run)");
+  app->add_flag("--all", f->all,
+                "Follow the pages to the end of the history, at most 100 pages (default: one "
+                "page)");
 }
 
 void AddCompareFlags(CLI::App* app, CompareFlags* f) {
@@ -110,7 +137,8 @@ void AddCompareFlags(CLI::App* app, CompareFlags* f) {
       ->expected(1, 2)
       ->required();
   AddOptionalValue(app, "--baseline", "[NAME]", &f->baseline,
-                   "Compare RUN with this baseline of its machine (no NAME: default)");
+                   "Compare RUN with this baseline of its machine (no NAME: default; without the "
+                   "flag, name two runs)");
   AddOptional(app, "--threshold", "X", &f->threshold,
               "Slowdown of the median tolerated beyond the spread, e.g. 0.05 or 5% (default 5%)");
 }
@@ -131,29 +159,35 @@ void AddBaselineCommands(CLI::App* app, Invocation* inv) {
 
 void AddHealthFlags(CLI::App* app, HealthFlags* f) {
   app->add_flag("--pairs", f->pairs,
-                "Also check every pair of devices, to isolate one bad GPU or link");
+                "Also check every pair of devices, to isolate one bad GPU or link (default: the "
+                "whole group only; standard and long check pairs anyway)");
   AddOptional(app, "--timeout", "DURATION", &f->timeout,
               "Per-case timeout, e.g. 5s (default 5s); the whole check is given "
               "max(120 s, 40 x this) (standard: max(10 min, 120 x), long: max(30 min, 400 x))");
   AddOptional(app, "--devices", "LIST", &f->devices, "Device indices, e.g. 0,1 (default: all)");
   AddOptional(app, "--fault", "KIND[:RANK]", &f->fault,
-              "Fault injection KIND[:RANK], RANK naming the RANK-th device (server must allow it)");
+              "Fault injection KIND[:RANK], RANK naming the RANK-th device (server must allow it; "
+              "default none)");
   AddOptional(app, "--warn-ratio", "X", &f->warn_ratio,
               "WARN when a rank or pair is X times slower than the median (default 1.5)");
   AddOptional(app, "--level", "LEVEL", &f->level,
-              "quick (default: seconds), standard (every pair, both modes, a short stress, the "
-              "hang self test) or long (long stress, bandwidth per pair against expected)");
-  app->add_flag("--force", f->force, "Check even when other processes use the devices");
+              "Depth: quick|standard|long (default quick, seconds); standard adds every pair, both "
+              "modes, a short stress and the hang self test, long a long stress and bandwidth per "
+              "pair against expected");
+  app->add_flag("--force", f->force,
+                "Check even when other processes use the devices (default: answer BUSY, exit 5)");
   AddOptional(app, "--max-verdict-age", "DURATION", &f->max_verdict_age,
-              "Answer with the server's last verdict when it is at most this old, e.g. 60s");
+              "Answer with the server's last verdict when it is at most this old, e.g. 60s "
+              "(default 0, always check anew)");
   AddOptional(app, "--npd", "CONDITION", &f->npd,
-              "node-problem-detector plugin mode for CollectiveHang or CollectiveWrong: one line, "
-              "exit 0 (false), 1 (true) or 2 (unknown)");
+              "node-problem-detector plugin mode: CollectiveHang|CollectiveWrong, one line, exit "
+              "0 (false), 1 (true) or 2 (unknown) (default: the report)");
   AddOptional(app, "--targets", "LIST", &f->targets,
               "Fleet check: ask these nodes (host:port,...; a DNS name:port asks every address "
-              "it resolves to) instead of --server");
+              "it resolves to) instead of --server (default: --server alone)");
   AddOptional(app, "--targets-file", "FILE", &f->targets_file,
-              "Fleet check: nodes from a file, one host:port per line (# comments)");
+              "Fleet check: nodes from a file, one host:port per line (# comments; default "
+              "none)");
   AddOptional(app, "--parallel", "N", &f->parallel,
               "Fleet check: nodes asked at once (default 32)");
   AddOptional(app, "--node-timeout", "DURATION", &f->node_timeout,
@@ -173,10 +207,65 @@ void AddTuneFlags(CLI::App* app, TuneFlags* f, Invocation* inv) {
   AddOptional(app, "--warmup", "N", &f->warmup, "Warm-up calls (default 20)");
   AddOptional(app, "--iters", "N", &f->iters, "Timed calls (default 200)");
   AddOptional(app, "--timeout", "DURATION", &f->timeout, "Per-case timeout (default 5s)");
-  app->add_option("--format", inv->format, "table|json")->capture_default_str();
+  app->add_option("--format", inv->format, "table|json (default table)")->capture_default_str();
   // Unlike the other commands' --out, the file does not replace stdout: it is the table colltestd
   // loads, so it is JSON whatever --format shows.
-  app->add_option("--out", inv->out_path, "Also write the table as JSON to this file");
+  app->add_option("--out", inv->out_path,
+                  "Also write the table as JSON to this file (default: no file)");
+}
+
+// The deepest command the parse reached ("baseline list", else "baseline", else the top level):
+// a mistyped word was meant as one of its flags or commands.
+const CLI::App* DeepestCommand(const CLI::App* app) {
+  while (!app->get_subcommands().empty()) app = app->get_subcommands().front();
+  return app;
+}
+
+// "--vriants" or "--vriants=x": the long flag of `command` (or of a command above it, whose
+// flags fall through) that it was meant to be, as "--variants".
+std::optional<std::string> MeantFlag(absl::string_view word, const CLI::App* command) {
+  if (!absl::StartsWith(word, "--")) return std::nullopt;
+  word.remove_prefix(2);
+  word = word.substr(0, word.find('='));
+  std::vector<std::string> names;
+  for (const CLI::App* app = command; app != nullptr; app = app->get_parent()) {
+    for (const CLI::Option* option : app->get_options()) {
+      names.insert(names.end(), option->get_lnames().begin(), option->get_lnames().end());
+    }
+  }
+  std::optional<std::string> name = ClosestName(word, names);
+  if (!name.has_value()) return std::nullopt;
+  return "--" + *name;
+}
+
+// A word where `command` expects one of its commands, as "health" for "helth".
+std::optional<std::string> MeantCommand(absl::string_view word, const CLI::App* command) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : command->get_subcommands({})) {
+    names.push_back(sub->get_name());
+    names.insert(names.end(), sub->get_aliases().begin(), sub->get_aliases().end());
+  }
+  return ClosestName(word, names);
+}
+
+// "did you mean --variants?" lines for the words CLI11 could not place.
+std::string DidYouMean(const CLI::App* app) {
+  const CLI::App* command = DeepestCommand(app);
+  const bool wants_command = !command->get_subcommands({}).empty();
+  std::string hints;
+  for (const std::string& word : app->remaining(true)) {
+    std::optional<std::string> meant = MeantFlag(word, command);
+    if (!meant.has_value() && wants_command && !absl::StartsWith(word, "-")) {
+      meant = MeantCommand(word, command);
+    }
+    if (meant.has_value()) absl::StrAppend(&hints, "colltest: did you mean ", *meant, "?\n");
+  }
+  return hints;
+}
+
+std::string FailureMessage(const CLI::App* app, const CLI::Error& e) {
+  return absl::StrCat("colltest: ", e.what(), "\n", DidYouMean(app),
+                      "Run with --help for more information.\n");
 }
 
 }  // namespace
@@ -191,24 +280,30 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
 
   // Global flags are also accepted after the command, where scripts tend to append them.
   app.fallthrough();
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return std::string("colltest: ") + e.what() + "\nRun with --help for more information.\n";
-  });
+  app.failure_message(FailureMessage);
 
   ConnectionOptions& conn = inv.connection;
-  app.add_option("--server", conn.server, "colltestd address")
+  app.add_option("--server", conn.server,
+                 "colltestd address, HOST:PORT (default 127.0.0.1:50051, or the COLLTEST_SERVER "
+                 "environment variable)")
       ->envname("COLLTEST_SERVER")
       ->capture_default_str();
-  app.add_option("--token-file", conn.token_file, "File holding a bearer token");
-  app.add_option("--tls-ca", conn.tls_ca, "Root CA (PEM): connect with TLS");
-  app.add_option("--tls-cert", conn.tls_cert, "Client certificate (PEM) for mutual TLS");
-  app.add_option("--tls-key", conn.tls_key, "Client private key (PEM) for mutual TLS");
+  app.add_option("--token-file", conn.token_file,
+                 "File holding a bearer token (default: no token)");
+  app.add_option("--tls-ca", conn.tls_ca,
+                 "Root CA (PEM): connect with TLS (default: plaintext, unless a client "
+                 "certificate is given)");
+  app.add_option("--tls-cert", conn.tls_cert,
+                 "Client certificate (PEM) for mutual TLS (default none)");
+  app.add_option("--tls-key", conn.tls_key,
+                 "Client private key (PEM) for mutual TLS (default none)");
   app.add_option("--tls-server-name", conn.tls_server_name,
-                 "Name expected in the server certificate");
+                 "Name expected in the server certificate (default: the --server host)");
   app.add_flag("-q,--quiet", inv.quiet,
-               "No progress on stderr (shown only when stderr is a terminal anyway)");
+               "No progress on stderr (default: progress when stderr is a terminal)");
   app.add_flag("--progress", inv.progress,
-               "Progress on stderr even when it is not a terminal (CI logs)");
+               "Progress on stderr even when it is not a terminal, for CI logs (default: only on a "
+               "terminal)");
 
   const std::string run_formats = "table|json|csv|junit";
   const std::string list_formats = "table|json";

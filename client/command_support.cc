@@ -2,6 +2,8 @@
 
 #include "absl/strings/match.h"
 #include "client/exit_code.h"
+#include "client/format.h"
+#include "client/hints.h"
 #include "client/output.h"
 
 namespace colltest::client {
@@ -15,6 +17,32 @@ int Fail(Streams streams, const absl::Status& status) {
   // Every command's RPC failure comes through here, so run, sweep and tune all tell "the devices
   // were in use, nothing ran" (retry later, or --force) apart from a broken request or server.
   return IsBusyRefusal(status) ? kExitBusy : kExitError;
+}
+
+namespace {
+
+int PrintExplained(Streams streams, const ExplainedFailure& explained) {
+  const int code = Fail(streams, explained.status);
+  if (!explained.hint.empty()) PrintHint(streams.err, explained.hint);
+  return code;
+}
+
+}  // namespace
+
+int Fail(Streams streams, const absl::Status& status, const OutputOptions& output) {
+  return PrintExplained(streams, ExplainFailure(status, output.server));
+}
+
+int FailWithoutResult(Streams streams, const absl::Status& status, const OutputOptions& output) {
+  const ExplainedFailure explained = ExplainFailure(status, output.server);
+  const int code = PrintExplained(streams, explained);
+  if (output.format != OutputFormat::kJunit || output.out_path.empty()) return code;
+  // The report says what the error line says: the status with the address it was about.
+  const std::string report = FormatFailureJunit(explained.status, output.command, output.server);
+  if (report.empty()) return code;
+  absl::Status written = WriteOutput(report, output.out_path, streams.out);
+  if (!written.ok()) PrintError(streams.err, written);
+  return code;
 }
 
 int WriteOrFail(Streams streams, const absl::StatusOr<std::string>& text,

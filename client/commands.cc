@@ -1,14 +1,22 @@
 #include "client/commands.h"
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "client/command_support.h"
 #include "client/exit_code.h"
+#include "client/hints.h"
 #include "client/names.h"
 #include "client/output.h"
+#include "client/progress.h"
 #include "client/result_view.h"
 #include "client/sweep_progress.h"
 #include "client/tune.h"
@@ -16,9 +24,45 @@
 namespace colltest::client {
 namespace {
 
+// True for "12 cases: 8 OK, 4 UNSUPPORTED" (any order of the counts), the message colltestd gives
+// a finished run.
+bool IsStatusCountsMessage(absl::string_view message) {
+  const std::vector<absl::string_view> head_and_counts =
+      absl::StrSplit(message, absl::MaxSplits(": ", 1));
+  const auto count_of = [](absl::string_view item, auto is_name) {
+    const std::vector<absl::string_view> words = absl::StrSplit(item, ' ');
+    uint32_t count = 0;
+    return words.size() == 2 && absl::SimpleAtoi(words[0], &count) && is_name(words[1]);
+  };
+  const auto is_cases = [](absl::string_view w) { return w == "case" || w == "cases"; };
+  const auto is_status = [](absl::string_view w) {
+    return !w.empty() && std::all_of(w.begin(), w.end(), [](char ch) {
+      return absl::ascii_isupper(static_cast<unsigned char>(ch)) || ch == '_';
+    });
+  };
+  if (!count_of(head_and_counts[0], is_cases)) return false;
+  if (head_and_counts.size() == 1) return true;
+  for (absl::string_view item : absl::StrSplit(head_and_counts[1], ", ")) {
+    if (!count_of(item, is_status)) return false;
+  }
+  return true;
+}
+
+// The run as the report shows it. The table ends with the status counts, so colltestd's message
+// that says the same is left out of its header rather than printed twice; the other formats keep
+// the message as a field.
+const v1::RunResult& Shown(const v1::RunResult& run, OutputFormat format, v1::RunResult* scratch) {
+  if (format != OutputFormat::kTable || !IsStatusCountsMessage(run.message())) return run;
+  *scratch = run;
+  scratch->clear_message();
+  return *scratch;
+}
+
 // A run's report is written even when its verdict is bad: that is when CI needs it most.
 int ReportRun(const v1::RunResult& run, const OutputOptions& output, Streams streams) {
-  if (int code = WriteOrFail(streams, FormatRun(run, output.format), output); code != kExitOk) {
+  v1::RunResult scratch;
+  const v1::RunResult& shown = Shown(run, output.format, &scratch);
+  if (int code = WriteOrFail(streams, FormatRun(shown, output.format), output); code != kExitOk) {
     return code;
   }
   if (RunAborted(run.state())) {
@@ -34,13 +78,15 @@ int ReportRunWithComparison(Client& client, const v1::RunResult& run, v1::Compar
                             const OutputOptions& output, Streams streams) {
   request.set_run_b(run.run_id());
   absl::StatusOr<v1::CompareResponse> comparison = client.Compare(request);
+  v1::RunResult scratch;
+  const v1::RunResult& shown = Shown(run, output.format, &scratch);
   if (!comparison.ok()) {
     // The run happened: its report is still due, and the failed comparison sets the exit code.
-    WriteOrFail(streams, FormatRun(run, output.format), output);
-    return Fail(streams, comparison.status());
+    WriteOrFail(streams, FormatRun(shown, output.format), output);
+    return Fail(streams, comparison.status(), output);
   }
   if (int code =
-          WriteOrFail(streams, FormatRunWithComparison(run, *comparison, output.format), output);
+          WriteOrFail(streams, FormatRunWithComparison(shown, *comparison, output.format), output);
       code != kExitOk) {
     return code;
   }
@@ -84,25 +130,23 @@ absl::Duration HealthDeadline(uint32_t timeout_ms, v1::HealthLevel level) {
 
 int DevicesCommand(Client& client, const OutputOptions& output, Streams streams) {
   absl::StatusOr<v1::ListDevicesResponse> devices = client.ListDevices();
-  if (!devices.ok()) return Fail(streams, devices.status());
+  if (!devices.ok()) return FailWithoutResult(streams, devices.status(), output);
   return WriteOrFail(streams, FormatDevices(*devices, output.format), output);
 }
 
-int RunCommand(Client& client, const v1::SweepSpec& spec,
-               const std::optional<v1::CompareRequest>& compare, const OutputOptions& output,
-               Streams streams) {
-  absl::StatusOr<v1::RunResult> run = client.Run(spec);
-  if (!run.ok()) return Fail(streams, run.status());
-  return ReportRun(client, *run, compare, output, streams);
-}
+namespace {
 
-int SweepCommand(Client& client, const v1::SweepSpec& spec,
-                 const std::optional<v1::CompareRequest>& compare, const OutputOptions& output,
-                 Streams streams) {
-  SweepCollector collector(&streams.err, ExpectedCaseCount(spec));
+// `run` and `sweep`: the Sweep stream with its progress in `style`, then the run's report.
+int StreamRun(Client& client, const v1::SweepSpec& spec,
+              const std::optional<v1::CompareRequest>& compare, const OutputOptions& output,
+              Streams streams, SweepProgressStyle style) {
+  SweepCollector collector(&streams.err, ExpectedCaseCount(spec),
+                           {.mode = ProgressModeFor(output, streams.err), .style = style});
   absl::Status status =
       client.Sweep(spec, [&](const v1::SweepEvent& event) { collector.OnEvent(event); });
-  if (!status.ok()) return Fail(streams, status);
+  // Whatever follows on stderr (an error, a warning) starts on a line of its own.
+  collector.Finish();
+  if (!status.ok()) return FailWithoutResult(streams, status, output);
   if (!collector.has_summary()) {
     // What streamed is still reported, but a run without its summary is not a complete verdict.
     WriteOrFail(streams, FormatRun(collector.Result(), output.format), output);
@@ -111,34 +155,80 @@ int SweepCommand(Client& client, const v1::SweepSpec& spec,
   return ReportRun(client, collector.Result(), compare, output, streams);
 }
 
+}  // namespace
+
+int RunCommand(Client& client, const v1::SweepSpec& spec,
+               const std::optional<v1::CompareRequest>& compare, const OutputOptions& output,
+               Streams streams) {
+  // Streamed like `sweep` so that a long run shows how far it got; only the progress differs.
+  return StreamRun(client, spec, compare, output, streams, SweepProgressStyle::kStatusLine);
+}
+
+int SweepCommand(Client& client, const v1::SweepSpec& spec,
+                 const std::optional<v1::CompareRequest>& compare, const OutputOptions& output,
+                 Streams streams) {
+  return StreamRun(client, spec, compare, output, streams, SweepProgressStyle::kCaseLines);
+}
+
 int GetCommand(Client& client, const std::string& run_id, const OutputOptions& output,
                Streams streams) {
   absl::StatusOr<v1::RunResult> run = client.GetRun(run_id);
-  if (!run.ok()) return Fail(streams, run.status());
+  if (!run.ok()) return FailWithoutResult(streams, run.status(), output);
   return ReportRun(*run, output, streams);
 }
 
 int CancelCommand(Client& client, const std::string& run_id, Streams streams) {
   absl::StatusOr<v1::CancelResponse> response = client.Cancel(run_id);
-  if (!response.ok()) return Fail(streams, response.status());
+  if (!response.ok()) {
+    // `cancel` has no output options; the client knows the address it asked.
+    OutputOptions output;
+    output.server = client.server();
+    return Fail(streams, response.status(), output);
+  }
   streams.out << "run " << run_id << " cancelled (was " << RunStateName(response->state()) << ")\n";
   return kExitOk;
 }
 
+namespace {
+
+// One unary call that may take minutes: a line that says it is still waiting, and until when.
+std::optional<TickingLine> HealthProgress(const v1::HealthRequest& request, absl::Duration deadline,
+                                          const OutputOptions& output, Streams streams) {
+  const ProgressMode mode = ProgressModeFor(output, streams.err);
+  if (mode == ProgressMode::kOff) return std::nullopt;
+  // Redrawn every second on a terminal; a log gets a line every 10 s, enough to show it is alive.
+  const absl::Duration period =
+      mode == ProgressMode::kTerminal ? absl::Seconds(1) : absl::Seconds(10);
+  const std::string level(HealthLevelName(request.level()));
+  const int64_t deadline_s = absl::ToInt64Seconds(deadline);
+  return std::optional<TickingLine>(
+      std::in_place, &streams.err, mode, period, [level, deadline_s](absl::Duration elapsed) {
+        return absl::StrFormat("health: level %s, %.1f s elapsed, deadline %d s", level,
+                               absl::ToDoubleSeconds(elapsed), deadline_s);
+      });
+}
+
+}  // namespace
+
 int HealthCommand(Client& client, const v1::HealthRequest& request, const OutputOptions& output,
                   Streams streams) {
   const absl::Duration deadline = HealthDeadline(request.timeout_ms(), request.level());
+  std::optional<TickingLine> progress = HealthProgress(request, deadline, output, streams);
   absl::StatusOr<v1::HealthResponse> health = client.Health(request, deadline);
-  if (absl::IsDeadlineExceeded(health.status())) {
+  progress.reset();  // the line ends before the report or the error
+  // Without a connection by then, it is explained like an unreachable server, not a stuck check.
+  if (absl::IsDeadlineExceeded(health.status()) && !IsNotConnected(health.status())) {
     // gRPC's own text ("Deadline Exceeded") does not say which deadline or how to lengthen it.
-    return Fail(streams,
-                absl::DeadlineExceededError(absl::StrCat(
-                    "no health verdict within ", absl::FormatDuration(deadline),
-                    " (the level's floor, or a multiple of --timeout: docs/health-levels.md): "
-                    "the server may be stuck: ",
-                    health.status().message())));
+    return FailWithoutResult(
+        streams,
+        absl::DeadlineExceededError(
+            absl::StrCat("no health verdict within ", absl::FormatDuration(deadline),
+                         " (the level's floor, or a multiple of --timeout: docs/health-levels.md): "
+                         "the server may be stuck: ",
+                         health.status().message())),
+        output);
   }
-  if (!health.ok()) return Fail(streams, health.status());
+  if (!health.ok()) return FailWithoutResult(streams, health.status(), output);
   if (int code = WriteOrFail(streams, FormatHealth(*health, output.format), output);
       code != kExitOk) {
     return code;
@@ -154,11 +244,13 @@ int TuneCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& 
                 Streams streams) {
   // Asked before the sweep: an unreachable server then fails before a long run is queued.
   absl::StatusOr<v1::ListDevicesResponse> devices = client.ListDevices();
-  if (!devices.ok()) return Fail(streams, devices.status());
-  SweepCollector collector(&streams.err, ExpectedCaseCount(spec));
+  if (!devices.ok()) return Fail(streams, devices.status(), output);
+  SweepCollector collector(&streams.err, ExpectedCaseCount(spec),
+                           {.mode = ProgressModeFor(output, streams.err)});
   absl::Status status =
       client.Sweep(spec, [&](const v1::SweepEvent& event) { collector.OnEvent(event); });
-  if (!status.ok()) return Fail(streams, status);
+  collector.Finish();
+  if (!status.ok()) return Fail(streams, status, output);
   // A partial run would make a table whose missing rows look measured-and-failed; `auto` would
   // then dispatch from it, so nothing is written.
   if (!collector.has_summary()) {

@@ -17,12 +17,12 @@ namespace colltest::client {
 
 struct OutputOptions {
   OutputFormat format = OutputFormat::kTable;
-  std::string out_path;  // empty: stdout
-  bool wide = false;     // --wide: every table column, whatever the width
-  bool quiet = false;    // --quiet: no progress on stderr, even on a terminal
-  bool progress = false; // --progress: progress on stderr even when it is not a terminal
-  std::string server;    // the address asked, for hints and the unreachable JUnit report
-  std::string command;   // "run", "sweep", "health", ... (names the JUnit testcase)
+  std::string out_path;   // empty: stdout
+  bool wide = false;      // --wide: every table column, whatever the width
+  bool quiet = false;     // --quiet: no progress on stderr, even on a terminal
+  bool progress = false;  // --progress: progress on stderr even when it is not a terminal
+  std::string server;     // the address asked, for hints and the unreachable JUnit report
+  std::string command;    // "run", "sweep", "health", ... (names the JUnit testcase)
 };
 
 struct Streams {

@@ -9,9 +9,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/names.h"
+#include "client/size_flags.h"
+#include "client/suggest.h"
 #include "common/fault_spec.h"
 #include "common/parse.h"
 #include "common/status_macros.h"
@@ -40,9 +43,11 @@ absl::StatusOr<std::vector<std::string>> SplitList(absl::string_view flag, absl:
 template <typename Enum>
 absl::StatusOr<Enum> ParseEnumFlag(absl::string_view flag, absl::string_view text,
                                    std::optional<Enum> (*parse)(absl::string_view),
-                                   absl::string_view expected) {
-  std::optional<Enum> value = parse(absl::StripAsciiWhitespace(text));
-  if (!value.has_value()) return FlagError(flag, text, expected);
+                                   absl::string_view expected,
+                                   const std::vector<std::string>& known) {
+  const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
+  std::optional<Enum> value = parse(trimmed);
+  if (!value.has_value()) return WithSuggestion(FlagError(flag, text, expected), trimmed, known);
   return *value;
 }
 
@@ -56,6 +61,53 @@ absl::Status ApplyFlag(const std::optional<std::string>& value, absl::string_vie
   return absl::OkStatus();
 }
 
+// Every flag error of one command, so that one try shows them all: one line each, each naming
+// its flag. A command line is short, so a second typo is as likely as the first.
+class FlagErrors {
+ public:
+  void Add(const absl::Status& status) {
+    if (!status.ok()) messages_.emplace_back(status.message());
+  }
+  absl::Status status() const {
+    if (messages_.empty()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrJoin(messages_, "\n"));
+  }
+
+ private:
+  std::vector<std::string> messages_;
+};
+
+// A list of names ("lamport,nccl" or "all"): every unknown item is reported, one line each.
+template <typename Enum>
+absl::StatusOr<std::vector<Enum>> ParseNameList(absl::string_view flag, absl::string_view text,
+                                                absl::string_view what,
+                                                std::optional<Enum> (*parse)(absl::string_view),
+                                                const std::vector<Enum>& all,
+                                                std::vector<std::string> known,
+                                                absl::string_view expected) {
+  COLLTEST_ASSIGN_OR_RETURN(const std::vector<std::string> items, SplitList(flag, text, expected));
+  known.push_back("all");
+  std::vector<Enum> values;
+  FlagErrors errors;
+  for (const std::string& item : items) {
+    if (absl::AsciiStrToLower(item) == "all") {
+      values.insert(values.end(), all.begin(), all.end());
+      continue;
+    }
+    std::optional<Enum> value = parse(item);
+    if (!value.has_value()) {
+      errors.Add(
+          WithSuggestion(absl::InvalidArgumentError(absl::StrCat(flag, ": unknown ", what, " '",
+                                                                 item, "': expected ", expected)),
+                         item, known));
+      continue;
+    }
+    values.push_back(*value);
+  }
+  COLLTEST_RETURN_IF_ERROR(errors.status());
+  return values;
+}
+
 constexpr absl::string_view kVariantsExpected =
     "a comma-separated list of one_stage, two_kernel, lamport, lamport_tb, nccl, auto, or all";
 constexpr absl::string_view kModesExpected = "a comma-separated list of eager, graph, or all";
@@ -67,6 +119,124 @@ std::optional<v1::HealthLevel> ParseHealthLevelName(absl::string_view name) {
   if (lower == "standard") return v1::HEALTH_LEVEL_STANDARD;
   if (lower == "long") return v1::HEALTH_LEVEL_LONG;
   return std::nullopt;
+}
+
+absl::StatusOr<v1::DType> ParseDTypeFlag(absl::string_view flag, absl::string_view text) {
+  return ParseEnumFlag<v1::DType>(flag, text, ParseDTypeName, "bf16, fp16 or fp32", DTypeNames());
+}
+
+absl::StatusOr<uint32_t> ParseCountFlag(absl::string_view flag, absl::string_view text) {
+  return ParseUint32Flag(flag, text);
+}
+
+bool AnyByteSizeFlag(const SweepFlags& flags) {
+  return flags.bytes.has_value() || flags.bytes_begin.has_value() || flags.bytes_end.has_value() ||
+         flags.bytes_factor.has_value();
+}
+
+// --n and --dtype, then the rows: --m, or the byte-size flags converted with that n and dtype
+// (skipped when either failed: their error is the one to fix), or the default.
+void ApplyShapeFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& errors) {
+  const absl::Status n =
+      ApplyFlag(flags.n, "--n", ParseUint32ListFlag,
+                [&](const std::vector<uint32_t>& v) { spec.mutable_n()->Add(v.begin(), v.end()); });
+  if (!flags.n.has_value()) spec.add_n(kDefaultN);
+  const absl::Status dtype =
+      ApplyFlag(flags.dtype, "--dtype", ParseDTypeFlag, [&](v1::DType v) { spec.set_dtype(v); });
+  if (!flags.dtype.has_value()) spec.set_dtype(v1::DTYPE_BF16);
+  // Reported in the order of --help: the rows, then n and dtype.
+  errors.Add(ApplyFlag(flags.m, "--m", ParseUint32ListFlag, [&](const std::vector<uint32_t>& v) {
+    spec.mutable_m()->Add(v.begin(), v.end());
+  }));
+  if (AnyByteSizeFlag(flags) && n.ok() && dtype.ok()) {
+    absl::StatusOr<std::vector<uint32_t>> rows =
+        ResolveRows(flags, std::vector<uint32_t>(spec.n().begin(), spec.n().end()), spec.dtype());
+    if (!rows.ok()) {
+      errors.Add(rows.status());
+    } else if (!rows->empty()) {
+      spec.clear_m();
+      spec.mutable_m()->Add(rows->begin(), rows->end());
+    }
+  }
+  if (!flags.m.has_value() && spec.m_size() == 0) {
+    for (uint32_t m : kDefaultRows) spec.add_m(m);
+  }
+  errors.Add(n);
+  errors.Add(dtype);
+}
+
+// --variants and --modes: unset (or `all` variants) become the defaults.
+void ApplyCaseFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& errors) {
+  // Parsed even when the server's list will be used, so that "all,lampor" is still a typo.
+  const bool from_server = VariantsFromServer(flags);
+  errors.Add(ApplyFlag(flags.variants, "--variants", ParseVariantsFlag,
+                       [&](const std::vector<v1::Variant>& v) {
+                         if (from_server) return;
+                         for (v1::Variant variant : v) spec.add_variants(variant);
+                       }));
+  errors.Add(ApplyFlag(flags.modes, "--modes", ParseModesFlag, [&](const std::vector<v1::Mode>& v) {
+    for (v1::Mode mode : v) spec.add_modes(mode);
+  }));
+  if (!flags.modes.has_value()) {
+    spec.add_modes(v1::MODE_EAGER);
+    spec.add_modes(v1::MODE_GRAPH);
+  }
+  auto pattern = [](absl::string_view flag, absl::string_view text) {
+    return ParseEnumFlag<v1::Pattern>(flag, text, ParsePatternName,
+                                      "normal, integers, neg_zero, large, denormal or same",
+                                      PatternNames());
+  };
+  auto tolerance = [](absl::string_view flag, absl::string_view text) {
+    return ParseEnumFlag<v1::Tolerance>(flag, text, ParseToleranceName, "strict, aiter or trtllm",
+                                        ToleranceNames());
+  };
+  errors.Add(
+      ApplyFlag(flags.pattern, "--pattern", pattern, [&](v1::Pattern v) { spec.set_pattern(v); }));
+  errors.Add(ApplyFlag(flags.tolerance, "--tolerance", tolerance,
+                       [&](v1::Tolerance v) { spec.set_tolerance(v); }));
+}
+
+// --world and --devices: unset, every device the server selects.
+void ApplyGroupFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& errors) {
+  errors.Add(ApplyFlag(flags.world, "--world", ParseCountFlag,
+                       [&](uint32_t v) { spec.set_world_size(v); }));
+  errors.Add(ApplyFlag(
+      flags.devices, "--devices", ParseUint32ListFlag,
+      [&](const std::vector<uint32_t>& v) { spec.mutable_devices()->Add(v.begin(), v.end()); }));
+}
+
+// Counts, the timeout, eps, the fault, the label and the kernel knobs: unset stays 0 (or empty),
+// which the server reads as its default.
+void ApplyRunFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& errors) {
+  v1::Knobs& knobs = *spec.mutable_knobs();
+  const auto u32 = ParseCountFlag;
+  auto text = [](absl::string_view, absl::string_view value) -> absl::StatusOr<std::string> {
+    return std::string(value);
+  };
+  errors.Add(ApplyFlag(flags.warmup, "--warmup", u32, [&](uint32_t v) { spec.set_warmup(v); }));
+  errors.Add(ApplyFlag(flags.iters, "--iters", u32, [&](uint32_t v) { spec.set_iters(v); }));
+  errors.Add(
+      ApplyFlag(flags.stress, "--stress", u32, [&](uint32_t v) { spec.set_stress_calls(v); }));
+  errors.Add(
+      ApplyFlag(flags.seed, "--seed", ParseUint64Flag, [&](uint64_t v) { spec.set_seed(v); }));
+  errors.Add(ApplyFlag(flags.timeout, "--timeout", ParseTimeoutMsFlag,
+                       [&](uint32_t v) { spec.set_timeout_ms(v); }));
+  errors.Add(ApplyFlag(flags.eps, "--eps", ParseFloatFlag, [&](float v) { spec.set_eps(v); }));
+  errors.Add(ApplyFlag(flags.fault, "--fault", ParseFaultFlag,
+                       [&](std::string v) { spec.set_fault(std::move(v)); }));
+  errors.Add(ApplyFlag(flags.grid_blocks, "--grid-blocks", u32,
+                       [&](uint32_t v) { knobs.set_grid_blocks(v); }));
+  errors.Add(ApplyFlag(flags.threads_per_block, "--threads-per-block", u32,
+                       [&](uint32_t v) { knobs.set_threads_per_block(v); }));
+  errors.Add(ApplyFlag(flags.lamport_min_bytes, "--lamport-min-bytes", ParseByteSizeFlag,
+                       [&](uint64_t v) { knobs.set_lamport_min_bytes(v); }));
+  errors.Add(ApplyFlag(flags.arm_repeat, "--arm-repeat", u32,
+                       [&](uint32_t v) { knobs.set_arm_repeat(v); }));
+  errors.Add(ApplyFlag(flags.label, "--label", text,
+                       [&](std::string v) { spec.set_label(std::move(v)); }));
+  // An all-default Knobs message is the same as none on the wire, but leaving it unset keeps the
+  // request (and the run history's copy of it) free of an empty sub-message.
+  if (knobs.ByteSizeLong() == 0) spec.clear_knobs();
 }
 
 }  // namespace
@@ -102,45 +272,31 @@ absl::StatusOr<std::vector<uint32_t>> ParseUint32ListFlag(absl::string_view flag
 
 absl::StatusOr<std::vector<v1::Variant>> ParseVariantsFlag(absl::string_view flag,
                                                            absl::string_view text) {
-  absl::StatusOr<std::vector<std::string>> items = SplitList(flag, text, kVariantsExpected);
-  if (!items.ok()) return items.status();
-  std::vector<v1::Variant> variants;
-  for (const std::string& item : *items) {
-    if (absl::AsciiStrToLower(item) == "all") {
-      for (int v = v1::VARIANT_ONE_STAGE; v <= v1::VARIANT_AUTO; ++v) {
-        variants.push_back(static_cast<v1::Variant>(v));
-      }
-      continue;
-    }
-    std::optional<v1::Variant> variant = ParseVariantName(item);
-    if (!variant.has_value()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flag, ": unknown variant '", item, "': expected ", kVariantsExpected));
-    }
-    variants.push_back(*variant);
+  std::vector<v1::Variant> all;
+  for (int v = v1::VARIANT_ONE_STAGE; v <= v1::VARIANT_AUTO; ++v) {
+    all.push_back(static_cast<v1::Variant>(v));
   }
-  return variants;
+  return ParseNameList<v1::Variant>(flag, text, "variant", ParseVariantName, all, VariantNames(),
+                                    kVariantsExpected);
 }
 
 absl::StatusOr<std::vector<v1::Mode>> ParseModesFlag(absl::string_view flag,
                                                      absl::string_view text) {
-  absl::StatusOr<std::vector<std::string>> items = SplitList(flag, text, kModesExpected);
-  if (!items.ok()) return items.status();
-  std::vector<v1::Mode> modes;
-  for (const std::string& item : *items) {
-    if (absl::AsciiStrToLower(item) == "all") {
-      modes.push_back(v1::MODE_EAGER);
-      modes.push_back(v1::MODE_GRAPH);
-      continue;
-    }
-    std::optional<v1::Mode> mode = ParseModeName(item);
-    if (!mode.has_value()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flag, ": unknown mode '", item, "': expected ", kModesExpected));
-    }
-    modes.push_back(*mode);
+  return ParseNameList<v1::Mode>(flag, text, "mode", ParseModeName,
+                                 {v1::MODE_EAGER, v1::MODE_GRAPH}, ModeNames(), kModesExpected);
+}
+
+bool VariantsFromServer(const SweepFlags& flags) {
+  if (!flags.variants.has_value()) return true;
+  for (absl::string_view item : absl::StrSplit(*flags.variants, ',')) {
+    if (absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(item), "all")) return true;
   }
-  return modes;
+  return false;
+}
+
+void UseServerVariants(const v1::ListDevicesResponse& devices, v1::SweepSpec& spec) {
+  spec.clear_variants();
+  for (int v : devices.variants()) spec.add_variants(static_cast<v1::Variant>(v));
 }
 
 absl::StatusOr<uint32_t> ParseTimeoutMsFlag(absl::string_view flag, absl::string_view text) {
@@ -179,79 +335,15 @@ absl::StatusOr<double> ParseWarnRatioFlag(absl::string_view flag, absl::string_v
 
 absl::StatusOr<v1::SweepSpec> BuildSweepSpec(const SweepFlags& flags) {
   v1::SweepSpec spec;
-  v1::Knobs& knobs = *spec.mutable_knobs();
-  auto u32 = [](absl::string_view flag, absl::string_view text) {
-    return ParseUint32Flag(flag, text);
-  };
-  auto dtype = [](absl::string_view flag, absl::string_view text) {
-    return ParseEnumFlag<v1::DType>(flag, text, ParseDTypeName, "bf16, fp16 or fp32");
-  };
-  auto pattern = [](absl::string_view flag, absl::string_view text) {
-    return ParseEnumFlag<v1::Pattern>(flag, text, ParsePatternName,
-                                      "normal, integers, neg_zero, large, denormal or same");
-  };
-  auto tolerance = [](absl::string_view flag, absl::string_view text) {
-    return ParseEnumFlag<v1::Tolerance>(flag, text, ParseToleranceName, "strict, aiter or trtllm");
-  };
-  auto text = [](absl::string_view, absl::string_view value) -> absl::StatusOr<std::string> {
-    return std::string(value);
-  };
-
-  // The first error wins (Update keeps it); later flags are still parsed but the spec is dropped.
-  absl::Status status;
-  status.Update(
-      ApplyFlag(flags.world, "--world", u32, [&](uint32_t v) { spec.set_world_size(v); }));
-  status.Update(ApplyFlag(
-      flags.devices, "--devices", ParseUint32ListFlag,
-      [&](const std::vector<uint32_t>& v) { spec.mutable_devices()->Add(v.begin(), v.end()); }));
-  status.Update(ApplyFlag(flags.m, "--m", ParseUint32ListFlag, [&](const std::vector<uint32_t>& v) {
-    spec.mutable_m()->Add(v.begin(), v.end());
-  }));
-  status.Update(ApplyFlag(flags.n, "--n", ParseUint32ListFlag, [&](const std::vector<uint32_t>& v) {
-    spec.mutable_n()->Add(v.begin(), v.end());
-  }));
-  status.Update(ApplyFlag(flags.dtype, "--dtype", dtype, [&](v1::DType v) { spec.set_dtype(v); }));
-  status.Update(ApplyFlag(flags.variants, "--variants", ParseVariantsFlag,
-                          [&](const std::vector<v1::Variant>& v) {
-                            for (v1::Variant variant : v) spec.add_variants(variant);
-                          }));
-  status.Update(
-      ApplyFlag(flags.modes, "--modes", ParseModesFlag, [&](const std::vector<v1::Mode>& v) {
-        for (v1::Mode mode : v) spec.add_modes(mode);
-      }));
-  status.Update(
-      ApplyFlag(flags.pattern, "--pattern", pattern, [&](v1::Pattern v) { spec.set_pattern(v); }));
-  status.Update(ApplyFlag(flags.tolerance, "--tolerance", tolerance,
-                          [&](v1::Tolerance v) { spec.set_tolerance(v); }));
-  status.Update(ApplyFlag(flags.warmup, "--warmup", u32, [&](uint32_t v) { spec.set_warmup(v); }));
-  status.Update(ApplyFlag(flags.iters, "--iters", u32, [&](uint32_t v) { spec.set_iters(v); }));
-  status.Update(
-      ApplyFlag(flags.stress, "--stress", u32, [&](uint32_t v) { spec.set_stress_calls(v); }));
-  status.Update(
-      ApplyFlag(flags.seed, "--seed", ParseUint64Flag, [&](uint64_t v) { spec.set_seed(v); }));
-  status.Update(ApplyFlag(flags.timeout, "--timeout", ParseTimeoutMsFlag,
-                          [&](uint32_t v) { spec.set_timeout_ms(v); }));
-  status.Update(ApplyFlag(flags.eps, "--eps", ParseFloatFlag, [&](float v) { spec.set_eps(v); }));
-  status.Update(ApplyFlag(flags.fault, "--fault", ParseFaultFlag,
-                          [&](std::string v) { spec.set_fault(std::move(v)); }));
-  status.Update(ApplyFlag(flags.grid_blocks, "--grid-blocks", u32,
-                          [&](uint32_t v) { knobs.set_grid_blocks(v); }));
-  status.Update(ApplyFlag(flags.threads_per_block, "--threads-per-block", u32,
-                          [&](uint32_t v) { knobs.set_threads_per_block(v); }));
-  status.Update(ApplyFlag(flags.lamport_min_bytes, "--lamport-min-bytes", ParseByteSizeFlag,
-                          [&](uint64_t v) { knobs.set_lamport_min_bytes(v); }));
-  status.Update(ApplyFlag(flags.arm_repeat, "--arm-repeat", u32,
-                          [&](uint32_t v) { knobs.set_arm_repeat(v); }));
-  status.Update(ApplyFlag(flags.label, "--label", text,
-                          [&](std::string v) { spec.set_label(std::move(v)); }));
-  if (!status.ok()) return status;
+  FlagErrors errors;
+  ApplyGroupFlags(flags, spec, errors);
+  ApplyShapeFlags(flags, spec, errors);
+  ApplyCaseFlags(flags, spec, errors);
+  ApplyRunFlags(flags, spec, errors);
+  COLLTEST_RETURN_IF_ERROR(errors.status());
   spec.set_no_residual(flags.no_residual);
   spec.set_stop_on_failure(flags.stop_on_failure);
   spec.set_force(flags.force);
-
-  // An all-default Knobs message is the same as none on the wire, but leaving it unset keeps the
-  // request (and the run history's copy of it) free of an empty sub-message.
-  if (knobs.ByteSizeLong() == 0) spec.clear_knobs();
   return spec;
 }
 
@@ -259,24 +351,24 @@ absl::StatusOr<v1::HealthRequest> BuildHealthRequest(const HealthFlags& flags) {
   v1::HealthRequest request;
   auto level = [](absl::string_view flag, absl::string_view text) {
     return ParseEnumFlag<v1::HealthLevel>(flag, text, ParseHealthLevelName,
-                                          "quick, standard or long");
+                                          "quick, standard or long", {"quick", "standard", "long"});
   };
-  absl::Status status;
-  status.Update(ApplyFlag(flags.timeout, "--timeout", ParseTimeoutMsFlag,
-                          [&](uint32_t v) { request.set_timeout_ms(v); }));
-  status.Update(ApplyFlag(
+  FlagErrors status;
+  status.Add(ApplyFlag(flags.timeout, "--timeout", ParseTimeoutMsFlag,
+                       [&](uint32_t v) { request.set_timeout_ms(v); }));
+  status.Add(ApplyFlag(
       flags.devices, "--devices", ParseUint32ListFlag,
       [&](const std::vector<uint32_t>& v) { request.mutable_devices()->Add(v.begin(), v.end()); }));
-  status.Update(ApplyFlag(flags.fault, "--fault", ParseFaultFlag,
-                          [&](std::string v) { request.set_fault(std::move(v)); }));
-  status.Update(ApplyFlag(flags.warn_ratio, "--warn-ratio", ParseWarnRatioFlag,
-                          [&](double v) { request.set_warn_ratio(v); }));
-  status.Update(
+  status.Add(ApplyFlag(flags.fault, "--fault", ParseFaultFlag,
+                       [&](std::string v) { request.set_fault(std::move(v)); }));
+  status.Add(ApplyFlag(flags.warn_ratio, "--warn-ratio", ParseWarnRatioFlag,
+                       [&](double v) { request.set_warn_ratio(v); }));
+  status.Add(
       ApplyFlag(flags.level, "--level", level, [&](v1::HealthLevel v) { request.set_level(v); }));
   // Milliseconds rounded up like --timeout: "500us" must not become 0, which disables the cache.
-  status.Update(ApplyFlag(flags.max_verdict_age, "--max-verdict-age", ParseTimeoutMsFlag,
-                          [&](uint32_t v) { request.set_max_verdict_age_ms(v); }));
-  if (!status.ok()) return status;
+  status.Add(ApplyFlag(flags.max_verdict_age, "--max-verdict-age", ParseTimeoutMsFlag,
+                       [&](uint32_t v) { request.set_max_verdict_age_ms(v); }));
+  COLLTEST_RETURN_IF_ERROR(status.status());
   request.set_pairs(flags.pairs);
   request.set_force(flags.force);
   return request;
@@ -302,9 +394,7 @@ absl::StatusOr<v1::SweepSpec> BuildTuneSpec(const TuneFlags& flags) {
   auto u32 = [](absl::string_view flag, absl::string_view text) {
     return ParseUint32Flag(flag, text);
   };
-  auto dtype = [](absl::string_view flag, absl::string_view text) {
-    return ParseEnumFlag<v1::DType>(flag, text, ParseDTypeName, "bf16, fp16 or fp32");
-  };
+  const auto dtype = ParseDTypeFlag;
   auto world = [](absl::string_view flag, absl::string_view text) -> absl::StatusOr<uint32_t> {
     absl::StatusOr<uint32_t> value = ParseUint32Flag(flag, text);
     if (value.ok() && *value == 0) {

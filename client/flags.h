@@ -2,9 +2,11 @@
 // into a HealthRequest, and of the `tune` flags into the SweepSpec of its one sweep.
 //
 // Only syntax is checked here: a value that does not parse (or cannot be represented in the proto
-// field) is rejected with a message naming the flag. Ranges and combinations are left to the
-// server, which is the authority and answers INVALID_ARGUMENT naming the field. The exceptions are
-// --warn-ratio (see ParseWarnRatioFlag) and the `tune` rules (see BuildTuneSpec).
+// field) is rejected with a message naming the flag, and an unknown name gets a "did you mean"
+// hint (client/suggest.h). Every bad flag of a command line is reported at once, one line each, in
+// one INVALID_ARGUMENT. Ranges and combinations are left to the server, which is the authority and
+// answers INVALID_ARGUMENT naming the field. The exceptions are --warn-ratio (see
+// ParseWarnRatioFlag) and the `tune` rules (see BuildTuneSpec).
 #ifndef COLLTEST_CLIENT_FLAGS_H_
 #define COLLTEST_CLIENT_FLAGS_H_
 
@@ -19,8 +21,14 @@
 
 namespace colltest::client {
 
-// Raw flag values as typed. An unset flag leaves the proto field at its zero value, which the
-// server reads as "its default".
+// The defaults of `run` and `sweep` that the client fills in (BuildSweepSpec): one hidden size, and
+// m = 1:1024:x4 from a single token to a large batch.
+inline constexpr uint32_t kDefaultN = 7168;
+inline constexpr uint32_t kDefaultRows[] = {1, 4, 16, 64, 256, 1024};
+
+// Raw flag values as typed. Unset n, dtype, m and modes get the client's defaults (BuildSweepSpec);
+// unset variants are the server's (VariantsFromServer); any other unset flag leaves the proto
+// field at its zero value, which the server reads as "its default".
 struct SweepFlags {
   std::optional<std::string> world;
   std::optional<std::string> devices;
@@ -55,7 +63,19 @@ struct SweepFlags {
   bool force = false;  // SweepSpec.force: run even when other processes use the devices
 };
 
+// Defaults: n 7168, bf16, m 1,4,16,64,256,1024 (unless --m or the byte-size flags give the rows:
+// ResolveRows of client/size_flags.h), modes eager and graph. World and devices stay 0 and empty
+// ("every device the server selects"), and variants stay empty when VariantsFromServer: the
+// caller asks the server (UseServerVariants) before it sends the spec.
 absl::StatusOr<v1::SweepSpec> BuildSweepSpec(const SweepFlags& flags);
+
+// True when the sweep's variants are the ones the server's backend offers: --variants not given,
+// or `all` among its items. Every variant by name would include some that the backend cannot run
+// (nccl and auto on cpu), each an UNSUPPORTED row.
+bool VariantsFromServer(const SweepFlags& flags);
+
+// Replaces the spec's variants with those of a ListDevices answer, in its order.
+void UseServerVariants(const v1::ListDevicesResponse& devices, v1::SweepSpec& spec);
 
 struct HealthFlags {
   bool pairs = false;
@@ -114,7 +134,8 @@ absl::StatusOr<float> ParseFloatFlag(absl::string_view flag, absl::string_view t
 // "1,8,64", or ranges: "8..128" (doubling), "8..128:x4", "1..8:+1" (common::ParseList).
 absl::StatusOr<std::vector<uint32_t>> ParseUint32ListFlag(absl::string_view flag,
                                                           absl::string_view text);
-// "lamport,nccl" or "all" (every variant, `auto` included).
+// "lamport,nccl" or "all" (every variant, `auto` included; BuildSweepSpec reads `all` as the
+// server's variants instead). Every unknown item is reported, one line each.
 absl::StatusOr<std::vector<v1::Variant>> ParseVariantsFlag(absl::string_view flag,
                                                            absl::string_view text);
 // "eager,graph" or "all".

@@ -118,8 +118,9 @@ std::string FormatCompareCsv(const v1::CompareResponse& comparison) {
   std::string out =
       "run_a,run_b,variant,mode,world,m,n,dtype,verdict,status_a,status_b,median_a_us,"
       "median_b_us,p10_a_us,p90_a_us,p10_b_us,p90_b_us,ratio,reason\n";
-  // A side the case is missing from is left empty, as a spreadsheet reads "no value".
-  auto side = [](bool present, auto value) { return present ? absl::StrCat(value) : ""; };
+  // A side the case is missing from, or a time it did not measure, is left empty, as a spreadsheet
+  // reads "no value".
+  auto side = [](bool present, double us) { return CsvFigure(us, present && us > 0); };
   for (const v1::CaseComparison& c : comparison.cases()) {
     const bool a = HasSideA(c);
     const bool b = HasSideB(c);
@@ -141,7 +142,7 @@ std::string FormatCompareCsv(const v1::CompareResponse& comparison) {
         side(a, c.timing_a().p90_us()),
         side(b, c.timing_b().p10_us()),
         side(b, c.timing_b().p90_us()),
-        absl::StrCat(c.ratio()),
+        CsvFigure(c.ratio(), c.ratio() > 0),
         CsvField(c.reason()),
     };
     absl::StrAppend(&out, absl::StrJoin(row, ","), "\n");

@@ -65,7 +65,9 @@ Json CompareJson(const v1::CompareResponse& comparison) {
 }
 
 std::string FormatCompareJson(const v1::CompareResponse& comparison) {
-  return DumpJson(CompareJson(comparison));
+  Json out = DocumentJson("colltest.compare");
+  out.update(CompareJson(comparison));
+  return DumpJson(out);
 }
 
 std::string FormatRunWithComparisonJson(const v1::RunResult& run,

@@ -1,6 +1,7 @@
 // The comparison of two runs as JUnit XML: one testcase per case, failed when it regressed or went
 // missing, so that a CI dashboard shows which shape got slower or broke since the baseline.
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -44,13 +45,24 @@ std::string CompareSuiteXml(const v1::CompareResponse& comparison) {
     if (IsFailure(c)) ++counts.failures;
     absl::StrAppend(&cases, TestCaseXml(c));
   }
-  return SuiteXml("comparison", counts,
-                  {{"run_a", comparison.run_a()},
-                   {"run_b", comparison.run_b()},
-                   {"baseline", comparison.baseline()},
-                   {"threshold", absl::StrCat(comparison.threshold())},
-                   {"message", comparison.message()}},
-                  cases);
+  Properties properties = {{"run_a", comparison.run_a()},
+                           {"run_b", comparison.run_b()},
+                           {"baseline", comparison.baseline()},
+                           {"threshold", absl::StrCat(comparison.threshold())},
+                           {"message", comparison.message()}};
+  // Both machines: a comparison across a driver upgrade or another node names both sets of boards.
+  for (const auto& [machine, prefix] :
+       {std::pair{&comparison.machine_a(), "a."}, std::pair{&comparison.machine_b(), "b."}}) {
+    for (auto& property : MachineProperties(*machine, prefix)) {
+      properties.push_back(std::move(property));
+    }
+  }
+  // The comparison carries no time of its own: it is stamped when it is printed, on the host of
+  // run b, the newer one.
+  const std::string& hostname = comparison.machine_b().hostname().empty()
+                                    ? comparison.machine_a().hostname()
+                                    : comparison.machine_b().hostname();
+  return SuiteXml("comparison", counts, SuiteOrigin{0, hostname}, properties, cases);
 }
 
 std::string FormatCompareJunit(const v1::CompareResponse& comparison) {

@@ -16,7 +16,7 @@ namespace colltest::client {
 namespace {
 
 constexpr absl::string_view kHeader =
-    "run_id,index,variant,resolved_variant,mode,world,m,n,dtype,pattern,residual,status,"
+    "run_id,index,variant,resolved_variant,mode,world,m,n,dtype,bytes,pattern,residual,status,"
     "median_us,p10_us,p90_us,min_us,max_us,algbw_gbps,busbw_gbps,mismatches,checked,max_abs_err,"
     "max_rel_err,max_ulp,nan_inf,first_bad_call,stress_calls,wall_ms,first_bad,message";
 
@@ -31,10 +31,10 @@ void AppendTargetRows(absl::string_view kind,
         std::string(kind),
         TargetDevices(t),
         std::string(CaseStatusName(t.status())),
-        absl::StrCat(t.latency_us()),
-        absl::StrCat(t.median_ratio()),
+        CsvFigure(t.latency_us(), t.latency_us() > 0),
+        CsvFigure(t.median_ratio(), t.latency_us() > 0),
         t.slow() ? "true" : "false",
-        absl::StrCat(SuspectDevice(t)),
+        CsvFigure(SuspectDevice(t), SuspectDevice(t) >= 0),
         CsvField(t.phase()),
         CsvField(t.message()),
     };
@@ -58,42 +58,56 @@ std::string CsvField(absl::string_view raw) {
   return quoted;
 }
 
+namespace {
+
+// A time of 0 us is never a measurement: the case did not time (UNSUPPORTED, ERROR) or the server
+// did not send that statistic. Error figures exist only where elements were checked.
+std::vector<std::string> CaseRow(const v1::RunResult& run, const v1::CaseResult& c) {
+  const v1::TimingStats& t = c.timing();
+  const v1::DiffStats& d = c.diff();
+  const bool timed = t.median_us() > 0;
+  const bool checked = d.checked() > 0;
+  return {
+      CsvField(run.run_id()),
+      absl::StrCat(c.index()),
+      std::string(VariantName(c.variant())),
+      std::string(VariantName(EffectiveVariant(c))),
+      std::string(ModeName(c.mode())),
+      absl::StrCat(c.world_size()),
+      absl::StrCat(c.m()),
+      absl::StrCat(c.n()),
+      std::string(DTypeName(c.dtype())),
+      absl::StrCat(CaseBytes(c)),
+      std::string(PatternName(c.pattern())),
+      c.residual() ? "true" : "false",
+      std::string(CaseStatusName(c.status())),
+      CsvFigure(t.median_us(), timed),
+      CsvFigure(t.p10_us(), t.p10_us() > 0),
+      CsvFigure(t.p90_us(), t.p90_us() > 0),
+      CsvFigure(t.min_us(), t.min_us() > 0),
+      CsvFigure(t.max_us(), t.max_us() > 0),
+      CsvFigure(c.algbw_gbps(), timed),
+      CsvFigure(c.busbw_gbps(), timed),
+      CsvFigure(d.mismatches(), checked),
+      CsvFigure(d.checked(), checked),
+      CsvFigure(d.max_abs_err(), checked),
+      CsvFigure(d.max_rel_err(), checked),
+      CsvFigure(d.max_ulp(), checked),
+      CsvFigure(d.nan_inf(), checked),
+      CsvFigure(d.first_bad_call(), d.first_bad_call() >= 0),
+      absl::StrCat(c.stress_calls()),
+      CsvFigure(c.wall_ms(), c.wall_ms() > 0),
+      CsvField(d.first_bad()),
+      CsvField(c.message()),
+  };
+}
+
+}  // namespace
+
 std::string FormatRunCsv(const v1::RunResult& run) {
   std::string out = absl::StrCat(kHeader, "\n");
   for (const v1::CaseResult& c : run.cases()) {
-    const std::vector<std::string> row = {
-        CsvField(run.run_id()),
-        absl::StrCat(c.index()),
-        std::string(VariantName(c.variant())),
-        std::string(VariantName(EffectiveVariant(c))),
-        std::string(ModeName(c.mode())),
-        absl::StrCat(c.world_size()),
-        absl::StrCat(c.m()),
-        absl::StrCat(c.n()),
-        std::string(DTypeName(c.dtype())),
-        std::string(PatternName(c.pattern())),
-        c.residual() ? "true" : "false",
-        std::string(CaseStatusName(c.status())),
-        absl::StrCat(c.timing().median_us()),
-        absl::StrCat(c.timing().p10_us()),
-        absl::StrCat(c.timing().p90_us()),
-        absl::StrCat(c.timing().min_us()),
-        absl::StrCat(c.timing().max_us()),
-        absl::StrCat(c.algbw_gbps()),
-        absl::StrCat(c.busbw_gbps()),
-        absl::StrCat(c.diff().mismatches()),
-        absl::StrCat(c.diff().checked()),
-        absl::StrCat(c.diff().max_abs_err()),
-        absl::StrCat(c.diff().max_rel_err()),
-        absl::StrCat(c.diff().max_ulp()),
-        absl::StrCat(c.diff().nan_inf()),
-        absl::StrCat(c.diff().first_bad_call()),
-        absl::StrCat(c.stress_calls()),
-        absl::StrCat(c.wall_ms()),
-        CsvField(c.diff().first_bad()),
-        CsvField(c.message()),
-    };
-    absl::StrAppend(&out, absl::StrJoin(row, ","), "\n");
+    absl::StrAppend(&out, absl::StrJoin(CaseRow(run, c), ","), "\n");
   }
   return out;
 }

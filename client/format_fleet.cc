@@ -55,12 +55,13 @@ Json SummaryJson(const FleetReport& report) {
   return out;
 }
 
-bool IsFailure(NodeVerdict v) {
-  return v == NodeVerdict::kWrong || v == NodeVerdict::kHang || v == NodeVerdict::kError;
-}
+// WRONG and HANG are what the collective did; ERROR (the node's check broke in its
+// infrastructure), UNREACHABLE and UNAUTHENTICATED (not checked at all) are JUnit errors.
+bool IsFailure(NodeVerdict v) { return v == NodeVerdict::kWrong || v == NodeVerdict::kHang; }
 
-bool IsNotChecked(NodeVerdict v) {
-  return v == NodeVerdict::kUnreachable || v == NodeVerdict::kUnauthenticated;
+bool IsError(NodeVerdict v) {
+  return v == NodeVerdict::kError || v == NodeVerdict::kUnreachable ||
+         v == NodeVerdict::kUnauthenticated;
 }
 
 std::string TestCaseXml(const NodeReport& n) {
@@ -72,10 +73,9 @@ std::string TestCaseXml(const NodeReport& n) {
   const std::string details = absl::StrCat(
       verdict, culprit.empty() ? "" : " on ", culprit, ": ", n.message,
       n.hostname.empty() ? "" : absl::StrCat("\nhost: ", n.hostname), "\nattempts: ", n.attempts);
-  if (IsFailure(n.verdict) || IsNotChecked(n.verdict)) {
-    const char* element = IsFailure(n.verdict) ? "failure" : "error";
-    absl::StrAppend(&out, "    <", element, " type=\"", verdict, "\" message=\"",
-                    XmlAttr(n.message), "\">", XmlText(details), "</", element, ">\n");
+  if (IsFailure(n.verdict) || IsError(n.verdict)) {
+    absl::StrAppend(&out, OutcomeXml(IsFailure(n.verdict) ? Outcome::kFailure : Outcome::kError,
+                                     verdict, n.message, details));
   } else if (n.verdict == NodeVerdict::kBusy) {
     absl::StrAppend(&out, "    <skipped message=\"", XmlAttr(n.message), "\"/>\n");
   } else if (n.verdict == NodeVerdict::kWarn) {
@@ -121,7 +121,7 @@ std::string FormatFleetTable(const FleetReport& report) {
 std::string FormatFleetJson(const FleetReport& report) {
   Json nodes = Json::array();
   for (const NodeReport& n : report.nodes) nodes.push_back(NodeJson(n));
-  Json out = Json::object();
+  Json out = DocumentJson("colltest.fleet");
   out["nodes"] = std::move(nodes);
   out["summary"] = SummaryJson(report);
   return DumpJson(out);
@@ -152,25 +152,27 @@ std::string FormatFleetCsv(const FleetReport& report) {
 }
 
 std::string FormatFleetJunit(const FleetReport& report) {
-  int failures = 0;
-  int errors = 0;
-  int skipped = 0;
+  SuiteCounts counts;
+  counts.tests = static_cast<int>(report.nodes.size());
+  counts.seconds = absl::ToDoubleSeconds(report.wall);
   std::string cases;
   for (const NodeReport& n : report.nodes) {
-    failures += IsFailure(n.verdict) ? 1 : 0;
-    errors += IsNotChecked(n.verdict) ? 1 : 0;
-    skipped += n.verdict == NodeVerdict::kBusy ? 1 : 0;
+    counts.failures += IsFailure(n.verdict) ? 1 : 0;
+    counts.errors += IsError(n.verdict) ? 1 : 0;
+    counts.skipped += n.verdict == NodeVerdict::kBusy ? 1 : 0;
     absl::StrAppend(&cases, TestCaseXml(n));
   }
-  return absl::StrCat(
-      kXmlDeclaration,
-      absl::StrFormat("<testsuite name=\"colltest.fleet\" tests=\"%d\" failures=\"%d\" "
-                      "errors=\"%d\" skipped=\"%d\" time=\"%.3f\">\n",
-                      report.nodes.size(), failures, errors, skipped,
-                      absl::ToDoubleSeconds(report.wall)),
-      "  <properties>\n    <property name=\"summary\" value=\"",
-      XmlAttr(FleetSummaryLine(report.nodes, report.wall)), "\"/>\n  </properties>\n", cases,
-      "</testsuite>\n");
+  Properties properties = {{"summary", FleetSummaryLine(report.nodes, report.wall)}};
+  // Each node's host and the UUIDs of its culprit devices, so that CI names the boards to pull.
+  for (const NodeReport& n : report.nodes) {
+    if (!n.hostname.empty()) properties.emplace_back(absl::StrCat(n.node, ".hostname"), n.hostname);
+    for (const CulpritDevice& d : n.culprit) {
+      properties.emplace_back(absl::StrCat(n.node, ".device.", d.index, ".uuid"), d.uuid);
+    }
+  }
+  // The fleet check ran here, now: the nodes' own hosts are in the properties.
+  return absl::StrCat(kXmlDeclaration,
+                      SuiteXml("colltest.fleet", counts, SuiteOrigin{}, properties, cases));
 }
 
 }  // namespace colltest::client

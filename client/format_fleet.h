@@ -21,9 +21,10 @@ std::string FormatFleetJson(const FleetReport& report);
 // node,verdict,hostname,culprit_devices,culprit_uuids,duration_ms,attempts,message; a culprit of
 // two devices is "0;1".
 std::string FormatFleetCsv(const FleetReport& report);
-// One <testsuite name="colltest.fleet">, one <testcase> per node: <failure> for WRONG, HANG and
-// ERROR, <error> for UNREACHABLE and UNAUTHENTICATED (the node was not checked, which is not the
-// same news as a failed check), <skipped> for BUSY, and a WARN's message as <system-out>.
+// One <testsuite name="colltest.fleet">, one <testcase> per node: <failure> for WRONG and HANG,
+// <error> for ERROR, UNREACHABLE and UNAUTHENTICATED (the node's infrastructure broke or it was not
+// checked, which is not the same news as a failed check), <skipped> for BUSY, and a WARN's message
+// as <system-out>. The properties name each node's host and culprit devices' UUIDs.
 std::string FormatFleetJunit(const FleetReport& report);
 
 }  // namespace colltest::client

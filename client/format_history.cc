@@ -53,7 +53,7 @@ std::string RunsJson(const v1::ListRunsResponse& runs) {
     run["hostname"] = r.hostname();
     list.push_back(std::move(run));
   }
-  Json out = Json::object();
+  Json out = DocumentJson("colltest.history");
   out["runs"] = std::move(list);
   out["next_page_token"] = runs.next_page_token();
   return DumpJson(out);
@@ -66,8 +66,8 @@ std::string RunsCsv(const v1::ListRunsResponse& runs) {
   for (const v1::RunSummary& r : runs.runs()) {
     const std::vector<std::string> row = {
         CsvField(r.run_id()),
-        UtcTime(r.created_unix_ms()),
-        absl::StrCat(r.created_unix_ms()),
+        r.created_unix_ms() > 0 ? UtcTime(r.created_unix_ms()) : "",
+        CsvFigure(r.created_unix_ms(), r.created_unix_ms() > 0),
         std::string(RunStateName(r.state())),
         absl::StrCat(r.cases()),
         absl::StrCat(r.ok()),
@@ -136,7 +136,11 @@ absl::StatusOr<std::string> FormatRuns(const v1::ListRunsResponse& runs, OutputF
 }
 
 absl::StatusOr<std::string> FormatBaseline(const v1::Baseline& baseline, OutputFormat format) {
-  if (format == OutputFormat::kJson) return DumpJson(BaselineJson(baseline));
+  if (format == OutputFormat::kJson) {
+    Json out = DocumentJson("colltest.baseline");
+    out.update(BaselineJson(baseline));
+    return DumpJson(out);
+  }
   if (format != OutputFormat::kTable) return Unsupported("baseline", "table or json", format);
   return common::EscapeForTerminal(
              absl::StrCat("baseline ", baseline.name(), " of ", baseline.hostname(), " (key ",
@@ -149,7 +153,7 @@ absl::StatusOr<std::string> FormatBaselines(const v1::ListBaselinesResponse& bas
   if (format == OutputFormat::kJson) {
     Json list = Json::array();
     for (const v1::Baseline& b : baselines.baselines()) list.push_back(BaselineJson(b));
-    Json out = Json::object();
+    Json out = DocumentJson("colltest.baselines");
     out["baselines"] = std::move(list);
     return DumpJson(out);
   }

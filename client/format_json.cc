@@ -27,6 +27,7 @@ void AddIdentity(const v1::CaseResult& c, Json& out) {
   out["m"] = c.m();
   out["n"] = c.n();
   out["dtype"] = std::string(DTypeName(c.dtype()));
+  out["bytes"] = CaseBytes(c);
   out["pattern"] = std::string(PatternName(c.pattern()));
   out["residual"] = c.residual();
 }
@@ -134,12 +135,19 @@ Json VerdictAgeJson(const v1::HealthResponse& health, absl::Time now) {
 
 }  // namespace
 
+Json DocumentJson(absl::string_view kind) {
+  Json out = Json::object();
+  out["schema_version"] = kSchemaVersion;
+  out["kind"] = std::string(kind);
+  return out;
+}
+
 std::string DumpJson(const Json& json) {
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 Json RunJson(const v1::RunResult& run) {
-  Json out = Json::object();
+  Json out = DocumentJson("colltest.run");
   out["run_id"] = run.run_id();
   out["backend"] = run.backend();
   out["state"] = std::string(RunStateName(run.state()));
@@ -163,7 +171,7 @@ std::string FormatHealthJson(const v1::HealthResponse& health) {
 }
 
 std::string FormatHealthJsonAt(const v1::HealthResponse& health, absl::Time now) {
-  Json out = Json::object();
+  Json out = DocumentJson("colltest.health");
   out["status"] = std::string(CaseStatusName(health.status()));
   out["message"] = health.message();
   out["wall_ms"] = health.wall_ms();

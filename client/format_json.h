@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "colltest/v1/colltest.pb.h"
 #include "nlohmann/json.hpp"
 
@@ -13,6 +14,15 @@ namespace colltest::client {
 
 // Insertion order keeps the output readable: identity first, numbers next, details last.
 using Json = nlohmann::ordered_json;
+
+// The version of every JSON document the client prints (client/schema/colltest-output.schema.json,
+// docs/output-formats.md): raised only when a field is renamed or removed or changes meaning;
+// fields are added without raising it.
+inline constexpr int kSchemaVersion = 1;
+
+// The object every JSON document starts from: {"schema_version": 1, "kind": kind}, kind naming the
+// document ("colltest.run", "colltest.health", ...) so that a reader can tell them apart.
+Json DocumentJson(absl::string_view kind);
 
 // Indented, one trailing newline. Invalid UTF-8 in a message is replaced rather than thrown on:
 // a report must always come out.

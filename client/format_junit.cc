@@ -1,10 +1,13 @@
 // JUnit XML for CI systems: one <testcase> per case (or per rank and pair of a health check),
-// <failure> for WRONG / HANG / ERROR and <skipped> for UNSUPPORTED, so a CI dashboard shows exactly
-// which shape and variant, or which GPU or link, broke.
+// <failure> for WRONG and HANG, <error> for ERROR and for a HANG the infrastructure caused, and
+// <skipped> for UNSUPPORTED, so a CI dashboard shows exactly which shape and variant, or which GPU
+// or link, broke, and tells a broken collective from a broken node (docs/output-formats.md).
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -22,13 +25,53 @@ bool IsFailure(v1::CaseStatus status) {
   return status != v1::CASE_STATUS_OK && status != v1::CASE_STATUS_UNSUPPORTED;
 }
 
+// Words with which the server describes a hang that the infrastructure caused rather than the
+// collective: a worker that died or could not start, a call that failed in the infrastructure.
+bool SaysInfrastructure(absl::string_view text) {
+  for (absl::string_view mark :
+       {"died", "could not start", "failed to start", "(infrastructure)"}) {
+    if (absl::StrContains(text, mark)) return true;
+  }
+  return false;
+}
+
+// ERROR (or a status the server left unset) is an <error>; a HANG is one too when any rank ended
+// in ERROR or its message or phase says a worker died or could not start. WRONG and any other HANG
+// is a <failure>: the collective itself went wrong.
+Outcome CaseOutcome(const v1::CaseResult& c) {
+  if (c.status() != v1::CASE_STATUS_WRONG && c.status() != v1::CASE_STATUS_HANG) {
+    return Outcome::kError;
+  }
+  if (c.status() == v1::CASE_STATUS_WRONG) return Outcome::kFailure;
+  if (SaysInfrastructure(c.message())) return Outcome::kError;
+  for (const v1::RankResult& r : c.ranks()) {
+    if (r.status() == v1::CASE_STATUS_ERROR) return Outcome::kError;
+    if (SaysInfrastructure(r.message()) || SaysInfrastructure(r.phase())) return Outcome::kError;
+  }
+  return Outcome::kFailure;
+}
+
+Outcome TargetOutcome(const v1::HealthTarget& t) {
+  if (t.status() == v1::CASE_STATUS_WRONG) return Outcome::kFailure;
+  if (t.status() != v1::CASE_STATUS_HANG) return Outcome::kError;
+  return SaysInfrastructure(t.message()) || SaysInfrastructure(t.phase()) ? Outcome::kError
+                                                                          : Outcome::kFailure;
+}
+
+void Count(Outcome outcome, SuiteCounts& counts) {
+  ++(outcome == Outcome::kError ? counts.errors : counts.failures);
+}
+
 // The failure body carries what a CI reader needs to start debugging without rerunning: the first
 // bad element and which rank waited for whom.
 std::string FailureDetails(const v1::CaseResult& c) {
   std::string details = c.message();
-  if (!c.diff().first_bad().empty()) {
-    absl::StrAppend(&details, "\nfirst bad: ", c.diff().first_bad(), " (call ",
-                    c.diff().first_bad_call(), ")");
+  // The worker's first_bad already names its call ("... (call 1)"); only an older one's lacks it.
+  if (const std::string& first_bad = c.diff().first_bad(); !first_bad.empty()) {
+    absl::StrAppend(&details, "\nfirst bad: ", first_bad);
+    if (!absl::StrContains(first_bad, "(call ")) {
+      absl::StrAppend(&details, " (call ", c.diff().first_bad_call(), ")");
+    }
   }
   for (const v1::RankResult& r : c.ranks()) {
     if (!IsFailure(r.status())) continue;
@@ -50,9 +93,10 @@ std::string TestCaseXml(const v1::CaseResult& c) {
     absl::StrAppend(&out, ">\n    <skipped message=\"", XmlAttr(c.message()),
                     "\"/>\n  </testcase>\n");
   } else if (IsFailure(c.status())) {
-    absl::StrAppend(&out, ">\n    <failure type=\"", CaseStatusName(c.status()), "\" message=\"",
-                    XmlAttr(c.message()), "\">", XmlText(FailureDetails(c)),
-                    "</failure>\n  </testcase>\n");
+    absl::StrAppend(
+        &out, ">\n",
+        OutcomeXml(CaseOutcome(c), CaseStatusName(c.status()), c.message(), FailureDetails(c)),
+        "  </testcase>\n");
   } else {
     absl::StrAppend(&out, "/>\n");
   }
@@ -104,9 +148,8 @@ std::string TargetTestCaseXml(absl::string_view kind, const v1::HealthTarget& t,
   if (t.status() == v1::CASE_STATUS_UNSUPPORTED) {
     body = absl::StrCat("    <skipped message=\"", XmlAttr(t.message()), "\"/>\n");
   } else if (IsFailure(t.status())) {
-    body =
-        absl::StrCat("    <failure type=\"", CaseStatusName(t.status()), "\" message=\"",
-                     XmlAttr(t.message()), "\">", XmlText(TargetFailureDetails(t)), "</failure>\n");
+    body = OutcomeXml(TargetOutcome(t), CaseStatusName(t.status()), t.message(),
+                      TargetFailureDetails(t));
   }
   if (const std::string system_out = TargetSystemOut(t, machine); !system_out.empty()) {
     absl::StrAppend(&body, "    <system-out>", XmlText(system_out), "</system-out>\n");
@@ -150,16 +193,23 @@ std::string BusyCaseXml(const v1::HealthResponse& health, SuiteCounts& counts) {
 }
 
 // A check that failed before it could judge any target (no group, every case an ERROR) would
-// otherwise be a green suite; the verdict becomes a testcase of its own. Not for a BUSY answer
-// without an earlier verdict, whose status is unset: its busy testcase says what happened.
+// otherwise be a green suite; the verdict becomes a testcase of its own, an <error> for an ERROR.
+// Not for a BUSY answer without an earlier verdict, whose status is unset: its busy testcase says
+// what happened.
 std::string VerdictCaseXml(const v1::HealthResponse& health, SuiteCounts& counts) {
-  if (!IsFailure(health.status()) || counts.failures > 0 || health.busy()) return "";
+  if (!IsFailure(health.status()) || counts.failures + counts.errors > 0 || health.busy()) {
+    return "";
+  }
+  const Outcome outcome =
+      health.status() == v1::CASE_STATUS_WRONG || health.status() == v1::CASE_STATUS_HANG
+          ? Outcome::kFailure
+          : Outcome::kError;
   ++counts.tests;
-  ++counts.failures;
-  return absl::StrCat("  <testcase classname=\"colltest.health\" name=\"verdict\">\n",
-                      "    <failure type=\"", CaseStatusName(health.status()), "\" message=\"",
-                      XmlAttr(health.message()), "\">", XmlText(health.message()),
-                      "</failure>\n  </testcase>\n");
+  Count(outcome, counts);
+  return absl::StrCat(
+      "  <testcase classname=\"colltest.health\" name=\"verdict\">\n",
+      OutcomeXml(outcome, CaseStatusName(health.status()), health.message(), health.message()),
+      "  </testcase>\n");
 }
 
 Properties HealthProperties(const v1::HealthResponse& health) {
@@ -180,41 +230,48 @@ Properties HealthProperties(const v1::HealthResponse& health) {
 }  // namespace
 
 std::string RunSuiteXml(const v1::RunResult& run) {
-  const StatusCounts counts = CountStatuses(run);
-  int tests = run.cases_size();
-  int failures = counts.wrong + counts.hang + counts.error + counts.unspecified;
-  double seconds = 0;
-  for (const v1::CaseResult& c : run.cases()) seconds += c.wall_ms() / 1000.0;
-
-  // A cancelled or failed run may have no cases at all; without a testcase of its own it would show
-  // as a green, empty suite in CI.
-  std::string run_case;
-  if (RunAborted(run.state())) {
-    ++tests;
-    ++failures;
-    run_case = absl::StrCat("  <testcase classname=\"colltest\" name=\"run\" time=\"0\">\n",
-                            "    <failure type=\"", RunStateName(run.state()), "\" message=\"",
-                            XmlAttr(run.message()), "\">", XmlText(run.message()),
-                            "</failure>\n  </testcase>\n");
-  }
-
+  SuiteCounts counts;
+  counts.tests = run.cases_size();
   std::string cases;
-  for (const v1::CaseResult& c : run.cases()) absl::StrAppend(&cases, TestCaseXml(c));
-  absl::StrAppend(&cases, run_case);
+  for (const v1::CaseResult& c : run.cases()) {
+    counts.seconds += c.wall_ms() / 1000.0;
+    if (c.status() == v1::CASE_STATUS_UNSUPPORTED) ++counts.skipped;
+    if (IsFailure(c.status())) Count(CaseOutcome(c), counts);
+    absl::StrAppend(&cases, TestCaseXml(c));
+  }
+  // A cancelled, failed or interrupted run did not finish its cases and may have none at all;
+  // without a testcase of its own it would show as a green, empty suite in CI. It is an <error>:
+  // what stopped it was not a collective's result.
+  if (RunAborted(run.state())) {
+    ++counts.tests;
+    ++counts.errors;
+    absl::StrAppend(
+        &cases, "  <testcase classname=\"colltest\" name=\"run\" time=\"0\">\n",
+        OutcomeXml(Outcome::kError, RunStateName(run.state()), run.message(), run.message()),
+        "  </testcase>\n");
+  }
   Properties properties = {{"run_id", run.run_id()},
                            {"backend", run.backend()},
                            {"state", std::string(RunStateName(run.state()))},
                            {"label", run.spec().label()}};
   for (auto& property : MachineProperties(run.machine())) properties.push_back(std::move(property));
-  return SuiteXml("colltest", {tests, failures, counts.unsupported, seconds}, properties, cases);
+  return SuiteXml("colltest", counts, MachineOrigin(run.machine(), run.created_unix_ms()),
+                  properties, cases);
 }
 
 std::string FormatFailureJunit(const absl::Status& status, absl::string_view command,
                                absl::string_view server) {
-  (void)status;
-  (void)command;
-  (void)server;
-  return "";  // TODO(junit): one failing testcase
+  const std::string code = absl::StatusCodeToString(status.code());
+  const std::string message = absl::StrCat(code, ": ", status.message());
+  const std::string testcases =
+      absl::StrCat("  <testcase classname=\"colltest.", XmlAttr(command), "\" name=\"",
+                   XmlAttr(command), " on ", XmlAttr(server), "\" time=\"0\">\n",
+                   OutcomeXml(Outcome::kError, code, message, message), "  </testcase>\n");
+  SuiteCounts counts;
+  counts.tests = 1;
+  counts.errors = 1;
+  return absl::StrCat(kXmlDeclaration, SuiteXml(command, counts, SuiteOrigin{},
+                                                {{"server", std::string(server)}}, testcases));
 }
 
 std::string FormatRunJunit(const v1::RunResult& run) {
@@ -229,7 +286,7 @@ std::string FormatHealthJunit(const v1::HealthResponse& health) {
        {std::pair{"rank", &health.ranks()}, std::pair{"pair", &health.pairs()}}) {
     for (const v1::HealthTarget& t : *targets) {
       ++counts.tests;
-      if (IsFailure(t.status())) ++counts.failures;
+      if (IsFailure(t.status())) Count(TargetOutcome(t), counts);
       if (t.status() == v1::CASE_STATUS_UNSUPPORTED) ++counts.skipped;
       absl::StrAppend(&cases, TargetTestCaseXml(kind, t, health.machine()));
     }
@@ -237,8 +294,10 @@ std::string FormatHealthJunit(const v1::HealthResponse& health) {
   absl::StrAppend(&cases, SelfTestCaseXml(health.self_test(), counts));
   absl::StrAppend(&cases, VerdictCaseXml(health, counts));
   absl::StrAppend(&cases, BusyCaseXml(health, counts));
-  return absl::StrCat(kXmlDeclaration,
-                      SuiteXml("colltest.health", counts, HealthProperties(health), cases));
+  return absl::StrCat(
+      kXmlDeclaration,
+      SuiteXml("colltest.health", counts, MachineOrigin(health.machine(), health.verdict_unix_ms()),
+               HealthProperties(health), cases));
 }
 
 }  // namespace colltest::client

@@ -31,7 +31,7 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
     variants.emplace_back(VariantName(static_cast<v1::Variant>(v)));
   }
   if (format == OutputFormat::kJson) {
-    Json out = Json::object();
+    Json out = DocumentJson("colltest.devices");
     out["backend"] = devices.backend();
     out["version"] = devices.version();
     out["max_world_size"] = devices.max_world_size();

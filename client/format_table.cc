@@ -143,50 +143,162 @@ std::string HealthFooter(const v1::HealthResponse& health, absl::Time now) {
   return out + "\n";
 }
 
+// The run table of --wide: every column, every figure and message in full. Otherwise rows fit
+// kFitWidth columns: what is the same for every case goes to the header line instead of a
+// column, p10/p90 are left out and the message is cut as short as it takes: the figures are the
+// table's news, and --wide has the whole message.
+constexpr size_t kFitWidth = 120;
+constexpr size_t kMinMessageWidth = 0;
+
+struct RunLayout {
+  bool wide = false;
+  // Columns for what differs between cases (always, with --wide).
+  bool world = false;
+  bool dtype = false;
+  bool pattern = false;
+};
+
+template <typename Field>
+bool Varies(const v1::RunResult& run, Field field) {
+  for (const v1::CaseResult& c : run.cases()) {
+    if (field(c) != field(run.cases(0))) return true;
+  }
+  return false;
+}
+
+RunLayout LayoutOf(const v1::RunResult& run, TableWidth width) {
+  RunLayout layout;
+  layout.wide = width == TableWidth::kWide;
+  layout.world = layout.wide || Varies(run, [](const v1::CaseResult& c) { return c.world_size(); });
+  // Compared by name: an unset dtype is bf16 and an unset pattern normal, as on the server.
+  layout.dtype =
+      layout.wide || Varies(run, [](const v1::CaseResult& c) { return DTypeName(c.dtype()); });
+  layout.pattern =
+      layout.wide || Varies(run, [](const v1::CaseResult& c) { return PatternName(c.pattern()); });
+  return layout;
+}
+
+// "run r-42  backend cpu  state DONE  world 2  dtype bf16  pattern normal": the figures shared by
+// every case, so that they need no column.
+std::string RunHeader(const v1::RunResult& run, const RunLayout& layout) {
+  std::string out = absl::StrCat("run ", run.run_id(), "  backend ", run.backend(), "  state ",
+                                 RunStateName(run.state()));
+  if (!run.cases().empty()) {
+    const v1::CaseResult& first = run.cases(0);
+    if (!layout.world) absl::StrAppend(&out, "  world ", first.world_size());
+    if (!layout.dtype) absl::StrAppend(&out, "  dtype ", DTypeName(first.dtype()));
+    if (!layout.pattern) absl::StrAppend(&out, "  pattern ", PatternName(first.pattern()));
+  }
+  return out + "\n";
+}
+
+// Bytes per rank in units of 1024: "896", "512K", "14M" when whole, one decimal otherwise
+// ("1.5K", "13.7M"), so that a wide range stays narrow. --wide gives the exact count.
+std::string HumanBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"K", "M", "G", "T", "P", "E"};
+  if (bytes < 1024) return absl::StrCat(bytes);
+  int unit = 0;
+  uint64_t scale = 1024;
+  while (unit + 1 < 6 && bytes / scale >= 1024) {
+    scale *= 1024;
+    ++unit;
+  }
+  if (bytes % scale == 0) return absl::StrCat(bytes / scale, kUnits[unit]);
+  return absl::StrFormat("%.1f%s", static_cast<double>(bytes) / static_cast<double>(scale),
+                         kUnits[unit]);
+}
+
+// Two decimals: a cpu backend's 0.03 GB/s must not read as 0.0. A dash where nothing was timed.
+std::string Bandwidth(double gbps) {
+  return gbps > 0 ? absl::StrFormat("%.2f", gbps) : std::string("-");
+}
+
+// Whether the case's output was compared: a HANG, an ERROR or an UNSUPPORTED case has zeros
+// that would read as "no mismatches".
+bool Checked(const v1::CaseResult& c) {
+  return c.status() == v1::CASE_STATUS_OK || c.status() == v1::CASE_STATUS_WRONG ||
+         c.diff().checked() > 0 || c.diff().mismatches() > 0;
+}
+
+std::vector<TextTable::Column> RunColumns(const RunLayout& layout) {
+  using Align = TextTable::Align;
+  std::vector<TextTable::Column> columns = {
+      {"m", Align::kRight},      {"n", Align::kRight},   {"bytes", Align::kRight},
+      {"variant", Align::kLeft}, {"mode", Align::kLeft},
+  };
+  if (layout.world) columns.push_back({"W", Align::kRight});
+  if (layout.dtype) columns.push_back({"dtype", Align::kLeft});
+  if (layout.pattern) columns.push_back({"pattern", Align::kLeft});
+  columns.push_back({"median\n(us)", Align::kRight});
+  if (layout.wide) {
+    columns.push_back({"p10\n(us)", Align::kRight});
+    columns.push_back({"p90\n(us)", Align::kRight});
+  }
+  for (const char* title : {"algbw\n(GB/s)", "busbw\n(GB/s)", "mismatches", "max\nulp"}) {
+    columns.push_back({title, Align::kRight});
+  }
+  columns.push_back({"status", Align::kLeft});
+  columns.push_back({"message", Align::kLeft});
+  return columns;
+}
+
+std::vector<std::string> RunRow(const v1::CaseResult& c, const RunLayout& layout) {
+  const uint64_t bytes = CaseBytes(c);
+  std::vector<std::string> row = {
+      absl::StrCat(c.m()),
+      absl::StrCat(c.n()),
+      layout.wide ? absl::StrCat(bytes) : HumanBytes(bytes),
+      VariantLabel(c),
+      std::string(ModeName(c.mode())),
+  };
+  if (layout.world) row.push_back(absl::StrCat(c.world_size()));
+  if (layout.dtype) row.emplace_back(DTypeName(c.dtype()));
+  if (layout.pattern) row.emplace_back(PatternName(c.pattern()));
+  row.push_back(Measured(c.timing().median_us()));
+  if (layout.wide) {
+    row.push_back(Measured(c.timing().p10_us()));
+    row.push_back(Measured(c.timing().p90_us()));
+  }
+  const bool checked = Checked(c);
+  row.insert(row.end(), {Bandwidth(c.algbw_gbps()), Bandwidth(c.busbw_gbps()),
+                         checked ? absl::StrCat(c.diff().mismatches()) : "-",
+                         checked ? absl::StrCat(c.diff().max_ulp()) : "-",
+                         std::string(CaseStatusName(c.status())), c.message()});
+  return row;
+}
+
+// As nccl-tests ends its table: the mean bus bandwidth, here of the OK cases that have one (a
+// WRONG case's speed is no achievement), with how many it averages.
+std::string AverageBusBandwidthLine(const v1::RunResult& run) {
+  double sum = 0;
+  int count = 0;
+  for (const v1::CaseResult& c : run.cases()) {
+    if (c.status() != v1::CASE_STATUS_OK || c.busbw_gbps() <= 0) continue;
+    sum += c.busbw_gbps();
+    ++count;
+  }
+  if (count == 0) return "# avg bus bandwidth: - (no OK case with a bus bandwidth)";
+  return absl::StrFormat("# avg bus bandwidth: %.2f GB/s over %d OK %s", sum / count, count,
+                         count == 1 ? "case" : "cases");
+}
+
 }  // namespace
 
 std::string FormatRunTable(const v1::RunResult& run, TableWidth width) {
-  (void)width;  // TODO(sizes): columns
-  using Align = TextTable::Align;
-  TextTable table({
-      {"variant", Align::kLeft},
-      {"mode", Align::kLeft},
-      {"W", Align::kRight},
-      {"m", Align::kRight},
-      {"n", Align::kRight},
-      {"dtype", Align::kLeft},
-      {"status", Align::kLeft},
-      {"median us", Align::kRight},
-      {"p10", Align::kRight},
-      {"p90", Align::kRight},
-      {"busbw GB/s", Align::kRight},
-      {"mismatches", Align::kRight},
-      {"max ulp", Align::kRight},
-      {"message", Align::kLeft},
-  });
-  for (const v1::CaseResult& c : run.cases()) {
-    table.AddRow({
-        VariantLabel(c),
-        std::string(ModeName(c.mode())),
-        absl::StrCat(c.world_size()),
-        absl::StrCat(c.m()),
-        absl::StrCat(c.n()),
-        std::string(DTypeName(c.dtype())),
-        std::string(CaseStatusName(c.status())),
-        Measured(c.timing().median_us()),
-        Measured(c.timing().p10_us()),
-        Measured(c.timing().p90_us()),
-        Measured(c.busbw_gbps()),
-        absl::StrCat(c.diff().mismatches()),
-        absl::StrCat(c.diff().max_ulp()),
-        c.message(),
-    });
-  }
+  const RunLayout layout = LayoutOf(run, width);
+  std::vector<TextTable::Column> columns = RunColumns(layout);
+  const size_t message_column = columns.size() - 1;
+  TextTable table(std::move(columns));
+  for (const v1::CaseResult& c : run.cases()) table.AddRow(RunRow(c, layout));
+  if (!layout.wide) table.FitTo(kFitWidth, message_column, kMinMessageWidth);
 
-  std::string out = absl::StrCat("run ", run.run_id(), "  backend ", run.backend(), "  state ",
-                                 RunStateName(run.state()), "\n");
-  if (!run.message().empty()) absl::StrAppend(&out, run.message(), "\n");
-  absl::StrAppend(&out, table.Render(), StatusCountsLine(CountStatuses(run)), "\n");
+  // colltestd's message of a finished run is the status counts the table ends with: said once.
+  const std::string counts = StatusCountsLine(CountStatuses(run));
+  std::string out = RunHeader(run, layout);
+  if (!run.message().empty() && run.message() != counts) {
+    absl::StrAppend(&out, common::EscapeForTerminal(run.message()), "\n");
+  }
+  absl::StrAppend(&out, table.Render(), counts, "\n", AverageBusBandwidthLine(run), "\n");
   return out;
 }
 

@@ -77,7 +77,10 @@ std::string CrossoversLine(const TuneTable& table) {
 }  // namespace
 
 std::string FormatTuneJson(const TuneTable& table) {
+  // colltestd checks kind and version when it loads the table; schema_version is the version of
+  // the client's output schema, like every other JSON document it prints.
   Json out = Json::object();
+  out["schema_version"] = 1;
   out["kind"] = "colltest-tune-table";
   out["version"] = 1;
   out["backend"] = table.backend;

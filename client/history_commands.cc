@@ -12,7 +12,7 @@ int HistoryCommand(Client& client, const v1::ListRunsRequest& request, bool all,
                    const OutputOptions& output, Streams streams) {
   absl::StatusOr<v1::ListRunsResponse> runs = FetchHistory(
       request, all, [&client](const v1::ListRunsRequest& page) { return client.ListRuns(page); });
-  if (!runs.ok()) return Fail(streams, runs.status());
+  if (!runs.ok()) return FailWithoutResult(streams, runs.status(), output);
   if (int code = WriteOrFail(streams, FormatRuns(*runs, output.format), output); code != kExitOk) {
     return code;
   }
@@ -31,21 +31,21 @@ int HistoryCommand(Client& client, const v1::ListRunsRequest& request, bool all,
 int BaselineSetCommand(Client& client, const v1::SetBaselineRequest& request,
                        const OutputOptions& output, Streams streams) {
   absl::StatusOr<v1::Baseline> baseline = client.SetBaseline(request);
-  if (!baseline.ok()) return Fail(streams, baseline.status());
+  if (!baseline.ok()) return Fail(streams, baseline.status(), output);
   return WriteOrFail(streams, FormatBaseline(*baseline, output.format), output);
 }
 
 int BaselineListCommand(Client& client, const v1::ListBaselinesRequest& request,
                         const OutputOptions& output, Streams streams) {
   absl::StatusOr<v1::ListBaselinesResponse> baselines = client.ListBaselines(request);
-  if (!baselines.ok()) return Fail(streams, baselines.status());
+  if (!baselines.ok()) return Fail(streams, baselines.status(), output);
   return WriteOrFail(streams, FormatBaselines(*baselines, output.format), output);
 }
 
 int CompareCommand(Client& client, const v1::CompareRequest& request, const OutputOptions& output,
                    Streams streams) {
   absl::StatusOr<v1::CompareResponse> comparison = client.Compare(request);
-  if (!comparison.ok()) return Fail(streams, comparison.status());
+  if (!comparison.ok()) return FailWithoutResult(streams, comparison.status(), output);
   if (int code = WriteOrFail(streams, FormatCompare(*comparison, output.format), output);
       code != kExitOk) {
     return code;

@@ -20,6 +20,14 @@ std::optional<Enum> Lookup(const std::array<std::pair<Enum, absl::string_view>, 
 }
 
 template <typename Enum, size_t N>
+std::vector<std::string> NamesOf(const std::array<std::pair<Enum, absl::string_view>, N>& table) {
+  std::vector<std::string> names;
+  names.reserve(N);
+  for (const auto& [value, text] : table) names.push_back(absl::AsciiStrToLower(text));
+  return names;
+}
+
+template <typename Enum, size_t N>
 absl::string_view NameOf(const std::array<std::pair<Enum, absl::string_view>, N>& table, Enum value,
                          absl::string_view fallback) {
   for (const auto& [v, text] : table) {
@@ -130,5 +138,12 @@ std::optional<v1::RunState> ParseRunStateName(absl::string_view name) {
   }
   return std::nullopt;
 }
+
+std::vector<std::string> VariantNames() { return NamesOf(kVariants); }
+std::vector<std::string> ModeNames() { return NamesOf(kModes); }
+std::vector<std::string> DTypeNames() { return NamesOf(kDTypes); }
+std::vector<std::string> PatternNames() { return NamesOf(kPatterns); }
+std::vector<std::string> ToleranceNames() { return NamesOf(kTolerances); }
+std::vector<std::string> RunStateNames() { return NamesOf(kRunStates); }
 
 }  // namespace colltest::client

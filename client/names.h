@@ -4,6 +4,8 @@
 #define COLLTEST_CLIENT_NAMES_H_
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "colltest/v1/colltest.pb.h"
@@ -33,6 +35,15 @@ std::optional<v1::Pattern> ParsePatternName(absl::string_view name);
 std::optional<v1::Tolerance> ParseToleranceName(absl::string_view name);
 // "done", "DONE", "interrupted", ...: a run state by its name, in any case.
 std::optional<v1::RunState> ParseRunStateName(absl::string_view name);
+
+// Every name the parsers above accept, in enum order (run states in lower case), for the "did you
+// mean" hints of a mistyped one.
+std::vector<std::string> VariantNames();
+std::vector<std::string> ModeNames();
+std::vector<std::string> DTypeNames();
+std::vector<std::string> PatternNames();
+std::vector<std::string> ToleranceNames();
+std::vector<std::string> RunStateNames();
 
 }  // namespace colltest::client
 

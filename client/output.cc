@@ -32,4 +32,9 @@ void PrintError(std::ostream& err, const absl::Status& status) {
   err.flush();
 }
 
+void PrintHint(std::ostream& err, absl::string_view hint) {
+  err << "hint: " << hint << "\n";
+  err.flush();
+}
+
 }  // namespace colltest::client

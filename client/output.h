@@ -17,6 +17,9 @@ absl::Status WriteOutput(absl::string_view text, const std::string& path, std::o
 // verbatim, since INVALID_ARGUMENT messages name the offending field.
 void PrintError(std::ostream& err, const absl::Status& status);
 
+// "hint: <hint>", the line after the error line that says what to do about it (hints.h).
+void PrintHint(std::ostream& err, absl::string_view hint);
+
 }  // namespace colltest::client
 
 #endif  // COLLTEST_CLIENT_OUTPUT_H_

@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "client/hints.h"
 #include "common/status_macros.h"
 
 namespace colltest::client {
@@ -78,8 +79,9 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const ConnectionOpt
   return grpc::CreateCustomChannel(options.server, grpc::SslCredentials(ssl), args);
 }
 
-Client::Client(std::unique_ptr<v1::CollectiveTest::StubInterface> stub, std::string token)
-    : stub_(std::move(stub)), token_(std::move(token)) {}
+Client::Client(std::unique_ptr<v1::CollectiveTest::StubInterface> stub, std::string token,
+               std::shared_ptr<grpc::ChannelInterface> channel)
+    : stub_(std::move(stub)), token_(std::move(token)), channel_(std::move(channel)) {}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ConnectionOptions& options) {
   std::string token;
@@ -90,7 +92,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ConnectionOptions&
   }
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = CreateChannel(options);
   if (!channel.ok()) return channel.status();
-  return std::make_unique<Client>(v1::CollectiveTest::NewStub(*channel), std::move(token));
+  auto client =
+      std::make_unique<Client>(v1::CollectiveTest::NewStub(*channel), std::move(token), *channel);
+  client->server_ = options.server;
+  return client;
 }
 
 template <typename Request, typename Response>
@@ -102,6 +107,10 @@ absl::StatusOr<Response> Client::Unary(grpc::Status (v1::CollectiveTest::StubInt
   Response response;
   COLLTEST_RETURN_IF_ERROR(FromGrpcStatus((stub_.get()->*method)(&context, request, &response)));
   return response;
+}
+
+bool Client::Connected() const {
+  return channel_ == nullptr || channel_->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY;
 }
 
 void Client::PrepareContext(grpc::ClientContext* context) const {
@@ -176,6 +185,7 @@ absl::StatusOr<v1::HealthResponse> Client::Health(const v1::HealthRequest& reque
   context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
   v1::HealthResponse response;
   absl::Status status = FromGrpcStatus(stub_->Health(&context, request, &response));
+  if (absl::IsDeadlineExceeded(status) && !Connected()) return MarkNotConnected(status);
   if (!status.ok()) return status;
   return response;
 }

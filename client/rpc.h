@@ -37,10 +37,15 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const ConnectionOpt
 
 class Client {
  public:
-  // An empty token sends no authorization metadata.
-  Client(std::unique_ptr<v1::CollectiveTest::StubInterface> stub, std::string token);
+  // An empty token sends no authorization metadata. `channel`, when given, is the stub's: it
+  // tells a call that never connected from one the server was slow to answer (Connected).
+  Client(std::unique_ptr<v1::CollectiveTest::StubInterface> stub, std::string token,
+         std::shared_ptr<grpc::ChannelInterface> channel = nullptr);
 
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const ConnectionOptions& options);
+
+  // The address Connect was given ("" for a client made from a stub), for error hints.
+  const std::string& server() const { return server_; }
 
   absl::StatusOr<v1::ListDevicesResponse> ListDevices();
   absl::StatusOr<v1::RunResult> Run(const v1::SweepSpec& spec);
@@ -51,7 +56,8 @@ class Client {
   // One page of the history; the response's next_page_token asks for the next.
   absl::StatusOr<v1::ListRunsResponse> ListRuns(const v1::ListRunsRequest& request);
   absl::StatusOr<v1::CancelResponse> Cancel(absl::string_view run_id);
-  // Fails with DEADLINE_EXCEEDED when no verdict came within `deadline`.
+  // Fails with DEADLINE_EXCEEDED when no verdict came within `deadline`; marked with
+  // MarkNotConnected (hints.h) when no connection was made by then.
   absl::StatusOr<v1::HealthResponse> Health(const v1::HealthRequest& request,
                                             absl::Duration deadline);
   absl::StatusOr<v1::Baseline> SetBaseline(const v1::SetBaselineRequest& request);
@@ -59,6 +65,9 @@ class Client {
   absl::StatusOr<v1::CompareResponse> Compare(const v1::CompareRequest& request);
 
  private:
+  // False when a channel is known and is not connected (connecting, failing or shut down).
+  bool Connected() const;
+
   // Every call gets a fresh context: gRPC forbids reusing one.
   void PrepareContext(grpc::ClientContext* context) const;
 
@@ -70,6 +79,8 @@ class Client {
 
   std::unique_ptr<v1::CollectiveTest::StubInterface> stub_;
   std::string token_;
+  std::shared_ptr<grpc::ChannelInterface> channel_;
+  std::string server_;
 };
 
 }  // namespace colltest::client

@@ -18,8 +18,7 @@ namespace colltest::client {
 // together with a byte flag, a byte flag with more or fewer than one n, a size that is not a
 // whole number of rows (m x n x element size), and -e below -b.
 absl::StatusOr<std::vector<uint32_t>> ResolveRows(const SweepFlags& flags,
-                                                  const std::vector<uint32_t>& n,
-                                                  v1::DType dtype);
+                                                  const std::vector<uint32_t>& n, v1::DType dtype);
 
 }  // namespace colltest::client
 

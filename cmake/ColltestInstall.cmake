@@ -5,6 +5,8 @@
 #   share/doc/colltest/                  README.md and docs/ (the README's links stay valid)
 #   share/man/man1/                      a page per program, made with help2man at build time
 #   share/bash-completion/completions/   a completion per program (deploy/completions)
+#   lib/python3/dist-packages/           the Python client package colltest_client
+#   share/colltest/examples/             the Python client's example (docs/python-client.md)
 # Two install components, one .deb each (cmake/ColltestPackage.cmake): `colltest` (service, client
 # and their files) and `worker`. Only what COLLTEST_ROOMS built is installed.
 include(GNUInstallDirs)
@@ -76,4 +78,17 @@ if(TARGET colltestd OR TARGET colltest)
   install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}
           COMPONENT colltest)
   install(FILES ${colltest_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT colltest)
+  install(FILES ${PROJECT_SOURCE_DIR}/client/schema/colltest-output.schema.json
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/colltest/schema COMPONENT colltest)
+endif()
+
+# The Python client package where Debian's python3 finds it (lib/python3/dist-packages, so that
+# `python3 -m colltest_client` works with the prefix /usr), with its example. Not under a
+# versioned python3.X: the package is pure Python and runs on any python3 of the distribution.
+if(TARGET colltest_python)
+  install(DIRECTORY ${COLLTEST_PYTHON_PACKAGE_DIR}/
+          DESTINATION lib/python3/dist-packages/colltest_client COMPONENT colltest
+          FILES_MATCHING PATTERN "*.py" PATTERN "*.pyi" PATTERN "__pycache__" EXCLUDE)
+  install(PROGRAMS ${PROJECT_SOURCE_DIR}/python/examples/sweep_table.py
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/colltest/examples COMPONENT colltest)
 endif()

@@ -44,11 +44,14 @@ endif()
 
 set(CPACK_DEBIAN_COLLTEST_PACKAGE_NAME colltest)
 set(CPACK_DEBIAN_COLLTEST_PACKAGE_DEPENDS ${colltest_worker_virtual})
+# What the Python client package (colltest_client) runs on; the programs do not need them.
+set(CPACK_DEBIAN_COLLTEST_PACKAGE_RECOMMENDS "python3-grpcio, python3-protobuf")
 set(CPACK_COMPONENT_COLLTEST_DESCRIPTION
     "tests fused all-reduce + RMSNorm collective kernels on a node
 colltestd runs sweeps of fused all-reduce + RMSNorm kernel variants over the node's devices,
 checks every result and keeps a run history; colltest is its command-line client. Includes the
-dashboard and JSON API (--http), the tune tables, man pages and bash completions.
+dashboard and JSON API (--http), the tune tables, man pages, bash completions and the Python
+client package colltest_client.
 It needs one colltest-worker package: colltest-worker-cpu, -cuda or -hip.")
 
 set(CPACK_DEBIAN_WORKER_PACKAGE_NAME colltest-worker-${colltest_worker_backend})

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -19,8 +20,10 @@ constexpr absl::string_view kCountExpected =
 constexpr absl::string_view kByteSizeExpected =
     "a byte size such as 4096, 64K or 32MiB (K, M, G, T: powers of 1024)";
 constexpr absl::string_view kListExpected =
-    "a comma-separated list of counts and ranges such as 1,8,64 or 8..128 (doubling), "
-    "8..128:x4 (times 4), 1..8:+1 (plus 1)";
+    "a comma-separated list of values and ranges such as 1,8,64 or 8..128 (doubling), "
+    "8..128:x4 (times 4), 1..8:+1 (plus 1), or BEGIN:END[:xF|:+S] such as 8K:128M:x2";
+
+constexpr uint64_t kNoLimit = std::numeric_limits<uint64_t>::max();
 
 absl::Status CannotParse(absl::string_view name, absl::string_view text,
                          absl::string_view expected) {
@@ -74,72 +77,117 @@ absl::StatusOr<uint64_t> ParseSuffixed(absl::string_view name, absl::string_view
   return value;
 }
 
-// How a range advances: times `factor`, or plus `step`.
-struct RangeStep {
-  uint64_t factor = 2;
-  uint64_t step = 0;  // > 0: arithmetic
-};
-
-absl::StatusOr<RangeStep> ParseRangeStep(absl::string_view name, absl::string_view item,
-                                         absl::string_view text) {
-  RangeStep result;
+// Reads the step of a range, ":xF" or ":+S" (S may carry a suffix, as the bounds: "+1K"); the
+// range is checked whole by AppendRange.
+absl::Status ParseRangeStep(absl::string_view name, absl::string_view item, absl::string_view text,
+                            bool bytes, ListRange& range) {
   const bool geometric = text.size() > 1 && (text[0] == 'x' || text[0] == 'X');
-  const bool arithmetic = text.size() > 1 && text[0] == '+';
+  const bool arithmetic =
+      text.size() > 1 && text[0] == '+' && absl::ascii_isdigit(static_cast<unsigned char>(text[1]));
   uint64_t number = 0;
-  if ((!geometric && !arithmetic) || !AllDigits(text.substr(1)) ||
-      !absl::SimpleAtoi(text.substr(1), &number)) {
+  if (geometric) {
+    if (!AllDigits(text.substr(1)) || !absl::SimpleAtoi(text.substr(1), &number)) {
+      return CannotParse(name, item, kListExpected);
+    }
+  } else if (arithmetic) {
+    absl::StatusOr<uint64_t> step = ParseSuffixed(name, text.substr(1), kNoLimit, bytes);
+    if (!step.ok()) return CannotParse(name, item, kListExpected);
+    number = *step;
+  } else {
     return CannotParse(name, item, kListExpected);
   }
-  if (geometric && number < 2) {
+  // A step of 0 would never reach the end: said here, where the user's text names it.
+  if (arithmetic && number == 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(name, ": range '", item, "': the factor must be 2 or more"));
+        absl::StrCat(name, ": range '", item, "': the step 0 must be 1 or more"));
   }
-  if (arithmetic && number < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": range '", item, "': the step must be 1 or more"));
-  }
-  if (geometric) result.factor = number;
-  if (arithmetic) result.step = number;
-  return result;
+  if (geometric) range.factor = number;
+  if (arithmetic) range.step = number;
+  return absl::OkStatus();
 }
 
-// Appends the values of "START..END[:xF|:+S]" to `values`, at most kMaxListValues in all.
-absl::Status ExpandRange(absl::string_view name, absl::string_view item, uint64_t max,
+// "START..END[:xF|:+S]" (the item holds "..") or "BEGIN:END[:xF|:+S]".
+absl::StatusOr<ListRange> ParseRange(absl::string_view name, absl::string_view item, uint64_t max,
+                                     bool bytes) {
+  absl::string_view begin_text, end_text, step_text;
+  bool has_step = false;
+  const size_t dots = item.find("..");
+  if (dots != absl::string_view::npos) {
+    begin_text = item.substr(0, dots);
+    const absl::string_view rest = item.substr(dots + 2);
+    const size_t colon = rest.find(':');
+    end_text = rest.substr(0, colon);
+    has_step = colon != absl::string_view::npos;
+    if (has_step) step_text = rest.substr(colon + 1);
+  } else {
+    const std::vector<absl::string_view> parts = absl::StrSplit(item, ':');
+    if (parts.size() > 3) return CannotParse(name, item, kListExpected);
+    begin_text = parts[0];
+    end_text = parts[1];
+    has_step = parts.size() == 3;
+    if (has_step) step_text = parts[2];
+  }
+  ListRange range;
+  COLLTEST_ASSIGN_OR_RETURN(range.begin, ParseSuffixed(name, begin_text, max, bytes));
+  COLLTEST_ASSIGN_OR_RETURN(range.end, ParseSuffixed(name, end_text, max, bytes));
+  if (has_step) COLLTEST_RETURN_IF_ERROR(ParseRangeStep(name, item, step_text, bytes, range));
+  return range;
+}
+
+absl::Status TooMany(absl::string_view name, absl::string_view item) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, ": more than ", kMaxListValues, " values",
+                   item.empty() ? "" : absl::StrCat(" (range '", item, "')"), ", the limit is ",
+                   kMaxListValues));
+}
+
+// Appends the values of `range` to `values`, at most kMaxListValues in all.
+absl::Status AppendRange(absl::string_view name, absl::string_view item, const ListRange& range,
                          std::vector<uint64_t>& values) {
-  const std::pair<absl::string_view, absl::string_view> bounds =
-      absl::StrSplit(item, absl::MaxSplits("..", 1));
-  const std::pair<absl::string_view, absl::string_view> end_and_step =
-      absl::StrSplit(bounds.second, absl::MaxSplits(':', 1));
-  COLLTEST_ASSIGN_OR_RETURN(const uint64_t start, ParseCount(name, bounds.first, max));
-  COLLTEST_ASSIGN_OR_RETURN(const uint64_t end, ParseCount(name, end_and_step.first, max));
-  RangeStep step;
-  if (bounds.second.find(':') != absl::string_view::npos) {
-    COLLTEST_ASSIGN_OR_RETURN(step, ParseRangeStep(name, item, end_and_step.second));
+  if (range.begin > range.end) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": range '", item, "' runs backwards (",
+                                                   range.begin, " > ", range.end, ")"));
   }
-  if (start > end) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": range '", item, "' runs backwards (", start, " > ", end, ")"));
+  if (range.step == 0 && range.factor < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": range '", item, "': the factor ",
+                                                   range.factor, " must be 2 or more"));
   }
-  if (step.step == 0 && start == 0) {
+  if (range.step == 0 && range.begin == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         name, ": range '", item, "': a multiplying range cannot start at 0 (use :+STEP)"));
   }
-  for (uint64_t v = start;;) {
-    if (values.size() == kMaxListValues) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": more than ", kMaxListValues, " values (range '", item, "')"));
-    }
+  for (uint64_t v = range.begin;;) {
+    if (values.size() == kMaxListValues) return TooMany(name, item);
     values.push_back(v);
     // Compared before stepping, so that the next value can never overflow.
-    if (step.step > 0) {
-      if (end - v < step.step) break;
-      v += step.step;
+    if (range.step > 0) {
+      if (range.end - v < range.step) break;
+      v += range.step;
     } else {
-      if (v > end / step.factor) break;
-      v *= step.factor;
+      if (v > range.end / range.factor) break;
+      v *= range.factor;
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint64_t>> ParseListOf(absl::string_view name, absl::string_view text,
+                                                  uint64_t max, bool bytes) {
+  std::vector<uint64_t> values;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    // "1,,8" is most likely a typo that should not silently shrink the sweep.
+    if (item.empty()) return CannotParse(name, text, kListExpected);
+    if (absl::StrContains(item, "..") || absl::StrContains(item, ':')) {
+      COLLTEST_ASSIGN_OR_RETURN(const ListRange range, ParseRange(name, item, max, bytes));
+      COLLTEST_RETURN_IF_ERROR(AppendRange(name, item, range, values));
+      continue;
+    }
+    if (values.size() == kMaxListValues) return TooMany(name, "");
+    COLLTEST_ASSIGN_OR_RETURN(const uint64_t value, ParseSuffixed(name, item, max, bytes));
+    values.push_back(value);
+  }
+  return values;
 }
 
 }  // namespace
@@ -152,7 +200,8 @@ absl::StatusOr<absl::Duration> ParseDuration(absl::string_view name, absl::strin
     return absl::Milliseconds(ms);
   }
   // Whole days ("90d"), for retention and history queries; absl's grammar stops at hours.
-  if (trimmed.size() > 1 && trimmed.back() == 'd' && AllDigits(trimmed.substr(0, trimmed.size() - 1))) {
+  if (trimmed.size() > 1 && trimmed.back() == 'd' &&
+      AllDigits(trimmed.substr(0, trimmed.size() - 1))) {
     int64_t days = 0;
     if (!absl::SimpleAtoi(trimmed.substr(0, trimmed.size() - 1), &days) || days > 36500) {
       return CannotParse(name, text, kDurationExpected);
@@ -182,22 +231,19 @@ absl::StatusOr<uint64_t> ParseCount(absl::string_view name, absl::string_view te
 
 absl::StatusOr<std::vector<uint64_t>> ParseList(absl::string_view name, absl::string_view text,
                                                 uint64_t max) {
+  return ParseListOf(name, text, max, /*bytes=*/false);
+}
+
+absl::StatusOr<std::vector<uint64_t>> ParseByteSizeList(absl::string_view name,
+                                                        absl::string_view text, uint64_t max) {
+  return ParseListOf(name, text, max, /*bytes=*/true);
+}
+
+absl::StatusOr<std::vector<uint64_t>> ExpandListRange(absl::string_view name,
+                                                      absl::string_view item,
+                                                      const ListRange& range) {
   std::vector<uint64_t> values;
-  for (absl::string_view item : absl::StrSplit(text, ',')) {
-    item = absl::StripAsciiWhitespace(item);
-    // "1,,8" is most likely a typo that should not silently shrink the sweep.
-    if (item.empty()) return CannotParse(name, text, kListExpected);
-    if (item.find("..") != absl::string_view::npos) {
-      COLLTEST_RETURN_IF_ERROR(ExpandRange(name, item, max, values));
-      continue;
-    }
-    if (values.size() == kMaxListValues) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": more than ", kMaxListValues, " values"));
-    }
-    COLLTEST_ASSIGN_OR_RETURN(const uint64_t value, ParseCount(name, item, max));
-    values.push_back(value);
-  }
+  COLLTEST_RETURN_IF_ERROR(AppendRange(name, item, range, values));
   return values;
 }
 

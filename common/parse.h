@@ -39,10 +39,33 @@ absl::StatusOr<uint64_t> ParseCount(absl::string_view name, absl::string_view te
 //   "8..128"      8, 16, 32, 64, 128: doubling from the start while not above the end
 //   "8..128:x4"   8, 32, 128: times 4 (a factor of 2 or more)
 //   "1..8:+1"     1, 2, ..., 8: plus 1 (a step of 1 or more)
-// "8..100" stops at 64: the end bounds the range, it need not be reached. A geometric range
-// cannot start at 0. At most kMaxListValues values in all; each at most `max`.
+//   "1:1024:x2"   the same ranges written BEGIN:END[:xF|:+S] as nccl-tests users write sizes;
+//   "8K:128M"     without a step they double too ("1:8:+1" is 1, 2, ..., 8)
+// "8..100" stops at 64: the end bounds the range, it need not be reached. A multiplying range
+// cannot start at 0. Refused, naming the value: an end below the start, a factor below 2, a step
+// of 0, more than kMaxListValues values in all, a value above `max`.
 absl::StatusOr<std::vector<uint64_t>> ParseList(
     absl::string_view name, absl::string_view text,
     uint64_t max = std::numeric_limits<uint64_t>::max());
+
+// ParseList whose values and bounds are byte sizes (ParseByteSize: "512B", "8K:128MiB").
+absl::StatusOr<std::vector<uint64_t>> ParseByteSizeList(
+    absl::string_view name, absl::string_view text,
+    uint64_t max = std::numeric_limits<uint64_t>::max());
+
+// A range of ParseList's given as numbers: from `begin`, times `factor` (or plus `step` where
+// step > 0) while not above `end`.
+struct ListRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  uint64_t factor = 2;
+  uint64_t step = 0;  // > 0: arithmetic
+};
+
+// The values of `range`, refused as ParseList refuses a range; `item` names the range in the
+// messages as the user gave it ("-b 8 -e 128 -f 2").
+absl::StatusOr<std::vector<uint64_t>> ExpandListRange(absl::string_view name,
+                                                      absl::string_view item,
+                                                      const ListRange& range);
 
 }  // namespace colltest::common

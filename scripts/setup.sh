@@ -37,13 +37,32 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all ${#packages[@]} packages present"
-  exit 0
-fi
-
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-echo "setup: installing ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+else
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# promtool, for the metrics tests (tests/metrics): taken out of Debian's prometheus package
+# without installing it, as installing it would start a Prometheus server.
+if [ "${1:-base}" = base ]; then
+  tools=/opt/colltest-tools/prometheus
+  if [ -x "$tools/usr/bin/promtool" ]; then
+    echo "setup: promtool present"
+  else
+    cache=/var/cache/colltest-tools
+    $sudo mkdir -p "$cache" "$tools"
+    # apt-get download writes into the current directory, as the invoking user.
+    (cd "$cache" && $sudo apt-get download -qq prometheus) ||
+      { $sudo apt-get update -qq && (cd "$cache" && $sudo apt-get download -qq prometheus); }
+    extracted=$($sudo mktemp -d)
+    $sudo dpkg-deb -x "$(ls -t "$cache"/prometheus_*.deb | head -n 1)" "$extracted"
+    $sudo install -D -m 0755 "$extracted/usr/bin/promtool" "$tools/usr/bin/promtool"
+    $sudo rm -rf "$extracted"
+    echo "setup: promtool in $tools/usr/bin"
+  fi
+fi

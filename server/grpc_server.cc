@@ -10,6 +10,7 @@
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/server_posix.h"
 #include "server/fd_limit.h"
+#include "server/reflection_v1.h"
 #include "spdlog/spdlog.h"
 
 namespace colltest::server {
@@ -45,6 +46,9 @@ void ConfigureBuilder(const FrontEndLimits& limits, grpc::ServerBuilder& builder
   quota.Resize(limits.memory_bytes);
   quota.SetMaxThreads(static_cast<int>(limits.max_threads));
   builder.SetResourceQuota(quota);
+  // Next to v1alpha, which linking grpc++_reflection adds to every server: clients that ask v1
+  // first (grpcurl >= 1.8.8, Postman) would otherwise be answered UNIMPLEMENTED.
+  AddReflectionV1(builder);
 }
 
 }  // namespace

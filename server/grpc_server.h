@@ -36,8 +36,9 @@ FrontEndLimits ResolveFrontEndLimits(const ServerOptions& options, uint64_t fd_s
 
 class GrpcFrontEnd {
  public:
-  // Configures `builder` (message sizes, channel arguments, resource quota) and binds: the own
-  // listener for plaintext credentials (the builder gets no port), gRPC's port with TLS ones.
+  // Configures `builder` (message sizes, channel arguments, resource quota, reflection v1) and
+  // binds: the own listener for plaintext credentials (the builder gets no port), gRPC's port with
+  // TLS ones.
   static absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> Prepare(
       const std::string& listen, std::shared_ptr<grpc::ServerCredentials> credentials, bool tls,
       const FrontEndLimits& limits, grpc::ServerBuilder& builder);

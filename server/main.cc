@@ -249,6 +249,7 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
                      });
   COLLTEST_RETURN_IF_ERROR(backend.status());
   d.backend = *std::move(backend);
+  d.metrics.SetBackend(d.backend.backend, d.backend.devices);
   if (!d.backend.note.empty()) spdlog::info("{}", d.backend.note);
   COLLTEST_ASSIGN_OR_RETURN(d.auth, LoadAuth(options));
   d.authorizer = std::make_unique<Authorizer>(d.auth);

@@ -13,6 +13,7 @@
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
+#include "server/build_info.h"
 #include "server/names.h"
 
 namespace colltest::server {
@@ -27,6 +28,14 @@ std::string StatusLabel(v1::CaseStatus s) { return absl::AsciiStrToLower(CaseSta
 std::string ModeLabel(v1::Mode m) {
   return ModeName(m == v1::MODE_UNSPECIFIED ? v1::MODE_EAGER : m);
 }
+
+constexpr std::array<v1::CaseStatus, 5> kStatuses = {v1::CASE_STATUS_OK, v1::CASE_STATUS_WRONG,
+                                                     v1::CASE_STATUS_HANG, v1::CASE_STATUS_ERROR,
+                                                     v1::CASE_STATUS_UNSUPPORTED};
+constexpr std::array<v1::Variant, 6> kVariants = {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL,
+                                                  v1::VARIANT_LAMPORT,   v1::VARIANT_LAMPORT_TB,
+                                                  v1::VARIANT_NCCL,      v1::VARIANT_AUTO};
+constexpr std::array<v1::Mode, 2> kModes = {v1::MODE_EAGER, v1::MODE_GRAPH};
 
 constexpr std::array<v1::GroupState, 3> kGroupStates = {
     v1::GROUP_STATE_SERVING, v1::GROUP_STATE_DEGRADED, v1::GROUP_STATE_RECOVERING};
@@ -63,10 +72,10 @@ const char* RefusalLabel(ListenerEvents::Refusal reason) {
 }
 
 // Per-call kernel latencies sit between a few us (small shapes, one-shot kernels) and tens of ms
-// (large shapes on CPU ranks): powers of two from 1 us to 131 ms.
+// (large shapes on CPU ranks): powers of two from 1 us to 131 ms, in seconds.
 prometheus::Histogram::BucketBoundaries LatencyBuckets() {
   prometheus::Histogram::BucketBoundaries b;
-  for (double us = 1; us <= 131072; us *= 2) b.push_back(us);
+  for (double us = 1; us <= 131072; us *= 2) b.push_back(us / 1e6);
   return b;
 }
 
@@ -87,8 +96,8 @@ struct Metrics::Impl {
           .Register(*registry);
   prometheus::Family<prometheus::Histogram>& latency =
       prometheus::BuildHistogram()
-          .Name("colltest_case_latency_us")
-          .Help("Median per-call latency in microseconds of cases that ran (OK or WRONG).")
+          .Name("colltest_case_latency_seconds")
+          .Help("Median per-call latency in seconds of cases that ran (OK or WRONG).")
           .Register(*registry);
   prometheus::Family<prometheus::Histogram>& wall =
       prometheus::BuildHistogram()
@@ -128,48 +137,89 @@ struct Metrics::Impl {
           .Name("colltest_connections_refused_total")
           .Help("Connections the listener closed without serving them, or failed to accept.")
           .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& health_status =
+      prometheus::BuildGauge()
+          .Name("colltest_health_status")
+          .Help("1 for the overall status of the last finished Health RPC, 0 for the others.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& health_last =
+      prometheus::BuildGauge()
+          .Name("colltest_health_last_check_timestamp_seconds")
+          .Help("Unix time of the last finished Health RPC; 0 before the first.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& start_time =
+      prometheus::BuildGauge()
+          .Name("colltest_start_time_seconds")
+          .Help("Unix time at which colltestd started.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& build_info =
+      prometheus::BuildGauge()
+          .Name("colltest_build_info")
+          .Help("Always 1; the labels say which colltestd serves and on which backend.")
+          .Register(*registry);
 
   prometheus::Gauge& connections_open = connections.Add({});
   prometheus::Gauge& runs_queued = runs.Add({{"state", "queued"}});
   prometheus::Gauge& runs_running = runs.Add({{"state", "running"}});
   prometheus::Counter& restarts_total = restarts.Add({});
   prometheus::Histogram& wall_seconds = wall.Add({}, WallBuckets());
+  prometheus::Gauge& health_last_check = health_last.Add({});
+  prometheus::Gauge& started = start_time.Add({});
 
   // Guards the three gauges of a group so that concurrent updates of one group leave exactly one
   // of them at 1.
   mutable std::mutex mu;
   std::map<std::string, std::array<prometheus::Gauge*, kGroupStates.size()>> groups;
+  // Guards the health gauges so that concurrent verdicts leave exactly one of them at 1.
+  std::mutex health_mu;
+  std::array<prometheus::Gauge*, kStatuses.size()> health_gauges{};
+
+  // Series whose label values are fixed by the API, each at 0 (or its initial value).
+  void AddKnownSeries();
 };
 
-Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
-  // prometheus-cpp leaves a family without series out of a scrape, so every series whose label
-  // values are known up front is created now: rate() and alerts then see a 0 before the first
-  // event instead of no series at all. Hangs and group states appear on first use, as their label
-  // values (ranks, device sets) are not known before.
-  const v1::CaseStatus statuses[] = {v1::CASE_STATUS_OK, v1::CASE_STATUS_WRONG,
-                                     v1::CASE_STATUS_HANG, v1::CASE_STATUS_ERROR,
-                                     v1::CASE_STATUS_UNSUPPORTED};
-  const v1::Variant variants[] = {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL,
-                                  v1::VARIANT_LAMPORT,   v1::VARIANT_LAMPORT_TB,
-                                  v1::VARIANT_NCCL,      v1::VARIANT_AUTO};
-  const v1::Mode modes[] = {v1::MODE_EAGER, v1::MODE_GRAPH};
-  for (ListenerEvents::Refusal r : kRefusals) impl_->refused.Add({{"reason", RefusalLabel(r)}});
-  for (v1::CaseStatus s : statuses) {
-    impl_->health_checks.Add({{"status", StatusLabel(s)}});
+void Metrics::Impl::AddKnownSeries() {
+  started.SetToCurrentTime();
+  for (ListenerEvents::Refusal r : kRefusals) refused.Add({{"reason", RefusalLabel(r)}});
+  for (size_t i = 0; i < kStatuses.size(); ++i) {
+    const std::string status = StatusLabel(kStatuses[i]);
+    health_checks.Add({{"status", status}});
+    health_gauges[i] = &health_status.Add({{"status", status}});
   }
-  for (v1::Variant v : variants) {
-    for (v1::Mode m : modes) {
+  for (v1::Variant v : kVariants) {
+    for (v1::Mode m : kModes) {
       const std::string variant = VariantName(v);
       const std::string mode = ModeLabel(m);
-      impl_->latency.Add({{"variant", variant}, {"mode", mode}}, LatencyBuckets());
-      for (v1::CaseStatus s : statuses) {
-        impl_->cases.Add({{"status", StatusLabel(s)}, {"variant", variant}, {"mode", mode}});
+      latency.Add({{"variant", variant}, {"mode", mode}}, LatencyBuckets());
+      for (v1::CaseStatus s : kStatuses) {
+        cases.Add({{"status", StatusLabel(s)}, {"variant", variant}, {"mode", mode}});
       }
     }
   }
 }
 
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
+  // prometheus-cpp leaves a family without series out of a scrape, so every series whose label
+  // values are known up front is created now: rate(), increase() and alerts then see a 0 before
+  // the first event instead of no series at all. Hangs follow in SetBackend, once the devices are
+  // known; group states appear when a group first spawns, as device sets are chosen per run.
+  impl_->AddKnownSeries();
+}
+
 Metrics::~Metrics() = default;
+
+void Metrics::SetBackend(const std::string& backend, const std::vector<v1::Device>& devices) {
+  impl_->build_info
+      .Add({{"version", BuildVersion()}, {"commit", BuildCommit()}, {"backend", backend}})
+      .Set(1);
+  // A hang names the culprit's rank in its group and that rank's device; a group has at most as
+  // many ranks as there are devices, and any device may hold any rank.
+  for (size_t rank = 0; rank < devices.size(); ++rank) {
+    for (const v1::Device& device : devices) {
+      impl_->hangs.Add({{"rank", absl::StrCat(rank)}, {"device", absl::StrCat(device.index())}});
+    }
+  }
+}
 
 void Metrics::ObserveCase(const v1::CaseResult& result) {
   const std::string variant = VariantName(result.variant());
@@ -180,7 +230,7 @@ void Metrics::ObserveCase(const v1::CaseResult& result) {
   // toward 0 (or the timeout).
   if (result.status() != v1::CASE_STATUS_OK && result.status() != v1::CASE_STATUS_WRONG) return;
   impl_->latency.Add({{"variant", variant}, {"mode", mode}}, LatencyBuckets())
-      .Observe(result.timing().median_us());
+      .Observe(result.timing().median_us() / 1e6);
   impl_->wall_seconds.Observe(result.wall_ms() / 1000.0);
 }
 
@@ -216,6 +266,12 @@ void Metrics::SetRuns(size_t queued, size_t running) {
 
 void Metrics::ObserveHealthCheck(v1::CaseStatus status) {
   impl_->health_checks.Add({{"status", StatusLabel(status)}}).Increment();
+  std::lock_guard<std::mutex> lock(impl_->health_mu);
+  // A status outside kStatuses (CASE_STATUS_UNSPECIFIED) leaves every gauge at 0.
+  for (size_t i = 0; i < kStatuses.size(); ++i) {
+    impl_->health_gauges[i]->Set(kStatuses[i] == status ? 1 : 0);
+  }
+  impl_->health_last_check.SetToCurrentTime();
 }
 
 void Metrics::SetConnectionsOpen(size_t open) {

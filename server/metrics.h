@@ -1,7 +1,9 @@
 // Prometheus metrics of colltestd (DESIGN.md section 9): cases run, hangs with their culprit,
 // latencies, worker restarts, group health, the run queue and health checks, rendered as the
-// Prometheus text format for the HTTP port (http/gateway.h). prometheus-cpp stays behind an Impl so that users of this header do not need its
-// headers. Thread-safe.
+// Prometheus text format for the HTTP port (http/gateway.h). Names follow Prometheus' own
+// conventions (base units, counters ending in _total) so that `promtool check metrics` accepts a
+// scrape; docs/metrics.md lists them. prometheus-cpp stays behind an Impl so that users of this
+// header do not need its headers. Thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -24,10 +26,15 @@ class Metrics final : public ListenerEvents {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
+  // Once the backend is known (before the HTTP port serves): colltest_build_info{version,commit,
+  // backend} 1 (BuildVersion, BuildCommit of server/build_info.h), and colltest_hangs_total at 0
+  // for every rank and device a hang can name: rank 0..devices-1 times each device's index.
+  void SetBackend(const std::string& backend, const std::vector<colltest::v1::Device>& devices);
+
   // One finished case: colltest_cases_total{status,variant,mode} (+1), and for cases that ran
-  // (status OK or WRONG) colltest_case_latency_us{variant,mode} histogram of
-  // CaseResult.timing.median_us (exponential buckets from 1 us to ~100 ms) and
-  // colltest_case_wall_seconds histogram of wall_ms/1000.
+  // (status OK or WRONG) colltest_case_latency_seconds{variant,mode} histogram of
+  // CaseResult.timing.median_us in seconds (buckets 2^k us, 1 us to ~131 ms) and
+  // colltest_case_wall_seconds histogram of wall_ms in seconds.
   void ObserveCase(const colltest::v1::CaseResult& result);
   // A hang whose culprit is known: colltest_hangs_total{rank,device} (+1).
   void ObserveHang(uint32_t culprit_rank, uint32_t culprit_device);
@@ -38,7 +45,9 @@ class Metrics final : public ListenerEvents {
   void SetGroupState(const std::vector<uint32_t>& devices, colltest::v1::GroupState state);
   // colltest_runs{state="queued|running"} gauges.
   void SetRuns(size_t queued, size_t running);
-  // colltest_health_checks_total{status} (+1) for a finished Health RPC.
+  // A finished Health RPC: colltest_health_checks_total{status} (+1),
+  // colltest_health_status{status} 1 for this verdict and 0 for the others, and
+  // colltest_health_last_check_timestamp_seconds set to now.
   void ObserveHealthCheck(colltest::v1::CaseStatus status);
 
   // colltest_connections_open gauge: the listener's open client connections.

@@ -6,8 +6,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "grpc/reflection/v1/reflection.pb.h"
 #include "grpcpp/security/auth_context.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -20,7 +20,10 @@ namespace {
 namespace gx = ::grpc::experimental;
 namespace pb = ::google::protobuf;
 
-constexpr char kResponseType[] = "grpc.reflection.v1alpha.ServerReflectionResponse";
+constexpr absl::string_view kReflectionServices[] = {
+    "/grpc.reflection.v1alpha.ServerReflection/",
+    "/grpc.reflection.v1.ServerReflection/",
+};
 constexpr char kWhat[] = "server reflection";
 
 // The same parts Authorizer::Identify(const ServerContext&) reads, from the base class that
@@ -95,7 +98,7 @@ class ReflectionGuardFactory final : public gx::ServerInterceptorFactoryInterfac
   gx::Interceptor* CreateServerInterceptor(gx::ServerRpcInfo* info) override {
     // Authentication off: reflection is open to every caller, as the API is.
     if (!authorizer_->enabled() || info->method() == nullptr ||
-        !absl::StartsWith(info->method(), kReflectionMethodPrefix)) {
+        !IsReflectionMethod(info->method())) {
       return nullptr;
     }
     return new ReflectionGuard(*authorizer_, certificates_, info->server_context());
@@ -117,23 +120,18 @@ absl::Status ReflectionAccess(const absl::StatusOr<Caller>& caller) {
   return CheckRole(*caller, Role::kViewer, kWhat);
 }
 
-std::string RefusalResponse(const absl::Status& refusal) {
-  const pb::Descriptor* type =
-      pb::DescriptorPool::generated_pool()->FindMessageTypeByName(kResponseType);
-  if (type == nullptr) return "";
-  const pb::FieldDescriptor* error_field = type->FindFieldByName("error_response");
-  if (error_field == nullptr || error_field->message_type() == nullptr) return "";
-  const pb::Descriptor* error_type = error_field->message_type();
-  const pb::FieldDescriptor* code = error_type->FindFieldByName("error_code");
-  const pb::FieldDescriptor* message = error_type->FindFieldByName("error_message");
-  if (code == nullptr || message == nullptr) return "";
+bool IsReflectionMethod(absl::string_view method) {
+  for (absl::string_view prefix : kReflectionServices) {
+    if (absl::StartsWith(method, prefix)) return true;
+  }
+  return false;
+}
 
-  std::unique_ptr<pb::Message> response(
-      pb::MessageFactory::generated_factory()->GetPrototype(type)->New());
-  pb::Message* error = response->GetReflection()->MutableMessage(response.get(), error_field);
-  error->GetReflection()->SetInt32(error, code, static_cast<int32_t>(refusal.code()));
-  error->GetReflection()->SetString(error, message, std::string(refusal.message()));
-  return response->SerializeAsString();
+std::string RefusalResponse(const absl::Status& refusal) {
+  grpc::reflection::v1::ServerReflectionResponse response;
+  response.mutable_error_response()->set_error_code(static_cast<int32_t>(refusal.code()));
+  response.mutable_error_response()->set_error_message(std::string(refusal.message()));
+  return response.SerializeAsString();
 }
 
 std::vector<std::unique_ptr<gx::ServerInterceptorFactoryInterface>> ReflectionGuardCreators(

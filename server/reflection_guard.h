@@ -1,8 +1,9 @@
-// Server reflection answers to the same callers as the API: with authentication on, a caller of
-// role viewer or above. gRPC 1.51 runs AuthMetadataProcessors only on TLS credentials, and a server
-// interceptor can neither refuse a call nor skip its handler, so this interceptor lets the
-// reflection handler run on an emptied request and then replaces every response it writes by an
-// error_response, and its final status by the refusal. No service or file name leaves the server.
+// Server reflection (v1 and v1alpha alike) answers to the same callers as the API: with
+// authentication on, a caller of role viewer or above. gRPC 1.51 runs AuthMetadataProcessors only
+// on TLS credentials, and a server interceptor can neither refuse a call nor skip its handler, so
+// this interceptor lets the reflection handler run on an emptied request and then replaces every
+// response it writes by an error_response, and its final status by the refusal. No service or file
+// name leaves the server.
 #pragma once
 
 #include <memory>
@@ -17,17 +18,16 @@
 
 namespace colltest::server {
 
-// Every method of the reflection service gRPC 1.51 serves starts with this.
-inline constexpr absl::string_view kReflectionMethodPrefix =
-    "/grpc.reflection.v1alpha.ServerReflection/";
+// True for the methods of both reflection services colltestd serves: v1alpha (grpc++_reflection)
+// and v1 (server/reflection_v1.h).
+bool IsReflectionMethod(absl::string_view method);
 
 // OK when `caller` (Authorizer::Identify's answer) may use reflection, else the refusal:
 // UNAUTHENTICATED or PERMISSION_DENIED, naming the role needed.
 absl::Status ReflectionAccess(const absl::StatusOr<Caller>& caller);
 
-// A serialized grpc.reflection.v1alpha.ServerReflectionResponse whose error_response carries
-// `refusal`; empty (a default response, which names nothing) when the reflection descriptors are
-// not linked into the process.
+// A serialized ServerReflectionResponse whose error_response carries `refusal`. The v1 and v1alpha
+// messages are the same on the wire, so the one set of bytes answers both versions.
 std::string RefusalResponse(const absl::Status& refusal);
 
 // Creators of the guard, for ServerBuilder::experimental().SetInterceptorCreators. `authorizer`

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -19,6 +21,28 @@ namespace {
 namespace v1 = ::colltest::v1;
 
 absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(message); }
+
+// The independent problems of one spec, so that a request hears about all of them at once: their
+// messages joined by "; " (one line, as the message is logged and kept with the run), with the
+// first problem's code.
+class Problems {
+ public:
+  // Returns whether `status` is OK, for a check that later ones depend on.
+  bool Add(const absl::Status& status) {
+    if (status.ok()) return true;
+    if (first_.ok()) first_ = status;
+    messages_.emplace_back(status.message());
+    return false;
+  }
+  absl::Status status() const {
+    if (first_.ok()) return first_;
+    return absl::Status(first_.code(), absl::StrJoin(messages_, "; "));
+  }
+
+ private:
+  absl::Status first_;
+  std::vector<std::string> messages_;
+};
 
 bool IsCpu(const ServerLimits& limits) { return limits.backend == "cpu"; }
 
@@ -89,15 +113,19 @@ absl::Status CheckUnique(absl::string_view field, const List& values) {
   return absl::OkStatus();
 }
 
-absl::Status CheckShapes(const v1::SweepSpec& spec, const ServerLimits& limits) {
+// m and n are checked apart, so that a spec without either hears about both.
+absl::Status CheckRows(const v1::SweepSpec& spec) {
   if (spec.m_size() == 0) return Invalid("m: empty (give at least one row count)");
-  if (spec.n_size() == 0) return Invalid("n: empty (give at least one hidden size)");
   for (uint32_t m : spec.m()) {
     if (m < 1) return Invalid(absl::StrCat("m = ", m, ": must be >= 1"));
     if (m > kMaxRows) return Invalid(absl::StrCat("m = ", m, ": must be <= ", kMaxRows));
   }
-  if (auto s = CheckUnique("m", spec.m()); !s.ok()) return s;
+  return CheckUnique("m", spec.m());
+}
 
+// Against the resolved dtype: its size sets the pack.
+absl::Status CheckHidden(const v1::SweepSpec& spec) {
+  if (spec.n_size() == 0) return Invalid("n: empty (give at least one hidden size)");
   const v1::DType dtype = spec.dtype();
   const uint32_t pack = PackElems(dtype);
   const std::string pack_text =
@@ -110,9 +138,13 @@ absl::Status CheckShapes(const v1::SweepSpec& spec, const ServerLimits& limits) 
     if (n < pack) return Invalid(absl::StrCat("n = ", n, ": must be >= ", pack_text));
     if (n > kMaxHidden) return Invalid(absl::StrCat("n = ", n, ": must be <= ", kMaxHidden));
   }
-  if (auto s = CheckUnique("n", spec.n()); !s.ok()) return s;
+  return CheckUnique("n", spec.n());
+}
 
-  // Every case of the sweep must fit; the largest m with the largest n is the one that may not.
+// Every case of the sweep must fit; the largest m with the largest n is the one that may not.
+// Only for valid m and n.
+absl::Status CheckCaseBytes(const v1::SweepSpec& spec, const ServerLimits& limits) {
+  const v1::DType dtype = spec.dtype();
   const uint64_t m = *std::max_element(spec.m().begin(), spec.m().end());
   const uint64_t n = *std::max_element(spec.n().begin(), spec.n().end());
   const uint64_t bytes = m * n * ElemBytes(dtype);
@@ -124,7 +156,7 @@ absl::Status CheckShapes(const v1::SweepSpec& spec, const ServerLimits& limits) 
   return absl::OkStatus();
 }
 
-absl::Status CheckVariantsAndModes(const v1::SweepSpec& spec, v1::SweepSpec& out) {
+absl::Status CheckVariants(const v1::SweepSpec& spec) {
   if (spec.variants_size() == 0) {
     return Invalid("variants: empty (give at least one, e.g. one_stage or lamport)");
   }
@@ -136,8 +168,10 @@ absl::Status CheckVariantsAndModes(const v1::SweepSpec& spec, v1::SweepSpec& out
           ": unknown variant (one_stage, two_kernel, lamport, lamport_tb, nccl, auto)"));
     }
   }
-  if (auto s = CheckUnique("variants", spec.variants()); !s.ok()) return s;
+  return CheckUnique("variants", spec.variants());
+}
 
+absl::Status CheckModes(const v1::SweepSpec& spec, v1::SweepSpec& out) {
   out.clear_modes();
   for (int i = 0; i < spec.modes_size(); ++i) {
     const int m = spec.modes(i);
@@ -150,23 +184,30 @@ absl::Status CheckVariantsAndModes(const v1::SweepSpec& spec, v1::SweepSpec& out
   return CheckUnique("modes", out.modes());
 }
 
-absl::Status CheckEnums(const v1::SweepSpec& spec, v1::SweepSpec& out) {
+absl::Status CheckDType(const v1::SweepSpec& spec, v1::SweepSpec& out) {
   if (!v1::DType_IsValid(spec.dtype())) {
     return Invalid(absl::StrCat("dtype = ", spec.dtype(), ": unknown dtype (bf16, fp16, fp32)"));
   }
   if (spec.dtype() == v1::DTYPE_UNSPECIFIED) out.set_dtype(v1::DTYPE_BF16);
-  if (!v1::Pattern_IsValid(spec.pattern())) {
-    return Invalid(
-        absl::StrCat("pattern = ", spec.pattern(),
-                     ": unknown pattern (normal, integers, neg_zero, large, denormal, same)"));
-  }
-  if (spec.pattern() == v1::PATTERN_UNSPECIFIED) out.set_pattern(v1::PATTERN_NORMAL);
-  if (!v1::Tolerance_IsValid(spec.tolerance())) {
-    return Invalid(absl::StrCat("tolerance = ", spec.tolerance(),
-                                ": unknown tolerance profile (strict, aiter, trtllm)"));
-  }
-  if (spec.tolerance() == v1::TOLERANCE_UNSPECIFIED) out.set_tolerance(v1::TOLERANCE_STRICT);
   return absl::OkStatus();
+}
+
+absl::Status CheckPatternAndTolerance(const v1::SweepSpec& spec, v1::SweepSpec& out) {
+  Problems problems;
+  if (!v1::Pattern_IsValid(spec.pattern())) {
+    problems.Add(Invalid(
+        absl::StrCat("pattern = ", spec.pattern(),
+                     ": unknown pattern (normal, integers, neg_zero, large, denormal, same)")));
+  } else if (spec.pattern() == v1::PATTERN_UNSPECIFIED) {
+    out.set_pattern(v1::PATTERN_NORMAL);
+  }
+  if (!v1::Tolerance_IsValid(spec.tolerance())) {
+    problems.Add(Invalid(absl::StrCat("tolerance = ", spec.tolerance(),
+                                      ": unknown tolerance profile (strict, aiter, trtllm)")));
+  } else if (spec.tolerance() == v1::TOLERANCE_UNSPECIFIED) {
+    out.set_tolerance(v1::TOLERANCE_STRICT);
+  }
+  return problems.status();
 }
 
 absl::Status CheckMax(absl::string_view field, uint64_t value, uint64_t max) {
@@ -175,6 +216,7 @@ absl::Status CheckMax(absl::string_view field, uint64_t value, uint64_t max) {
 }
 
 absl::Status CheckCounts(const v1::SweepSpec& spec, v1::SweepSpec& out) {
+  Problems problems;
   for (auto [field, value, max] :
        {std::tuple<absl::string_view, uint64_t, uint64_t>{"warmup", spec.warmup(), kMaxWarmup},
         {"iters", spec.iters(), kMaxIters},
@@ -183,19 +225,20 @@ absl::Status CheckCounts(const v1::SweepSpec& spec, v1::SweepSpec& out) {
         {"knobs.grid_blocks", spec.knobs().grid_blocks(), kMaxGridBlocks},
         {"knobs.arm_repeat", spec.knobs().arm_repeat(), kMaxArmRepeat},
         {"knobs.lamport_min_bytes", spec.knobs().lamport_min_bytes(), kMaxLamportMinBytes}}) {
-    if (auto s = CheckMax(field, value, max); !s.ok()) return s;
+    problems.Add(CheckMax(field, value, max));
   }
   const uint32_t tpb = spec.knobs().threads_per_block();
   if (tpb != 0 && tpb != 256 && tpb != 512) {
-    return Invalid(absl::StrCat("knobs.threads_per_block = ", tpb,
-                                ": must be 0 (the variant's default), 256 or 512"));
+    problems.Add(Invalid(absl::StrCat("knobs.threads_per_block = ", tpb,
+                                      ": must be 0 (the variant's default), 256 or 512")));
   }
 
   // Written this way round so that NaN fails too.
   const float eps = spec.eps();
   if (eps != 0.0f && !(eps > 0.0f && eps < 1.0f)) {
-    return Invalid(absl::StrCat("eps = ", eps, ": must be > 0 and < 1 (or 0 for 1e-6)"));
+    problems.Add(Invalid(absl::StrCat("eps = ", eps, ": must be > 0 and < 1 (or 0 for 1e-6)")));
   }
+  COLLTEST_RETURN_IF_ERROR(problems.status());
 
   if (spec.warmup() == 0) out.set_warmup(kDefaultWarmup);
   if (spec.iters() == 0) out.set_iters(kDefaultIters);
@@ -219,16 +262,24 @@ absl::Status CheckCaseCount(const v1::SweepSpec& out) {
 
 absl::StatusOr<v1::SweepSpec> ValidateSpec(const v1::SweepSpec& spec, const ServerLimits& limits) {
   v1::SweepSpec out = spec;
-  if (auto s = ResolveGroup(spec, limits, out); !s.ok()) return s;
-  if (auto s = CheckEnums(spec, out); !s.ok()) return s;
-  // Shapes are checked against the resolved dtype: its size sets the pack and the byte budget.
-  if (auto s = CheckShapes(out, limits); !s.ok()) return s;
-  if (auto s = CheckVariantsAndModes(spec, out); !s.ok()) return s;
-  if (auto s = CheckCounts(spec, out); !s.ok()) return s;
-  if (auto s = CheckCaseCount(out); !s.ok()) return s;
+  Problems problems;
+  const bool group = problems.Add(ResolveGroup(spec, limits, out));
+  const bool dtype = problems.Add(CheckDType(spec, out));
+  problems.Add(CheckPatternAndTolerance(spec, out));
+  const bool rows = problems.Add(CheckRows(out));
+  // The pack and the byte budget come from the resolved dtype.
+  const bool hidden = dtype && problems.Add(CheckHidden(out));
+  const bool shapes = rows && hidden && problems.Add(CheckCaseBytes(out, limits));
+  const bool variants = problems.Add(CheckVariants(spec));
+  const bool modes = problems.Add(CheckModes(spec, out));
+  problems.Add(CheckCounts(spec, out));
+  // The count needs every list it multiplies to be right.
+  if (shapes && variants && modes) problems.Add(CheckCaseCount(out));
   // One line of printable text: it is logged and shown to every client that lists the runs.
-  COLLTEST_RETURN_IF_ERROR(common::CheckLabel("spec.label", spec.label()));
-  COLLTEST_RETURN_IF_ERROR(ValidateFault("spec.fault", spec.fault(), out.world_size(), limits));
+  problems.Add(common::CheckLabel("spec.label", spec.label()));
+  // Fault ranks are checked against the resolved world.
+  if (group) problems.Add(ValidateFault("spec.fault", spec.fault(), out.world_size(), limits));
+  COLLTEST_RETURN_IF_ERROR(problems.status());
   return out;
 }
 

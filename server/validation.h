@@ -1,7 +1,8 @@
 // The server's limits on a SweepSpec, and the one place that checks a request against them. Every
 // rejection is INVALID_ARGUMENT (fault injection while disabled: FAILED_PRECONDITION) with a
 // message that names the field, the value given and the limit, so a user can fix the request
-// without reading the server's source.
+// without reading the server's source. ValidateSpec reports every independent problem of a spec
+// at once, their messages joined by "; " under the first one's code.
 #pragma once
 
 #include <cstdint>
@@ -48,10 +49,12 @@ struct ServerLimits {
   uint32_t max_active_runs_per_owner = 16;  // queued or running at once; 0: no limit
 };
 
-// Checks `spec` and returns a normalized copy: world_size and devices filled in explicitly,
-// UNSPECIFIED enums replaced by their defaults (bf16, normal, strict, eager), and zero warmup,
-// iters, timeout_ms and eps replaced by the defaults. The normalized spec is what is run and what
-// the history keeps, so a stored run says exactly what was measured.
+// Checks `spec` and returns a normalized copy (or every problem found; a check that needs an
+// earlier one to pass, such as n's pack size that needs a known dtype, is skipped when it failed):
+// world_size and devices filled in explicitly, UNSPECIFIED enums replaced by their defaults (bf16,
+// normal, strict, eager), and zero warmup, iters, timeout_ms and eps replaced by the defaults. The
+// normalized spec is what is run and what the history keeps, so a stored run says exactly what was
+// measured.
 absl::StatusOr<colltest::v1::SweepSpec> ValidateSpec(const colltest::v1::SweepSpec& spec,
                                                      const ServerLimits& limits);
 

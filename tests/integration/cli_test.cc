@@ -2,7 +2,10 @@
 // contract.
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/integration/daemon.h"
@@ -10,10 +13,12 @@
 namespace colltest::testing {
 namespace {
 
-class Cli : public ::testing::Test {
+// The CLI against one cpu colltestd of kRanks ranks, shared by the tests of a suite.
+template <int kRanks>
+class CliAgainstRanks : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    daemon_ = Daemon::Start(8).release();
+    daemon_ = Daemon::Start(kRanks).release();
     ASSERT_NE(daemon_, nullptr);
   }
   static void TearDownTestSuite() {
@@ -24,9 +29,10 @@ class Cli : public ::testing::Test {
     args.insert(args.begin(), {BinDir() + "/colltest", "--server", daemon_->address()});
     return RunCommand(args);
   }
-  static Daemon* daemon_;
+  static inline Daemon* daemon_ = nullptr;
 };
-Daemon* Cli::daemon_ = nullptr;
+
+using Cli = CliAgainstRanks<8>;
 
 TEST_F(Cli, InvalidFieldsExitThreeNamingTheField) {
   struct Bad {
@@ -54,23 +60,19 @@ TEST_F(Cli, InvalidFieldsExitThreeNamingTheField) {
 
 TEST_F(Cli, AcceptanceSweepAtWorldEightIsExact) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto [code, out] = Colltest({"sweep", "--world", "8", "--m", "1,64,257", "--n", "7168",
-                               "--variants", "all", "--pattern", "integers", "--format", "json"});
+  // `all` is every variant the cpu backend offers: no UNSUPPORTED nccl or auto rows.
+  auto [code, out] =
+      Colltest({"sweep", "--world", "8", "--m", "1,64,257", "--n", "7168", "--variants", "all",
+                "--modes", "eager", "--pattern", "integers", "--format", "json"});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(code, 0) << out;
-  // Progress goes to stderr, interleaved here: the JSON document is the part from the first '{'.
   const nlohmann::json doc = nlohmann::json::parse(out.substr(out.find("\n{") + 1));
-  ASSERT_EQ(doc["cases"].size(), 3u * 6u);
+  ASSERT_EQ(doc["cases"].size(), 3u * 4u);
   for (const auto& c : doc["cases"]) {
-    const std::string v = c["variant"];
-    if (v == "nccl" || v == "auto") {
-      EXPECT_EQ(c["status"], "UNSUPPORTED") << c.dump();
-    } else {
-      EXPECT_EQ(c["status"], "OK") << c.dump();
-      EXPECT_EQ(c["mismatches"], 0) << c.dump();
-      EXPECT_EQ(c["ranks"].size(), 8u);
-    }
+    EXPECT_EQ(c["status"], "OK") << c.dump();
+    EXPECT_EQ(c["mismatches"], 0) << c.dump();
+    EXPECT_EQ(c["ranks"].size(), 8u);
     for (const char* key : {"variant", "mode", "world", "m", "n", "dtype", "pattern", "status",
                             "message", "median_us", "p10_us", "p90_us", "busbw_gbps", "mismatches",
                             "max_abs_err", "max_ulp", "ranks"}) {
@@ -79,6 +81,53 @@ TEST_F(Cli, AcceptanceSweepAtWorldEightIsExact) {
   }
   // Wall time is reported, not asserted: it is a measurement, not a property of the code.
   std::cout << "world 8 acceptance sweep: " << seconds << " s wall\n";
+}
+
+// `colltest run` with neither --variants nor --modes nor --dtype nor --world, against a cpu
+// colltestd of 2 ranks: the client's defaults, and the variants the server lists (one ListDevices
+// first).
+using CliDefaults = CliAgainstRanks<2>;
+
+TEST_F(CliDefaults, RunsTheServersVariantsInBothModesOnEveryRank) {
+  auto [devices_code, devices_out] = Colltest({"devices", "--format", "json"});
+  ASSERT_EQ(devices_code, 0) << devices_out;
+  const nlohmann::json offered = nlohmann::json::parse(devices_out)["variants"];
+  ASSERT_FALSE(offered.empty());
+
+  auto [code, out] = Colltest({"run", "--m", "1", "--n", "1024", "--format", "json"});
+  ASSERT_EQ(code, 0) << out;
+  const nlohmann::json doc = nlohmann::json::parse(out);
+  std::set<std::pair<std::string, std::string>> seen;  // (variant, mode)
+  for (const auto& c : doc["cases"]) {
+    EXPECT_EQ(c["status"], "OK") << c.dump();
+    EXPECT_EQ(c["world"], 2) << c.dump();
+    EXPECT_EQ(c["dtype"], "bf16") << c.dump();
+    EXPECT_EQ(c["m"], 1) << c.dump();
+    EXPECT_EQ(c["n"], 1024) << c.dump();
+    seen.emplace(c["variant"], c["mode"]);
+  }
+  std::set<std::pair<std::string, std::string>> expected;
+  for (const auto& variant : offered) {
+    for (const char* mode : {"eager", "graph"}) expected.emplace(variant, mode);
+  }
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(doc["cases"].size(), expected.size());
+}
+
+TEST_F(CliDefaults, EveryBadFlagIsReportedAtOnceAndTheServerToo) {
+  // The client's own checks: every flag at once, with a hint.
+  auto [code, out] = Colltest({"run", "--m", "x", "--variants", "lampor", "--dtype", "bf61"});
+  EXPECT_EQ(code, 3) << out;
+  EXPECT_NE(out.find("--m: cannot parse 'x'"), std::string::npos) << out;
+  EXPECT_NE(out.find("did you mean 'lamport'?"), std::string::npos) << out;
+  EXPECT_NE(out.find("did you mean 'bf16'?"), std::string::npos) << out;
+  // The server's: every field at once.
+  auto [server_code, server_out] =
+      Colltest({"run", "--m", "0", "--n", "7", "--world", "3", "--iters", "1000000"});
+  EXPECT_EQ(server_code, 3) << server_out;
+  for (const char* part : {"world_size = 3", "m = 0", "n = 7", "iters = 1000000"}) {
+    EXPECT_NE(server_out.find(part), std::string::npos) << part << " in " << server_out;
+  }
 }
 
 }  // namespace

@@ -47,8 +47,8 @@ class CompareCli : public ::testing::Test {
 
   // A two-variant run labelled `label`, made the baseline `name` of the daemon's machine.
   static std::string MakeBaseline(const std::string& label, const std::string& name) {
-    auto [code, run] = ColltestJson({"run", "--world", "2", "--m", "1", "--n", "1024", "--variants",
-                                     "lamport,one_stage", "--label", label});
+    auto [code, run] = ColltestJson({"run", "--world", "2", "--m", "1", "--n", "1024", "--modes",
+                                     "eager", "--variants", "lamport,one_stage", "--label", label});
     EXPECT_EQ(code, 0) << run.dump();
     const std::string id = run.value("run_id", "");
     auto [set_code, set_out] = Colltest({"baseline", "set", id, "--name", name});
@@ -79,9 +79,9 @@ TEST_F(CompareCli, ARunComparedWithItselfIsClean) {
 
 TEST_F(CompareCli, RunWithCompareBaselineEmbedsTheComparison) {
   const std::string base = MakeBaseline("embed", "embed");
-  auto [code, doc] = ColltestJson({"run", "--world", "2", "--m", "1", "--n", "1024", "--variants",
-                                   "lamport,one_stage", "--compare-baseline", "embed",
-                                   "--compare-threshold", "1000%"});
+  auto [code, doc] = ColltestJson({"run", "--world", "2", "--m", "1", "--n", "1024", "--modes",
+                                   "eager", "--variants", "lamport,one_stage", "--compare-baseline",
+                                   "embed", "--compare-threshold", "1000%"});
   EXPECT_EQ(code, 0) << doc.dump();
   EXPECT_EQ(doc["cases"].size(), 2u);
   EXPECT_EQ(doc["comparison"]["run_a"], base);
@@ -93,10 +93,10 @@ TEST_F(CompareCli, RunWithCompareBaselineEmbedsTheComparison) {
 TEST_F(CompareCli, ADroppedCaseIsARegressionExitFour) {
   MakeBaseline("dropped", "dropped");
   std::string output;
-  auto [code, doc] =
-      ColltestJson({"run", "--world", "2", "--m", "1", "--n", "1024", "--variants", "lamport",
-                    "--compare-baseline", "dropped", "--compare-threshold", "1000%"},
-                   &output);
+  auto [code, doc] = ColltestJson(
+      {"run", "--world", "2", "--m", "1", "--n", "1024", "--modes", "eager", "--variants",
+       "lamport", "--compare-baseline", "dropped", "--compare-threshold", "1000%"},
+      &output);
   EXPECT_EQ(code, 4) << output;
   EXPECT_EQ(doc["comparison"]["regressed"], true);
   bool only_a = false;
@@ -108,8 +108,8 @@ TEST_F(CompareCli, ADroppedCaseIsARegressionExitFour) {
 }
 
 TEST_F(CompareCli, AMissingBaselineIsExitThreeNamingIt) {
-  auto [code, out] = Colltest({"run", "--world", "2", "--m", "1", "--n", "1024", "--variants",
-                               "lamport", "--compare-baseline", "no-such-baseline"});
+  auto [code, out] = Colltest({"run", "--world", "2", "--m", "1", "--n", "1024", "--modes", "eager",
+                               "--variants", "lamport", "--compare-baseline", "no-such-baseline"});
   EXPECT_EQ(code, 3) << out;
   EXPECT_NE(out.find("NOT_FOUND"), std::string::npos) << out;
   EXPECT_NE(out.find("no-such-baseline"), std::string::npos) << out;
@@ -119,8 +119,8 @@ TEST_F(CompareCli, AMissingBaselineIsExitThreeNamingIt) {
 
 TEST_F(CompareCli, HistoryFiltersAndFollowsPages) {
   for (int i = 0; i < 3; ++i) {
-    auto [code, out] = Colltest({"run", "--world", "2", "--m", "1", "--n", "1024", "--variants",
-                                 "lamport", "--label", "paged-history"});
+    auto [code, out] = Colltest({"run", "--world", "2", "--m", "1", "--n", "1024", "--modes",
+                                 "eager", "--variants", "lamport", "--label", "paged-history"});
     ASSERT_EQ(code, 0) << out;
   }
   auto [code, page] = ColltestJson({"history", "--label", "paged-history", "--limit", "2"});

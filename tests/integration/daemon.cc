@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 
@@ -240,17 +241,82 @@ int Daemon::Stop() {
   return status;
 }
 
-std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv) {
-  std::string cmd;
-  for (const auto& a : argv) cmd += "'" + a + "' ";
-  cmd += "2>&1";
+namespace {
+
+// The machine-readable format (json or junit) a colltest command line asks for, "" for another.
+std::string KeptFormat(const std::vector<std::string>& argv) {
+  const bool colltest = std::any_of(argv.begin(), argv.end(), [](const std::string& a) {
+    return a == "colltest" || (a.size() > 9 && a.compare(a.size() - 9, 9, "/colltest") == 0);
+  });
+  if (!colltest) return "";
+  for (size_t i = 0; i < argv.size(); ++i) {
+    std::string value;
+    if (argv[i] == "--format" && i + 1 < argv.size()) value = argv[i + 1];
+    if (argv[i].rfind("--format=", 0) == 0) value = argv[i].substr(9);
+    if (value == "json" || value == "junit") return value;
+  }
+  return "";
+}
+
+std::string OutPath(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] == "--out") return argv[i + 1];
+  }
+  return "";
+}
+
+std::string ReadAll(FILE* f) {
   std::string out;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (f == nullptr) return {-1, ""};
   char buf[4096];
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  return out;
+}
+
+// A copy of a JSON or JUnit document a test's colltest command printed, named after the test, for
+// the outputs.schema test to validate against the schemas (tests/outputs/check_outputs.py).
+void KeepDocument(const std::string& format, const std::string& document) {
+  if (document.empty()) return;
+  static int counter = 0;
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = test == nullptr ? std::string("no_test")
+                                     : std::string(test->test_suite_name()) + "." + test->name();
+  std::replace(name.begin(), name.end(), '/', '_');
+  std::error_code error;
+  std::filesystem::create_directories(COLLTEST_TEST_OUTPUTS_DIR, error);
+  std::ofstream(std::string(COLLTEST_TEST_OUTPUTS_DIR) + "/" + name + "." +
+                std::to_string(++counter) + (format == "json" ? ".json" : ".xml"))
+      << document;
+}
+
+}  // namespace
+
+std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv) {
+  const std::string format = KeptFormat(argv);
+  std::string cmd;
+  for (const auto& a : argv) cmd += "'" + a + "' ";
+  // A document to keep is read from stdout alone; stderr follows it in the returned text.
+  const std::string err_path =
+      format.empty() ? "" : ::testing::TempDir() + "/run_command_" + std::to_string(getpid());
+  cmd += format.empty() ? "2>&1" : "2>'" + err_path + "'";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return {-1, ""};
+  std::string out = ReadAll(f);
   const int status = pclose(f);
+  if (!format.empty()) {
+    const std::string out_path = OutPath(argv);
+    if (out_path.empty()) {
+      KeepDocument(format, out);
+    } else {
+      std::ifstream file(out_path);
+      KeepDocument(format, std::string(std::istreambuf_iterator<char>(file), {}));
+    }
+    if (FILE* err = fopen(err_path.c_str(), "r"); err != nullptr) {
+      out += ReadAll(err);
+      fclose(err);
+    }
+    std::remove(err_path.c_str());
+  }
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 

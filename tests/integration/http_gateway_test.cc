@@ -53,8 +53,9 @@ TEST(HttpGateway, ASweepOverHttpIsARunOfTheSameServiceOwnedByTheHttpCaller) {
 TEST(HttpGateway, ARefusedRequestHasTheServicesMessageOnBothPorts) {
   auto daemon = Daemon::Start(2, {"--http", "127.0.0.1:0"});
   ASSERT_NE(daemon, nullptr);
-  const HttpReply refused = Http(daemon->http_address(), "POST", "/api/v1/runs",
-                                 R"({"spec": {"world_size": 9, "m": [1], "n": [256]}})");
+  const HttpReply refused =
+      Http(daemon->http_address(), "POST", "/api/v1/runs",
+           R"({"spec": {"world_size": 9, "m": [1], "n": [256], "variants": ["VARIANT_LAMPORT"]}})");
   EXPECT_EQ(refused.status, 400);
   const nlohmann::json error = nlohmann::json::parse(refused.body);
   EXPECT_EQ(error["code"], "INVALID_ARGUMENT");

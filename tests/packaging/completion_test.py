@@ -115,6 +115,16 @@ def main():
                        line="colltest --server=host:1 health --level ")
         # A list completes its last item.
         checker.expect("colltest", ["sweep", "--variants", "lamport,two"], {"lamport,two_kernel"})
+        # The short spellings (cli_help reads the long ones): nccl-tests' -b/-e/-f, and -q.
+        for words, shorts in ((["sweep", "-"], {"-b", "-e", "-f", "-h", "-q"}),
+                              (["run", "-"], {"-b", "-e", "-f", "-h", "-q"}),
+                              (["health", "-"], {"-h", "-q"})):
+            missing = shorts - checker.complete("colltest", words)
+            if missing:
+                checker.fail(f"`colltest {' '.join(words)}<TAB>`: missing {sorted(missing)}")
+        # A switch takes no value: the word after it is the next flag's or a command.
+        checker.expect("colltest", ["-q", "he"], {"health"})
+        checker.expect("colltest", ["--progress", "sw"], {"sweep"})
 
     for failure in checker.failures:
         print("FAIL:", failure)

@@ -34,6 +34,17 @@ def check_files(root, source_dir):
     need("share/man/man1/colltest.1", "\\-\\-lamport\\-min\\-bytes")
     for table in glob.glob(os.path.join(source_dir, "tune", "*")):
         need(f"share/colltest/tune/{os.path.basename(table)}")
+    # The Python client package (python/): its own modules and the generated stubs, which import
+    # each other inside the package, and its example.
+    package = "lib/python3/dist-packages/colltest_client"
+    for module in glob.glob(os.path.join(source_dir, "python", "colltest_client", "*.py")):
+        need(f"{package}/{os.path.basename(module)}")
+    need(f"{package}/colltest_pb2.py", "'colltest_client.colltest_pb2'")
+    need(f"{package}/colltest_pb2.pyi")
+    need(f"{package}/colltest_pb2_grpc.py", "from . import colltest_pb2 as")
+    need(f"{package}/_version.py", "__version__")
+    need("share/colltest/examples/sweep_table.py", "colltest_client")
+    need("share/colltest/schema/colltest-output.schema.json", '"colltest.run"')
     need("share/doc/colltest/README.md")
     for doc in glob.glob(os.path.join(source_dir, "docs", "*.md")):
         need(f"share/doc/colltest/docs/{os.path.basename(doc)}")

@@ -294,6 +294,24 @@ TEST_F(CliTest, HelpNamesTheExitCodes) {
   EXPECT_THAT(sub.out, HasSubstr("--compare-baseline [NAME]"));
 }
 
+TEST_F(CliTest, HelpSaysEveryDefault) {
+  Parsed top = Parse({"--help"});
+  EXPECT_THAT(top.out, HasSubstr("default 127.0.0.1:50051"));
+  EXPECT_THAT(top.out, HasSubstr("COLLTEST_SERVER"));
+  for (const char* command : {"run", "sweep"}) {
+    Parsed p = Parse({command, "--help"});
+    for (const char* text :
+         {"(default 7168)", "(default bf16)", "(default 1:1024:x4, i.e. 1,4,16,64,256,1024)",
+          "(default eager,graph)", "(default all, the variants the server's backend offers)",
+          "(default: one per selected device", "(default normal)", "(default strict)",
+          "(default 5s)", "--bytes RANGE", "--minbytes", "--maxbytes", "--stepfactor", "--wide"}) {
+      EXPECT_THAT(p.out, HasSubstr(text)) << command;
+    }
+  }
+  Parsed health = Parse({"health", "--help"});
+  EXPECT_THAT(health.out, HasSubstr("quick|standard|long (default quick"));
+}
+
 TEST_F(CliTest, HelpIsSuccess) {
   Parsed p = Parse({"--help"});
   ASSERT_TRUE(std::holds_alternative<int>(p.result));
@@ -312,6 +330,38 @@ TEST_F(CliTest, UnknownFlagIsExitThreeNamingIt) {
   EXPECT_EQ(std::get<int>(p.result), 3);
   EXPECT_THAT(p.err, StartsWith("colltest: "));
   EXPECT_THAT(p.err, HasSubstr("--worlds"));
+}
+
+TEST_F(CliTest, UnknownFlagSuggestsTheNearestFlagOfTheCommand) {
+  Parsed p = Parse({"run", "--vriants", "lamport"});
+  ASSERT_TRUE(std::holds_alternative<int>(p.result));
+  EXPECT_EQ(std::get<int>(p.result), 3);
+  EXPECT_THAT(p.err, HasSubstr("not expected"));
+  EXPECT_THAT(p.err, HasSubstr("--vriants"));
+  EXPECT_THAT(p.err, HasSubstr("did you mean --variants?"));
+}
+
+TEST_F(CliTest, UnknownFlagSuggestsAFlagOfThatCommandOrAGlobalOne) {
+  // --wide is a flag of run, not of health; --server is global.
+  Parsed health = Parse({"health", "--wid"});
+  EXPECT_THAT(health.err, ::testing::Not(HasSubstr("did you mean --wide")));
+  Parsed run = Parse({"run", "--wid"});
+  EXPECT_THAT(run.err, HasSubstr("did you mean --wide?"));
+  Parsed global = Parse({"devices", "--sever=h:1"});
+  EXPECT_THAT(global.err, HasSubstr("did you mean --server?"));
+  Parsed nested = Parse({"baseline", "list", "--machine-kye", "k"});
+  EXPECT_THAT(nested.err, HasSubstr("did you mean --machine-key?"));
+}
+
+TEST_F(CliTest, UnknownCommandSuggestsTheNearestCommand) {
+  Parsed p = Parse({"helth"});
+  ASSERT_TRUE(std::holds_alternative<int>(p.result));
+  EXPECT_EQ(std::get<int>(p.result), 3);
+  EXPECT_THAT(p.err, HasSubstr("did you mean health?"));
+  Parsed nested = Parse({"baseline", "lst"});
+  EXPECT_THAT(nested.err, HasSubstr("did you mean list?"));
+  Parsed far = Parse({"frobnicate"});
+  EXPECT_THAT(far.err, ::testing::Not(HasSubstr("did you mean")));
 }
 
 TEST_F(CliTest, CommandIsRequired) {
@@ -407,6 +457,51 @@ TEST_F(CliTest, BadHealthFormatIsExitThree) {
   std::string out, err;
   EXPECT_EQ(Cli({"health", "--format", "yaml"}, &out, &err), 3);
   EXPECT_THAT(err, HasSubstr("--format: cannot parse 'yaml'"));
+}
+
+TEST_F(CliTest, EveryBadRunFlagIsReportedAtOnceBeforeConnecting) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"run", "--m", "abc", "--dtype", "fp8", "--variants", "lampor", "--modes", "lazy"},
+                &out, &err),
+            3);
+  EXPECT_THAT(err, StartsWith("colltest: INVALID_ARGUMENT: --m: cannot parse 'abc'"));
+  EXPECT_THAT(err, HasSubstr("\n--dtype: cannot parse 'fp8': expected bf16, fp16 or fp32; did you "
+                             "mean 'fp16'?\n"));
+  EXPECT_THAT(err, HasSubstr("\n--variants: unknown variant 'lampor'"));
+  EXPECT_THAT(err, HasSubstr("did you mean 'lamport'?\n"));
+  EXPECT_THAT(err, HasSubstr("\n--modes: unknown mode 'lazy'"));
+  EXPECT_EQ(out, "");
+}
+
+TEST_F(CliTest, EveryBadHealthFlagIsReportedAtOnce) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"health", "--timeout", "soon", "--level", "quik"}, &out, &err), 3);
+  EXPECT_THAT(err, StartsWith("colltest: INVALID_ARGUMENT: --timeout: cannot parse 'soon'"));
+  EXPECT_THAT(err, HasSubstr("\n--level: cannot parse 'quik': expected quick, standard or long; "
+                             "did you mean 'quick'?\n"));
+}
+
+TEST_F(CliTest, FormatStateAndNpdNamesGetDidYouMean) {
+  std::string out, err;
+  EXPECT_EQ(Cli({"run", "--format", "jsn"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--format: cannot parse 'jsn'"));
+  EXPECT_THAT(err, HasSubstr("did you mean 'json'?"));
+  EXPECT_EQ(Cli({"history", "--state", "don", "--since", "2026"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--state: unknown state 'don'"));
+  EXPECT_THAT(err, HasSubstr("did you mean 'done'?"));
+  EXPECT_EQ(Cli({"history", "--variant", "lamprot"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("did you mean 'lamport'?"));
+  EXPECT_EQ(Cli({"health", "--npd", "collectivehang"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("--npd: unknown condition"));
+  EXPECT_THAT(err, HasSubstr("did you mean 'CollectiveHang'?"));
+}
+
+TEST_F(CliTest, DefaultVariantsAskTheServerAndItsFailureIsExitThree) {
+  // Nothing listens on port 1: ListDevices, asked first for the variants, fails.
+  std::string out, err;
+  EXPECT_EQ(Cli({"--server", "127.0.0.1:1", "run", "--m", "1"}, &out, &err), 3);
+  EXPECT_THAT(err, StartsWith("colltest: UNAVAILABLE: "));
+  EXPECT_EQ(out, "");
 }
 
 TEST_F(CliTest, HistoryRefusesJunitAndBadFiltersBeforeConnecting) {

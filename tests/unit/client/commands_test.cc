@@ -2,6 +2,11 @@
 // error mapping and exit codes, without the real server.
 #include "client/commands.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -15,6 +20,7 @@
 
 #include "client/app.h"
 #include "client/command_support.h"
+#include "client/hints.h"
 #include "client/rpc.h"
 #include "colltest/v1/colltest.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -28,8 +34,10 @@
 namespace colltest::client {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
 using ::testing::Not;
 using ::testing::StartsWith;
 
@@ -104,7 +112,7 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
 
   grpc::Status Run(grpc::ServerContext* context, const v1::RunRequest* request,
                    v1::RunResult* response) override {
-    Record(context, &request->spec());
+    Record(context, &request->spec(), "Run");
     if (request->spec().world_size() > 4) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "spec.world_size: 9 ranks requested, 4 devices available");
@@ -116,8 +124,10 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
 
   grpc::Status Sweep(grpc::ServerContext* context, const v1::RunRequest* request,
                      grpc::ServerWriter<v1::SweepEvent>* writer) override {
-    Record(context, &request->spec());
-    if (request->spec().label() == "tune" && request->spec().world_size() == kTuneRefused) {
+    Record(context, &request->spec(), "Sweep");
+    // `tune` sweeps use the world size to pick their outcome (kTune* above).
+    const uint32_t world = request->spec().world_size();
+    if (request->spec().label() == "tune" ? world == kTuneRefused : world > 4) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "spec.world_size: 9 ranks requested, 4 devices available");
     }
@@ -240,6 +250,11 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
     std::lock_guard<std::mutex> lock(mu_);
     return authorization_;
   }
+  // The calls that carried a spec, in order: "Run" or "Sweep".
+  std::vector<std::string> spec_rpcs() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return spec_rpcs_;
+  }
   v1::SweepSpec last_spec() {
     std::lock_guard<std::mutex> lock(mu_);
     return last_spec_;
@@ -296,6 +311,11 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
       run.clear_cases();
       *run.add_cases() = testing::MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_OK);
       *run.add_cases() = testing::MakeCase(v1::VARIANT_NCCL, v1::CASE_STATUS_UNSUPPORTED);
+      // As colltestd words a finished run's message.
+      run.set_message("2 cases: 1 OK, 1 UNSUPPORTED");
+    } else if (spec.label() == "mixed") {
+      // colltestd counts in order of severity, the table in its own order.
+      run.set_message("4 cases: 1 OK, 1 UNSUPPORTED, 1 WRONG, 1 HANG");
     } else if (spec.label() == "cancelled") {
       run.set_state(v1::RUN_STATE_CANCELLED);
       run.set_message("cancelled by user");
@@ -346,8 +366,10 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
     return run;
   }
 
-  void Record(grpc::ServerContext* context, const v1::SweepSpec* spec = nullptr) {
+  void Record(grpc::ServerContext* context, const v1::SweepSpec* spec = nullptr,
+              const std::string& rpc = "") {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!rpc.empty()) spec_rpcs_.push_back(rpc);
     auto it = context->client_metadata().find("authorization");
     authorization_ = it == context->client_metadata().end()
                          ? std::string()
@@ -356,6 +378,7 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
   }
 
   std::mutex mu_;
+  std::vector<std::string> spec_rpcs_;
   std::string authorization_;
   v1::SweepSpec last_spec_;
   uint32_t last_limit_ = 0;
@@ -436,7 +459,7 @@ TEST_F(CommandsTest, RunSendsTheSpecAndMapsHangToTwo) {
   const v1::SweepSpec spec = service_.last_spec();
   EXPECT_EQ(spec.world_size(), 2u);
   EXPECT_EQ(spec.m_size(), 2);
-  EXPECT_EQ(spec.variants_size(), 6);
+  EXPECT_EQ(spec.variants_size(), 1);  // all: the variants ListDevices offers, lamport here
   EXPECT_EQ(spec.timeout_ms(), 2000u);
   nlohmann::json json = nlohmann::json::parse(out_);
   EXPECT_EQ(json["run_id"], "r-42");
@@ -463,11 +486,74 @@ TEST_F(CommandsTest, ServerInvalidArgumentIsPrintedVerbatim) {
 }
 
 TEST_F(CommandsTest, SweepStreamsProgressToStderrAndResultToStdout) {
-  EXPECT_EQ(Cli({"sweep", "--format", "junit"}), 2);
+  EXPECT_EQ(Cli({"sweep", "--format", "junit", "--progress"}), 2);
   EXPECT_THAT(err_, HasSubstr("run r-42\n"));
-  EXPECT_THAT(err_, HasSubstr("[1/4] lamport eager m=64 n=7168: OK 12.3 us\n"));
-  EXPECT_THAT(err_, HasSubstr("[4/4] nccl eager m=1 n=7168: UNSUPPORTED"));
+  EXPECT_THAT(err_, ContainsRegex("\\[1/4\\] lamport eager m=64 n=7168: OK 12.3 us \\(elapsed "
+                                  "[0-9.]+s, ETA [0-9]+s\\)\n"));
+  EXPECT_THAT(err_, HasSubstr("[4/4] nccl eager m=1 n=7168: UNSUPPORTED (elapsed "));
   EXPECT_THAT(out_, HasSubstr("<testsuite name=\"colltest\" tests=\"4\""));
+}
+
+// A stderr that is not a terminal (here a string) gets no progress unless --progress asks.
+TEST_F(CommandsTest, SweepWithoutProgressLeavesStderrEmpty) {
+  EXPECT_EQ(Cli({"sweep", "--label", "all-ok"}), 0) << err_;
+  EXPECT_EQ(err_, "");
+  EXPECT_THAT(out_, HasSubstr("2 cases: 1 OK, 1 UNSUPPORTED"));
+}
+
+TEST_F(CommandsTest, QuietWinsOverProgress) {
+  for (const char* command : {"run", "sweep", "health"}) {
+    std::vector<std::string> args = {command, "--progress", "--quiet"};
+    if (std::string(command) != "health") args.insert(args.end(), {"--label", "all-ok"});
+    EXPECT_EQ(Cli(args), 0) << command << ": " << err_;
+    EXPECT_EQ(err_, "") << command;
+  }
+}
+
+// `run` streams like `sweep` and shows one status line per case (a log's view of the line a
+// terminal redraws); its report is the run's as before.
+TEST_F(CommandsTest, RunStreamsAndShowsAStatusLinePerCase) {
+  EXPECT_EQ(Cli({"run", "--format", "json", "--progress"}), 2) << err_;
+  EXPECT_THAT(service_.spec_rpcs(), ElementsAre("Sweep"));
+  EXPECT_THAT(err_, StartsWith("run r-42\nrunning\n"));
+  EXPECT_THAT(err_, ContainsRegex("\n\\[1/4\\] 25% elapsed [0-9.]+s ETA [0-9]+s\n"));
+  EXPECT_THAT(err_, ContainsRegex("\n\\[4/4\\] 100% elapsed [0-9.]+s ETA 0s\n$"));
+  EXPECT_EQ(nlohmann::json::parse(out_)["cases"].size(), 4u);
+}
+
+TEST_F(CommandsTest, RunWithoutProgressShowsNothing) {
+  EXPECT_EQ(Cli({"run", "--label", "all-ok"}), 0) << err_;
+  EXPECT_EQ(err_, "");
+}
+
+// colltestd's message of a finished run is its status counts, which the table's last line says
+// (in another order): the table says it once. JSON keeps the message as a field.
+TEST_F(CommandsTest, TableSaysTheStatusCountsOnce) {
+  for (const char* command : {"run", "sweep"}) {
+    EXPECT_EQ(Cli({command, "--label", "all-ok"}), 0) << err_;
+    const size_t first = out_.find("2 cases: 1 OK, 1 UNSUPPORTED");
+    ASSERT_NE(first, std::string::npos) << out_;
+    EXPECT_EQ(out_.find("2 cases: 1 OK, 1 UNSUPPORTED", first + 1), std::string::npos) << out_;
+    EXPECT_EQ(Cli({command, "--label", "mixed"}), 2) << err_;
+    EXPECT_THAT(out_, HasSubstr("4 cases: 1 OK, 1 WRONG, 1 HANG, 1 UNSUPPORTED"));
+    EXPECT_THAT(out_, Not(HasSubstr("4 cases: 1 OK, 1 UNSUPPORTED, 1 WRONG, 1 HANG")));
+  }
+  EXPECT_EQ(Cli({"run", "--label", "mixed", "--format", "json"}), 2) << err_;
+  EXPECT_EQ(nlohmann::json::parse(out_)["message"],
+            "4 cases: 1 OK, 1 UNSUPPORTED, 1 WRONG, 1 HANG");
+}
+
+// Another message (a cancelled run's) is not a restatement of the counts and stays.
+TEST_F(CommandsTest, TableKeepsAnyOtherRunMessage) {
+  EXPECT_EQ(Cli({"run", "--label", "cancelled"}), 3);
+  EXPECT_THAT(out_, HasSubstr("cancelled by user"));
+}
+
+TEST_F(CommandsTest, HealthWithProgressEndsWithItsElapsedLine) {
+  EXPECT_EQ(Cli({"health", "--progress"}), 0) << err_;
+  EXPECT_THAT(err_,
+              MatchesRegex("health: level quick, [0-9]+\\.[0-9] s elapsed, deadline 200 s\n"));
+  EXPECT_THAT(out_, StartsWith("OK: healthy"));
 }
 
 TEST_F(CommandsTest, SweepWithoutSummaryIsThree) {
@@ -617,7 +703,7 @@ TEST_F(CommandsTest, HealthErrorIsThreeAndStillReported) {
   std::ifstream in(path);
   std::stringstream xml;
   xml << in.rdbuf();
-  EXPECT_THAT(xml.str(), HasSubstr("<failure type=\"ERROR\""));
+  EXPECT_THAT(xml.str(), HasSubstr("<error type=\"ERROR\""));
 }
 
 TEST_F(CommandsTest, HealthRpcFailureIsThree) {
@@ -656,7 +742,7 @@ TEST_F(CommandsTest, TuneSweepsOnceAndWritesTheTable) {
   const std::string path = ::testing::TempDir() + "/colltest_tune.json";
   std::remove(path.c_str());
   const int64_t before = absl::ToUnixMillis(absl::Now());
-  ASSERT_EQ(Cli({"tune", "--world", "2", "--m", "64,1", "--out", path}), 0) << err_;
+  ASSERT_EQ(Cli({"tune", "--world", "2", "--m", "64,1", "--out", path, "--progress"}), 0) << err_;
   const int64_t after = absl::ToUnixMillis(absl::Now());
 
   const v1::SweepSpec spec = service_.last_spec();
@@ -673,8 +759,8 @@ TEST_F(CommandsTest, TuneSweepsOnceAndWritesTheTable) {
 
   // The sweep's progress, as `sweep` prints it.
   EXPECT_THAT(err_, HasSubstr("run r-tune\n"));
-  EXPECT_THAT(err_, HasSubstr("[1/8] one_stage graph m=1 n=7168: OK 10.1 us\n"));
-  EXPECT_THAT(err_, HasSubstr("[8/8] lamport_tb graph m=64 n=7168: OK 26.2 us\n"));
+  EXPECT_THAT(err_, HasSubstr("[1/8] one_stage graph m=1 n=7168: OK 10.1 us (elapsed "));
+  EXPECT_THAT(err_, HasSubstr("[8/8] lamport_tb graph m=64 n=7168: OK 26.2 us (elapsed "));
   EXPECT_THAT(err_, Not(HasSubstr("warning")));
 
   EXPECT_THAT(out_, StartsWith("tune W=2 n=7168 bf16 graph  backend cpu  device cpu0  run r-tune"));
@@ -966,12 +1052,99 @@ TEST(HealthDeadlineTest, FortyTimesTheCaseTimeoutAndAtLeastTwoMinutes) {
   EXPECT_EQ(HealthDeadline(1000, v1::HEALTH_LEVEL_LONG), absl::Minutes(30));
 }
 
-TEST(UnreachableTest, RpcFailureIsThreeWithGrpcCodeName) {
+TEST(UnreachableTest, RpcFailureIsThreeWithGrpcCodeNameAddressAndHint) {
   // Port 1 on loopback has no listener: the connection is refused at once.
   std::ostringstream out, err;
   int code = RunCli({"colltest", "--server", "127.0.0.1:1", "devices"}, out, err);
   EXPECT_EQ(code, 3);
-  EXPECT_THAT(err.str(), StartsWith("colltest: UNAVAILABLE: "));
+  EXPECT_THAT(err.str(), StartsWith("colltest: UNAVAILABLE: server 127.0.0.1:1: "));
+  EXPECT_THAT(err.str(), HasSubstr("\nhint: colltestd may not be running at 127.0.0.1:1: start it "
+                                   "(colltestd --listen 127.0.0.1:1)"));
+}
+
+// The JUnit report CI asked for exists even when there is no run to report.
+TEST(UnreachableTest, JunitOutStillGetsTheFailure) {
+  const std::string path = ::testing::TempDir() + "/colltest_unreachable.xml";
+  for (const char* command : {"run", "sweep", "health", "get"}) {
+    std::remove(path.c_str());
+    std::vector<std::string> args = {"colltest", "--server", "127.0.0.1:1", command};
+    if (std::string(command) == "get") args.push_back("r-1");
+    // Variants given: the command's own call is the first to fail, not the listing of the
+    // server's variants that precedes a run without them.
+    if (std::string(command) == "run" || std::string(command) == "sweep") {
+      args.insert(args.end(), {"--variants", "lamport"});
+    }
+    args.insert(args.end(), {"--format", "junit", "--out", path});
+    std::ostringstream out, err;
+    EXPECT_EQ(RunCli(args, out, err), 3) << command;
+    EXPECT_EQ(out.str(), "") << command;
+    std::ifstream in(path);
+    std::stringstream xml;
+    xml << in.rdbuf();
+    EXPECT_THAT(xml.str(), HasSubstr("<error")) << command;
+    EXPECT_THAT(xml.str(), HasSubstr("127.0.0.1:1")) << command;
+  }
+}
+
+// Without --out (or with another format) nothing but the error goes anywhere.
+TEST(UnreachableTest, NoReportWithoutJunitOut) {
+  const std::string path = ::testing::TempDir() + "/colltest_unreachable.json";
+  std::remove(path.c_str());
+  std::ostringstream out, err;
+  EXPECT_EQ(
+      RunCli({"colltest", "--server", "127.0.0.1:1", "run", "--format", "json", "--out", path}, out,
+             err),
+      3);
+  EXPECT_FALSE(std::ifstream(path).good());
+  EXPECT_EQ(out.str(), "");
+}
+
+// A socket that completes TCP handshakes (the kernel does, up to the backlog) but is never
+// accepted: gRPC waits for the server's HTTP/2 settings, so the call runs out its deadline
+// without ever being connected.
+class SilentListener {
+ public:
+  SilentListener() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd_, 8) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return;
+    }
+    address_ = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  }
+  ~SilentListener() { close(fd_); }
+  const std::string& address() const { return address_; }
+
+ private:
+  int fd_ = -1;
+  std::string address_;
+};
+
+TEST(NotConnectedTest, DeadlineBeforeAnyConnectionIsMarked) {
+  SilentListener silent;
+  ASSERT_FALSE(silent.address().empty());
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(silent.address(), grpc::InsecureChannelCredentials());
+  Client client(v1::CollectiveTest::NewStub(channel), "", channel);
+  absl::StatusOr<v1::HealthResponse> response =
+      client.Health(v1::HealthRequest(), absl::Milliseconds(300));
+  ASSERT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded) << response.status();
+  EXPECT_TRUE(IsNotConnected(response.status()));
+}
+
+TEST_F(CommandsTest, DeadlineOfAConnectedCallIsNotMarked) {
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  Client client(v1::CollectiveTest::NewStub(channel), "", channel);
+  v1::HealthRequest request;
+  request.set_fault("sleep");
+  absl::StatusOr<v1::HealthResponse> response = client.Health(request, absl::Milliseconds(100));
+  ASSERT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded) << response.status();
+  EXPECT_FALSE(IsNotConnected(response.status()));
 }
 
 TEST(UnreachableTest, TuneIsThree) {

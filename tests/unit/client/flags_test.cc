@@ -1,11 +1,17 @@
 #include "client/flags.h"
 
+#include <algorithm>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "client/size_flags.h"
+#include "client/suggest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -13,19 +19,43 @@ namespace colltest::client {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
 
-TEST(BuildSweepSpecTest, UnsetFlagsLeaveServerDefaults) {
+TEST(BuildSweepSpecTest, UnsetFlagsGetTheClientDefaults) {
   absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(SweepFlags{});
   ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->n(), ElementsAre(7168));
+  EXPECT_EQ(spec->dtype(), v1::DTYPE_BF16);
+  EXPECT_THAT(spec->m(), ElementsAre(1, 4, 16, 64, 256, 1024));
+  EXPECT_THAT(spec->modes(), ElementsAre(v1::MODE_EAGER, v1::MODE_GRAPH));
+  // The server's: every selected device, and the variants ListDevices offers (filled later).
   EXPECT_EQ(spec->world_size(), 0u);
-  EXPECT_EQ(spec->m_size(), 0);
+  EXPECT_EQ(spec->devices_size(), 0);
   EXPECT_EQ(spec->variants_size(), 0);
+  EXPECT_TRUE(VariantsFromServer(SweepFlags{}));
+  // Left to the server's own defaults.
+  EXPECT_EQ(spec->pattern(), v1::PATTERN_UNSPECIFIED);
   EXPECT_EQ(spec->timeout_ms(), 0u);
+  EXPECT_EQ(spec->warmup(), 0u);
   EXPECT_FALSE(spec->no_residual());
   EXPECT_FALSE(spec->stop_on_failure());
   EXPECT_FALSE(spec->force());
   EXPECT_FALSE(spec->has_knobs());
+}
+
+TEST(BuildSweepSpecTest, AGivenFlagReplacesItsDefaultOnly) {
+  SweepFlags flags;
+  flags.m = "8";
+  flags.modes = "graph";
+  absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->m(), ElementsAre(8));
+  EXPECT_THAT(spec->modes(), ElementsAre(v1::MODE_GRAPH));
+  EXPECT_THAT(spec->n(), ElementsAre(7168));
+  EXPECT_EQ(spec->dtype(), v1::DTYPE_BF16);
 }
 
 TEST(BuildSweepSpecTest, TranslatesEveryFlag) {
@@ -84,12 +114,37 @@ TEST(BuildSweepSpecTest, TranslatesEveryFlag) {
   EXPECT_TRUE(spec->force());
 }
 
-TEST(BuildSweepSpecTest, AllVariantsIsAllSixInEnumOrder) {
-  SweepFlags flags;
-  flags.variants = "all";
-  absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
-  ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_THAT(spec->variants(),
+TEST(BuildSweepSpecTest, AllVariantsIsTheServersLikeUnset) {
+  for (const char* text : {"all", " ALL ", "lamport,all"}) {
+    SweepFlags flags;
+    flags.variants = text;
+    EXPECT_TRUE(VariantsFromServer(flags)) << text;
+    absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_EQ(spec->variants_size(), 0) << text;
+  }
+  SweepFlags named;
+  named.variants = "lamport,nccl";
+  EXPECT_FALSE(VariantsFromServer(named));
+  // A typo next to `all` is still one.
+  SweepFlags typo;
+  typo.variants = "all,lampor";
+  EXPECT_FALSE(BuildSweepSpec(typo).ok());
+}
+
+TEST(BuildSweepSpecTest, UseServerVariantsTakesListDevicesOrder) {
+  v1::ListDevicesResponse devices;
+  devices.add_variants(v1::VARIANT_LAMPORT);
+  devices.add_variants(v1::VARIANT_ONE_STAGE);
+  v1::SweepSpec spec = *BuildSweepSpec(SweepFlags{});
+  UseServerVariants(devices, spec);
+  EXPECT_THAT(spec.variants(), ElementsAre(v1::VARIANT_LAMPORT, v1::VARIANT_ONE_STAGE));
+}
+
+TEST(ParseVariantsFlagTest, AllIsAllSixInEnumOrder) {
+  absl::StatusOr<std::vector<v1::Variant>> variants = ParseVariantsFlag("--variants", "all");
+  ASSERT_TRUE(variants.ok()) << variants.status();
+  EXPECT_THAT(*variants,
               ElementsAre(v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
                           v1::VARIANT_LAMPORT_TB, v1::VARIANT_NCCL, v1::VARIANT_AUTO));
 }
@@ -196,6 +251,122 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlagCase{"--grid-blocks", "1.5", "'1.5'"}),
     BadFlagName);
 
+TEST(BuildSweepSpecTest, EveryBadFlagIsReportedAtOnceOneLineEach) {
+  SweepFlags flags;
+  flags.world = "two";
+  flags.m = "abc";
+  flags.dtype = "fp8";
+  flags.variants = "lampor,turbo";
+  flags.modes = "lazy";
+  flags.timeout = "soon";
+  flags.label = "fine";
+  absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::vector<std::string> lines = absl::StrSplit(spec.status().message(), '\n');
+  ASSERT_EQ(lines.size(), 7u) << spec.status().message();
+  for (const char* flag : {"--world:", "--m:", "--dtype:", "--variants: unknown variant 'lampor'",
+                           "--variants: unknown variant 'turbo'", "--modes:", "--timeout:"}) {
+    EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                            [&](const std::string& line) { return absl::StartsWith(line, flag); }),
+              1)
+        << flag << " in " << spec.status().message();
+  }
+  for (const std::string& line : lines) EXPECT_THAT(line, HasSubstr("expected ")) << line;
+}
+
+TEST(BuildSweepSpecTest, UnknownNamesGetDidYouMean) {
+  struct Case {
+    std::string flag, value, hint;
+  };
+  for (const Case& c : {Case{"--variants", "lampor", "did you mean 'lamport'?"},
+                        Case{"--variants", "one_stage,lamprot_tb", "did you mean 'lamport_tb'?"},
+                        Case{"--variants", "al", "did you mean 'all'?"},
+                        Case{"--modes", "grpah", "did you mean 'graph'?"},
+                        Case{"--modes", "eag", "did you mean 'eager'?"},
+                        Case{"--dtype", "bf61", "did you mean 'bf16'?"},
+                        Case{"--pattern", "neg-zero", "did you mean 'neg_zero'?"},
+                        Case{"--tolerance", "trtlm", "did you mean 'trtllm'?"}}) {
+    SweepFlags flags;
+    SetFlag(flags, c.flag, c.value);
+    absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
+    ASSERT_FALSE(spec.ok()) << c.value;
+    EXPECT_THAT(spec.status().message(), HasSubstr(c.flag + ":"));
+    EXPECT_THAT(spec.status().message(), HasSubstr(c.hint)) << c.value;
+  }
+  SweepFlags far;
+  far.variants = "turbo";
+  EXPECT_THAT(BuildSweepSpec(far).status().message(), Not(HasSubstr("did you mean")));
+}
+
+// The byte-size flags go through ResolveRows with the spec's n and dtype; its rows or its error
+// are the sweep's, whatever ResolveRows makes of them.
+TEST(BuildSweepSpecTest, ByteSizeFlagsGiveTheRowsThroughResolveRows) {
+  SweepFlags flags;
+  flags.bytes = "14K:112K:x2";
+  flags.dtype = "bf16";
+  absl::StatusOr<std::vector<uint32_t>> rows = ResolveRows(flags, {7168}, v1::DTYPE_BF16);
+  absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
+  if (rows.ok()) {
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_THAT(std::vector<uint32_t>(spec->m().begin(), spec->m().end()), ElementsAreArray(*rows));
+  } else {
+    ASSERT_FALSE(spec.ok());
+    EXPECT_THAT(spec.status().message(), HasSubstr(rows.status().message()));
+  }
+  // Its error is collected with the others.
+  flags.pattern = "random";
+  flags.bytes = "not a size";
+  rows = ResolveRows(flags, {7168}, v1::DTYPE_BF16);
+  ASSERT_FALSE(rows.ok());
+  spec = BuildSweepSpec(flags);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(spec.status().message(), HasSubstr("--pattern:"));
+  EXPECT_THAT(spec.status().message(), HasSubstr(rows.status().message()));
+}
+
+TEST(BuildSweepSpecTest, ByteSizeFlagsWaitForAValidNAndDtype) {
+  // The sizes cannot be converted without them: their own errors are the ones to fix.
+  SweepFlags flags;
+  flags.bytes = "not a size";
+  flags.n = "x";
+  absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), StartsWith("--n: "));
+  EXPECT_THAT(spec.status().message(), Not(HasSubstr("\n")));
+}
+
+TEST(SuggestTest, EditDistanceCountsAnAdjacentSwapAsOne) {
+  EXPECT_EQ(EditDistance("lamport", "lamport"), 0u);
+  EXPECT_EQ(EditDistance("LAMPORT", "lamport"), 0u);
+  EXPECT_EQ(EditDistance("lampor", "lamport"), 1u);
+  EXPECT_EQ(EditDistance("lapmort", "lamport"), 1u);
+  EXPECT_EQ(EditDistance("lmaport_b", "lamport_tb"), 2u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+}
+
+TEST(SuggestTest, ClosestNameWithinTwoEditsOrByPrefix) {
+  const std::vector<std::string> known = {"one_stage", "two_kernel", "lamport", "lamport_tb"};
+  EXPECT_EQ(ClosestName("lampor", known), "lamport");
+  EXPECT_EQ(ClosestName("lamport_t", known), "lamport_tb");
+  EXPECT_EQ(ClosestName("two", known), "two_kernel");   // a prefix
+  EXPECT_EQ(ClosestName("Lamport", known), "lamport");  // case alone
+  EXPECT_EQ(ClosestName("lamport", known), std::nullopt);
+  EXPECT_EQ(ClosestName("turbo", known), std::nullopt);
+  EXPECT_EQ(ClosestName("", known), std::nullopt);
+  // Fewer edits than letters: "x" is not "m".
+  EXPECT_EQ(ClosestName("x", std::vector<std::string>{"m", "n"}), std::nullopt);
+  EXPECT_EQ(ClosestName("mm", std::vector<std::string>{"m", "n"}), "m");
+}
+
+TEST(SuggestTest, WithSuggestionKeepsTheCodeAndAppendsTheHint) {
+  const absl::Status status = WithSuggestion(absl::NotFoundError("--x: unknown 'lampor'"), "lampor",
+                                             std::vector<std::string>{"lamport"});
+  EXPECT_EQ(status, absl::NotFoundError("--x: unknown 'lampor'; did you mean 'lamport'?"));
+  EXPECT_TRUE(WithSuggestion(absl::OkStatus(), "x", std::vector<std::string>{"x"}).ok());
+}
+
 TEST(ParseTimeoutMsFlagTest, AcceptsDurationsAndPlainMilliseconds) {
   EXPECT_EQ(*ParseTimeoutMsFlag("--timeout", "5s"), 5000u);
   EXPECT_EQ(*ParseTimeoutMsFlag("--timeout", "500ms"), 500u);
@@ -268,6 +439,27 @@ TEST(BuildHealthRequestTest, LevelsByNameInAnyCase) {
     ASSERT_TRUE(request.ok()) << name << ": " << request.status();
     EXPECT_EQ(request->level(), level) << name;
   }
+}
+
+TEST(BuildHealthRequestTest, EveryBadFlagIsReportedAtOnce) {
+  HealthFlags flags;
+  flags.timeout = "soon";
+  flags.devices = "0;1";
+  flags.warn_ratio = "1";
+  flags.level = "standrd";
+  flags.max_verdict_age = "old";
+  absl::StatusOr<v1::HealthRequest> request = BuildHealthRequest(flags);
+  ASSERT_FALSE(request.ok());
+  EXPECT_EQ(request.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::vector<std::string> lines = absl::StrSplit(request.status().message(), '\n');
+  ASSERT_EQ(lines.size(), 5u) << request.status().message();
+  EXPECT_THAT(lines[0], StartsWith("--timeout: "));
+  EXPECT_THAT(lines[1], StartsWith("--devices: "));
+  EXPECT_THAT(lines[2], StartsWith("--warn-ratio: "));
+  EXPECT_EQ(lines[3],
+            "--level: cannot parse 'standrd': expected quick, standard or long; did you mean "
+            "'standard'?");
+  EXPECT_THAT(lines[4], StartsWith("--max-verdict-age: "));
 }
 
 TEST(BuildHealthRequestTest, MaxVerdictAgeTakesMillisecondsRoundedUp) {

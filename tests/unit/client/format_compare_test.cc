@@ -146,9 +146,9 @@ TEST(FormatCompareCsvTest, OneRowPerCaseQuotedWhereNeeded) {
   EXPECT_THAT(lines[4], HasSubstr(",REGRESSION,OK,WRONG,"));
   EXPECT_THAT(lines[4], HasSubstr(",\"status OK -> WRONG, mismatches 0 -> 12\""));
   EXPECT_EQ(lines[5],
-            "r-base,r-42,nccl,eager,4,1,7168,bf16,ONLY_A,OK,,30,,29.8,30.3,,,0,missing from run b");
+            "r-base,r-42,nccl,eager,4,1,7168,bf16,ONLY_A,OK,,30,,29.8,30.3,,,,missing from run b");
   EXPECT_EQ(lines[6],
-            "r-base,r-42,two_kernel,eager,4,1,7168,bf16,ONLY_B,,OK,,9,,,8.8,9.3,0,new in run b");
+            "r-base,r-42,two_kernel,eager,4,1,7168,bf16,ONLY_B,,OK,,9,,,8.8,9.3,,new in run b");
 }
 
 TEST(FormatCompareJunitTest, RegressionsAndMissingCasesFail) {

@@ -100,8 +100,8 @@ TEST(FormatFleetTest, JsonHasNodesAndSummaryCounts) {
 
 TEST(FormatFleetTest, JunitHasATestcasePerNode) {
   const std::string xml = FormatFleetJunit(SampleFleet());
-  EXPECT_THAT(xml, HasSubstr("<testsuite name=\"colltest.fleet\" tests=\"7\" failures=\"3\" "
-                             "errors=\"2\" skipped=\"1\" time=\"4.200\">"));
+  EXPECT_THAT(xml, HasSubstr("<testsuite name=\"colltest.fleet\" tests=\"7\" failures=\"2\" "
+                             "errors=\"3\" skipped=\"1\" time=\"4.200\" timestamp=\""));
   size_t testcases = 0;
   for (size_t at = xml.find("<testcase "); at != std::string::npos;
        at = xml.find("<testcase ", at + 1)) {

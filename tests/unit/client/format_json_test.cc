@@ -176,9 +176,10 @@ TEST(FormatHealthJsonTest, TopLevelObjectInOrder) {
       nlohmann::ordered_json::parse(FormatHealthJson(testing::SampleHealthOk()));
   std::vector<std::string> keys;
   for (const auto& item : ordered.items()) keys.push_back(item.key());
-  EXPECT_THAT(keys, ElementsAre("status", "message", "wall_ms", "level", "verdict_unix_ms",
-                                "verdict_age_ms", "cached", "busy", "busy_reason", "self_test",
-                                "ranks", "pairs", "groups", "cases", "run_ids", "machine"));
+  EXPECT_THAT(keys,
+              ElementsAre("schema_version", "kind", "status", "message", "wall_ms", "level",
+                          "verdict_unix_ms", "verdict_age_ms", "cached", "busy", "busy_reason",
+                          "self_test", "ranks", "pairs", "groups", "cases", "run_ids", "machine"));
   EXPECT_EQ(json["status"], "OK");
   EXPECT_EQ(json["message"],
             "healthy: 3 ranks, 3 pairs, 2 cases; WARN slow (x median): pair 0-2 at 2.10");
@@ -303,6 +304,15 @@ TEST(FormatHealthJsonTest, ErrorKeepsEveryKeyWithEmptyArrays) {
     EXPECT_TRUE(json[key].empty()) << key;
   }
   EXPECT_EQ(json["groups"][0]["state"], "DEGRADED");
+}
+
+TEST(FormatRunJsonTest, DocumentNamesItsKindAndSchemaVersionCasesTheirBytes) {
+  const Json json = Json::parse(FormatRunJson(testing::SampleRun()));
+  EXPECT_EQ(json["schema_version"], 1);
+  EXPECT_EQ(json["kind"], "colltest.run");
+  EXPECT_EQ(json["cases"][0]["bytes"], 64 * 7168 * 2);
+  EXPECT_DOUBLE_EQ(json["cases"][0]["algbw_gbps"].get<double>(), 37.5);
+  EXPECT_EQ(Json::parse(FormatHealthJson(testing::SampleHealthOk()))["kind"], "colltest.health");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <string>
 
+#include "absl/status/status.h"
 #include "client/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -38,10 +39,12 @@ TEST(FormatRunJunitTest, PropertiesNameTheMachineAndEveryDevice) {
                              "    <property name=\"hostname\" value=\"node-7\"/>\n"
                              "    <property name=\"machine_key\" value=\"70f239823b92f8b4\"/>\n"
                              "    <property name=\"driver\" value=\"580.159.04 (CUDA 13.0)\"/>\n"
+                             "    <property name=\"device.0.name\" value=\"NVIDIA H200\"/>\n"
                              "    <property name=\"device.0.uuid\" "
                              "value=\"GPU-8d1f0000-0000-0000-0000-000000000000\"/>\n"
                              "    <property name=\"device.0.pci_bus_id\" value=\"0000:19:00.0\"/>\n"
                              "    <property name=\"device.0.serial\" value=\"1654922012345\"/>\n"
+                             "    <property name=\"device.1.name\" value=\"NVIDIA H200\"/>\n"
                              "    <property name=\"device.1.uuid\" "
                              "value=\"GPU-8d1f1111-1111-1111-1111-111111111111\"/>\n"
                              "    <property name=\"device.1.pci_bus_id\" value=\"0000:3b:00.0\"/>\n"
@@ -81,14 +84,14 @@ TEST(FormatRunJunitTest, UnsupportedIsSkipped) {
   EXPECT_EQ(Count(xml, "<skipped "), 1);
 }
 
-TEST(FormatRunJunitTest, ErrorCaseIsAFailure) {
+TEST(FormatRunJunitTest, ErrorCaseIsAnError) {
   v1::RunResult run;
   v1::CaseResult c = testing::MakeCase(v1::VARIANT_TWO_KERNEL, v1::CASE_STATUS_ERROR);
   c.set_message("worker 2 crashed");
   *run.add_cases() = c;
   const std::string xml = FormatRunJunit(run);
-  EXPECT_THAT(xml, HasSubstr("<failure type=\"ERROR\" message=\"worker 2 crashed\">"));
-  EXPECT_THAT(xml, HasSubstr("tests=\"1\" failures=\"1\""));
+  EXPECT_THAT(xml, HasSubstr("<error type=\"ERROR\" message=\"worker 2 crashed\">"));
+  EXPECT_THAT(xml, HasSubstr("tests=\"1\" failures=\"0\" errors=\"1\""));
 }
 
 TEST(FormatRunJunitTest, FailedRunWithoutCasesIsNotAGreenEmptySuite) {
@@ -96,8 +99,8 @@ TEST(FormatRunJunitTest, FailedRunWithoutCasesIsNotAGreenEmptySuite) {
   run.set_state(v1::RUN_STATE_FAILED);
   run.set_message("workers failed to start");
   const std::string xml = FormatRunJunit(run);
-  EXPECT_THAT(xml, HasSubstr("tests=\"1\" failures=\"1\""));
-  EXPECT_THAT(xml, HasSubstr("<failure type=\"FAILED\" message=\"workers failed to start\">"));
+  EXPECT_THAT(xml, HasSubstr("tests=\"1\" failures=\"0\" errors=\"1\""));
+  EXPECT_THAT(xml, HasSubstr("<error type=\"FAILED\" message=\"workers failed to start\">"));
 }
 
 TEST(FormatRunJunitTest, DropsControlCharactersXmlCannotHold) {
@@ -116,7 +119,7 @@ TEST(FormatHealthJunitTest, OneTestcasePerRankAndPairSlowOneStillPasses) {
   const std::string xml = FormatHealthJunit(testing::SampleHealthOk());
   EXPECT_THAT(xml, StartsWith("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite "
                               "name=\"colltest.health\" tests=\"6\" failures=\"0\" errors=\"0\" "
-                              "skipped=\"0\" time=\"4.321\">\n"));
+                              "skipped=\"0\" time=\"4.321\" timestamp=\""));
   EXPECT_EQ(Count(xml, "<testcase "), 6);
   EXPECT_EQ(Count(xml, "<failure "), 0);
   EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health.rank\" name=\"device 0\"/>"));
@@ -175,7 +178,7 @@ TEST(FormatHealthJunitTest, PropertiesNameTheMachineAndEveryDevice) {
   // Only where the driver gave one.
   EXPECT_THAT(xml, Not(HasSubstr("device.1.serial")));
   // An older server sends no machine: no empty identity properties.
-  EXPECT_THAT(FormatHealthJunit(testing::SampleHealthOk()), Not(HasSubstr("hostname")));
+  EXPECT_THAT(FormatHealthJunit(testing::SampleHealthOk()), Not(HasSubstr("property name=\"host")));
 }
 
 TEST(FormatHealthJunitTest, LongLevelSelfTestAndBandwidthWarn) {
@@ -244,10 +247,58 @@ TEST(FormatHealthJunitTest, WrongPairIsAFailureWithEscapedMessage) {
 
 TEST(FormatHealthJunitTest, ErrorWithoutTargetsIsNotAGreenEmptySuite) {
   const std::string xml = FormatHealthJunit(testing::SampleHealthError());
-  EXPECT_THAT(xml, HasSubstr("tests=\"1\" failures=\"1\""));
+  EXPECT_THAT(xml, HasSubstr("tests=\"1\" failures=\"0\" errors=\"1\""));
   EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health\" name=\"verdict\">\n"
-                             "    <failure type=\"ERROR\" message=\"ERROR: workers for devices 0,1 "
+                             "    <error type=\"ERROR\" message=\"ERROR: workers for devices 0,1 "
                              "failed to start (lamport eager m=1)\">"));
+}
+
+TEST(FormatRunJunitTest, HangOfADeadWorkerIsAnErrorOtherHangsAreFailures) {
+  v1::RunResult run;
+  v1::CaseResult hang = testing::MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_HANG);
+  hang.set_message("rank 1 waited for rank 0 in lamport phase B");
+  *run.add_cases() = hang;
+  v1::CaseResult died = hang;
+  v1::RankResult* rank = died.add_ranks();
+  rank->set_status(v1::CASE_STATUS_HANG);
+  rank->set_message("rank 0 (pid 77) died: killed by signal 9");
+  *run.add_cases() = died;
+  const std::string xml = FormatRunJunit(run);
+  EXPECT_THAT(xml, HasSubstr("tests=\"2\" failures=\"1\" errors=\"1\""));
+  EXPECT_EQ(Count(xml, "<failure type=\"HANG\""), 1);
+  EXPECT_EQ(Count(xml, "<error type=\"HANG\""), 1);
+}
+
+TEST(FormatRunJunitTest, FirstBadNamesItsCallOnce) {
+  v1::RunResult run;
+  v1::CaseResult c = testing::MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_WRONG);
+  c.mutable_diff()->set_first_bad("out[3,17] got 1.5 want 1.25 (call 1)");
+  c.mutable_diff()->set_first_bad_call(1);
+  *run.add_cases() = c;
+  const std::string xml = FormatRunJunit(run);
+  EXPECT_THAT(xml, HasSubstr("first bad: out[3,17] got 1.5 want 1.25 (call 1)"));
+  EXPECT_THAT(xml, Not(HasSubstr("(call 1) (call 1)")));
+}
+
+TEST(FormatRunJunitTest, SuiteHasTheRunsTimestampAndHost) {
+  v1::RunResult run = testing::SampleRun();
+  run.set_created_unix_ms(1'700'000'000'000);
+  const std::string xml = FormatRunJunit(run);
+  EXPECT_THAT(xml, HasSubstr("timestamp=\"2023-11-14T22:13:20\" hostname=\"node-7\">"));
+  run.clear_machine();
+  EXPECT_THAT(FormatRunJunit(run), Not(HasSubstr("hostname=\"\"")));
+}
+
+TEST(FormatFailureJunitTest, OneErrorTestcaseNamingCommandServerAndStatus) {
+  const std::string xml =
+      FormatFailureJunit(absl::UnavailableError("connection refused"), "health", "node-3:50051");
+  EXPECT_THAT(xml, StartsWith("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite "
+                              "name=\"health\" tests=\"1\" failures=\"0\" errors=\"1\" "));
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"colltest.health\" name=\"health on "
+                             "node-3:50051\" time=\"0\">\n    <error type=\"UNAVAILABLE\" "
+                             "message=\"UNAVAILABLE: connection refused\">"));
+  EXPECT_EQ(Count(xml, "<testcase "), 1);
+  EXPECT_THAT(xml, HasSubstr(" timestamp=\""));
 }
 
 }  // namespace

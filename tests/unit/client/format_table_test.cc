@@ -1,11 +1,13 @@
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/format.h"
 #include "client/format_groups.h"
+#include "client/text_table.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -26,34 +28,181 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-TEST(FormatRunTableTest, HeaderRowsAndSummary) {
+TEST(FormatRunTableTest, HeaderRowsSummaryAndFooter) {
   std::vector<std::string> lines = Lines(FormatRunTable(testing::SampleRun()));
-  ASSERT_EQ(lines.size(), 7u);
-  EXPECT_EQ(lines[0], "run r-42  backend cpu  state DONE");
-  EXPECT_THAT(lines[1], MatchesRegex("variant +mode +W +m +n +dtype +status +median us +p10 +p90 "
-                                     "+busbw GB/s +mismatches +max ulp +message"));
-  EXPECT_THAT(lines[2], MatchesRegex("lamport +eager +2 +64 +7168 +bf16 +OK +12\\.3 +11\\.5 "
-                                     "+14\\.2 +37\\.5 +0 +1"));
-  EXPECT_THAT(lines[3], StartsWith("auto(lamport_tb)  graph"));
-  EXPECT_THAT(lines[3], HasSubstr("WRONG"));
-  EXPECT_THAT(lines[3], HasSubstr("3 mismatches, \"out\" <rank 1> & more"));
-  // No timing for a hang: a dash, not a zero that reads as infinitely fast.
-  EXPECT_THAT(lines[4], MatchesRegex("one_stage +eager +2 +1 +7168 +bf16 +HANG +- +- +- +- +0 +0 "
-                                     "+rank 1 waited for rank 0 in start_sync"));
-  EXPECT_THAT(lines[5], HasSubstr("UNSUPPORTED"));
-  EXPECT_EQ(lines[6], "4 cases: 1 OK, 1 WRONG, 1 HANG, 1 UNSUPPORTED");
+  ASSERT_EQ(lines.size(), 9u) << ::testing::PrintToString(lines);
+  // World and pattern are the same for every case: said once, no column. The dtype is not.
+  EXPECT_EQ(lines[0], "run r-42  backend cpu  state DONE  world 2  pattern normal");
+  EXPECT_THAT(lines[1], MatchesRegex(" *m +n +bytes +variant +mode +dtype +median +algbw +busbw "
+                                     "+mismatches +max +status +message"));
+  EXPECT_THAT(lines[2], MatchesRegex(" +\\(us\\) +\\(GB/s\\) +\\(GB/s\\) +ulp"));
+  // 64 x 7168 x 2 bytes = 896 KiB.
+  EXPECT_THAT(lines[3], MatchesRegex("64 +7168 +896K +lamport +eager +bf16 +12\\.3 +37\\.50 "
+                                     "+37\\.50 +0 +1 +OK"));
+  // The rest of a line of 120 columns goes to the message, cut where it is longer.
+  EXPECT_THAT(lines[4], MatchesRegex(" 8 +7168 +112K +auto\\(lamport_tb\\) +graph +fp16 +20\\.0 +- "
+                                     "+- +3 +64 +WRONG +3 mismatches,\\.\\.\\."));
+  // No timing and no check for a hang: dashes, not zeros that read as fast and correct.
+  EXPECT_THAT(lines[5], MatchesRegex(" 1 +7168 +14K +one_stage +eager +bf16 +- +- +- +- +- +HANG "
+                                     "+rank 1 waited\\.\\.\\."));
+  EXPECT_THAT(lines[6], MatchesRegex(" 1 .* +UNSUPPORTED +nccl: not buil\\.\\.\\."));
+  EXPECT_EQ(lines[6].size(), 120u);
+  EXPECT_EQ(lines[7], "4 cases: 1 OK, 1 WRONG, 1 HANG, 1 UNSUPPORTED");
+  EXPECT_EQ(lines[8], "# avg bus bandwidth: 37.50 GB/s over 1 OK case");
 }
 
 TEST(FormatRunTableTest, ColumnsAreAligned) {
   std::vector<std::string> lines = Lines(FormatRunTable(testing::SampleRun()));
-  ASSERT_GE(lines.size(), 6u);
+  ASSERT_GE(lines.size(), 7u);
   const size_t status_column = lines[1].find("status");
   ASSERT_NE(status_column, std::string::npos);
-  for (size_t i = 2; i <= 5; ++i) {
+  for (size_t i = 3; i <= 6; ++i) {
     ASSERT_GT(lines[i].size(), status_column) << lines[i];
     EXPECT_EQ(lines[i][status_column - 1], ' ') << lines[i];
     EXPECT_NE(lines[i][status_column], ' ') << lines[i];
   }
+  // Right-aligned figures end under their titles, units included.
+  const size_t busbw_end = lines[1].find("busbw") + 5;
+  EXPECT_EQ(lines[2].substr(busbw_end - 6, 6), "(GB/s)");
+  EXPECT_EQ(lines[3].substr(busbw_end - 5, 5), "37.50");
+}
+
+// Every variant, auto among them, long messages (one not ASCII) and wide figures.
+v1::RunResult CrowdedRun() {
+  v1::RunResult run = testing::SampleRun();
+  run.clear_cases();
+  const std::string long_message =
+      "rank 3 waited for rank 0 in lamport phase B after 5000 ms; the peer's flag never flipped, "
+      "which points at the link between devices 0 and 3 rather than at rank 3 itself";
+  int index = 0;
+  for (v1::Variant variant : {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
+                              v1::VARIANT_LAMPORT_TB, v1::VARIANT_NCCL, v1::VARIANT_AUTO}) {
+    for (v1::CaseStatus status : {v1::CASE_STATUS_OK, v1::CASE_STATUS_UNSUPPORTED}) {
+      v1::CaseResult c = testing::MakeCase(variant, status);
+      c.set_index(index++);
+      c.set_world_size(index % 2 == 0 ? 8 : 4);  // a W column too
+      c.set_m(1048576);
+      c.set_n(16384);
+      if (variant == v1::VARIANT_AUTO) c.set_resolved_variant(v1::VARIANT_TWO_KERNEL);
+      c.mutable_timing()->set_median_us(123456.7);
+      c.set_algbw_gbps(1234.56);
+      c.set_busbw_gbps(2160.48);
+      c.mutable_diff()->set_mismatches(12345678);
+      c.mutable_diff()->set_max_ulp(65535);
+      c.set_message(index == 3 ? "défaut: " + long_message : long_message);
+      *run.add_cases() = c;
+    }
+  }
+  return run;
+}
+
+TEST(FormatRunTableTest, FitsIn120ColumnsCuttingTheMessage) {
+  const v1::RunResult run = CrowdedRun();
+  const std::vector<std::string> lines = Lines(FormatRunTable(run));
+  ASSERT_EQ(lines.size(), 3u + 12u + 2u);
+  for (const std::string& line : lines) EXPECT_LE(DisplayWidth(line), 120u) << line;
+  EXPECT_THAT(lines[1], Not(HasSubstr("p10")));
+  EXPECT_THAT(lines[1], HasSubstr(" W "));
+  EXPECT_THAT(lines[3], MatchesRegex(".* OK +rank 3\\.\\.\\."));
+  EXPECT_THAT(lines[13], HasSubstr("auto(two_kernel)"));
+  // Widths count code points: the row with an accent is as wide as the others, and cut between
+  // whole characters.
+  EXPECT_THAT(lines[5], HasSubstr("  défaut..."));
+  for (size_t i = 3; i < 15; ++i) EXPECT_EQ(DisplayWidth(lines[i]), 120u) << lines[i];
+}
+
+TEST(FormatRunTableTest, WideShowsEveryColumnInFull) {
+  const v1::RunResult run = CrowdedRun();
+  const std::string table = FormatRunTable(run, TableWidth::kWide);
+  const std::vector<std::string> lines = Lines(table);
+  EXPECT_EQ(lines[0], "run r-42  backend cpu  state DONE");
+  EXPECT_THAT(lines[1], MatchesRegex(" *m +n +bytes +variant +mode +W +dtype +pattern +median +p10 "
+                                     "+p90 +algbw +busbw +mismatches +max +status +message"));
+  EXPECT_THAT(lines[2],
+              MatchesRegex(" +\\(us\\) +\\(us\\) +\\(us\\) +\\(GB/s\\) +\\(GB/s\\) +ulp"));
+  // Exact bytes: 1048576 x 16384 x 2.
+  EXPECT_THAT(lines[3], HasSubstr(" 34359738368 "));
+  EXPECT_THAT(table, HasSubstr(run.cases(0).message() + "\n"));
+  EXPECT_GT(DisplayWidth(lines[3]), 120u);
+
+  v1::RunResult timed = testing::SampleRun();
+  EXPECT_THAT(Lines(FormatRunTable(timed, TableWidth::kWide))[3],
+              MatchesRegex("64 +7168 +917504 +lamport +eager +2 +bf16 +normal +12\\.3 +11\\.5 "
+                           "+14\\.2 +37\\.50 +37\\.50 +0 +1 +OK"));
+}
+
+TEST(FormatRunTableTest, BandwidthHasTwoDecimalsAndBytesAreCompact) {
+  v1::RunResult run = testing::SampleRun();
+  run.clear_cases();
+  const std::vector<std::pair<uint32_t, uint32_t>> shapes = {
+      {1, 448}, {1, 256 * 1024}, {1024, 7168}, {3, 256}, {1, 1023 * 512 + 1}};
+  for (const auto& [m, n] : shapes) {
+    v1::CaseResult c = testing::MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_OK);
+    c.set_m(m);
+    c.set_n(n);
+    c.mutable_timing()->set_median_us(300);
+    c.set_algbw_gbps(0.034);
+    c.set_busbw_gbps(0.026);
+    *run.add_cases() = c;
+  }
+  const std::vector<std::string> lines = Lines(FormatRunTable(run));
+  ASSERT_EQ(lines.size(), 3u + shapes.size() + 2u);
+  // A cpu backend's 0.03 GB/s is not 0.0.
+  EXPECT_THAT(lines[3], MatchesRegex(".* 300\\.0 +0\\.03 +0\\.03 +0 +0 +OK"));
+  EXPECT_THAT(lines[3], MatchesRegex(" *1 +448 +896 +lamport .*"));  // under 1 KiB: exact
+  EXPECT_THAT(lines[4], MatchesRegex(" *1 +262144 +512K .*"));       // whole KiB
+  EXPECT_THAT(lines[5], MatchesRegex(" *1024 +7168 +14M .*"));       // whole MiB
+  EXPECT_THAT(lines[6], MatchesRegex(" *3 +256 +1\\.5K .*"));        // 1536 bytes
+  EXPECT_THAT(lines[7], MatchesRegex(" *1 +523777 +1023\\.0K .*"));  // 1047554 bytes
+}
+
+TEST(FormatRunTableTest, FooterAveragesBusBandwidthOfOkCases) {
+  v1::RunResult run = testing::SampleRun();
+  run.clear_cases();
+  const std::vector<std::pair<v1::CaseStatus, double>> cases = {
+      {v1::CASE_STATUS_OK, 10},    {v1::CASE_STATUS_OK, 20}, {v1::CASE_STATUS_OK, 40.01},
+      {v1::CASE_STATUS_WRONG, 99}, {v1::CASE_STATUS_OK, 0},  // WRONG and untimed: not counted
+  };
+  for (const auto& [status, busbw] : cases) {
+    v1::CaseResult c = testing::MakeCase(v1::VARIANT_LAMPORT, status);
+    c.set_busbw_gbps(busbw);
+    *run.add_cases() = c;
+  }
+  EXPECT_EQ(Lines(FormatRunTable(run)).back(), "# avg bus bandwidth: 23.34 GB/s over 3 OK cases");
+  run.clear_cases();
+  *run.add_cases() = testing::MakeCase(v1::VARIANT_NCCL, v1::CASE_STATUS_UNSUPPORTED);
+  EXPECT_EQ(Lines(FormatRunTable(run)).back(),
+            "# avg bus bandwidth: - (no OK case with a bus bandwidth)");
+}
+
+// colltestd words a finished run's message as the counts the table ends with.
+TEST(FormatRunTableTest, SummaryLineOnce) {
+  v1::RunResult run = testing::SampleRun();
+  run.set_message("4 cases: 1 OK, 1 WRONG, 1 HANG, 1 UNSUPPORTED");
+  for (TableWidth width : {TableWidth::kFit, TableWidth::kWide}) {
+    const std::string table = FormatRunTable(run, width);
+    const size_t first = table.find("4 cases:");
+    ASSERT_NE(first, std::string::npos) << table;
+    EXPECT_EQ(table.find("4 cases:", first + 1), std::string::npos) << table;
+  }
+  run.set_message("cancelled by user");
+  EXPECT_EQ(Lines(FormatRunTable(run))[1], "cancelled by user");
+}
+
+TEST(TextTableTest, CutsByCodePointsAndTakesTwoLineTitles) {
+  EXPECT_EQ(DisplayWidth("défaut"), 6u);
+  EXPECT_EQ(CutToWidth("défaut de lien", 8), "défau...");
+  EXPECT_EQ(CutToWidth("ab cdef", 6), "ab...");
+  EXPECT_EQ(CutToWidth("short", 5), "short");
+  EXPECT_EQ(CutToWidth("abcdef", 2), "..");
+  TextTable table({{"a", TextTable::Align::kRight},
+                   {"time\n(us)", TextTable::Align::kRight},
+                   {"note", TextTable::Align::kLeft}});
+  table.AddRow({"1", "12.5", "a long note that is cut"});
+  table.FitTo(20, 2, 4);
+  EXPECT_EQ(table.Render(), "a  time  note\n   (us)\n1  12.5  a long n...\n");
+  table.FitTo(10, 2, 4);  // the note keeps its minimum
+  EXPECT_EQ(table.Render(), "a  time  note\n   (us)\n1  12.5  a...\n");
 }
 
 TEST(FormatDevicesTest, TableAndJson) {

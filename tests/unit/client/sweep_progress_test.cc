@@ -1,8 +1,11 @@
 #include "client/sweep_progress.h"
 
+#include <functional>
 #include <sstream>
 #include <string>
 
+#include "absl/time/time.h"
+#include "client/progress.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/client/sample_run.h"
@@ -43,31 +46,45 @@ TEST(ExpectedCaseCountTest, CrossProduct) {
   EXPECT_EQ(ExpectedCaseCount(spec), 0u);  // the server picks the variants
 }
 
+// A clock the test moves by hand, so that elapsed times and ETAs are exact.
+struct FakeClock {
+  absl::Time now = absl::FromUnixSeconds(1000);
+  std::function<absl::Time()> Fn() {
+    return [this] { return now; };
+  }
+};
+
+v1::SweepEvent Progress(v1::RunState state, uint32_t total, uint32_t queue_position = 0) {
+  v1::SweepEvent event;
+  event.set_run_id("r-9");
+  event.mutable_progress()->set_state(state);
+  event.mutable_progress()->set_queue_position(queue_position);
+  event.mutable_progress()->set_total(total);
+  return event;
+}
+
+v1::SweepEvent Result(const v1::CaseResult& c) {
+  v1::SweepEvent event;
+  event.set_run_id("r-9");
+  *event.mutable_result() = c;
+  return event;
+}
+
 TEST(SweepCollectorTest, PrintsProgressAndKeepsTheSummary) {
   std::ostringstream err;
-  SweepCollector collector(&err, 0);
+  FakeClock clock;
+  SweepCollector collector(&err, 0, {.now = clock.Fn()});
 
-  v1::SweepEvent queued;
-  queued.set_run_id("r-9");
-  queued.mutable_progress()->set_state(v1::RUN_STATE_QUEUED);
-  queued.mutable_progress()->set_queue_position(2);
-  queued.mutable_progress()->set_total(2);
-  collector.OnEvent(queued);
-  collector.OnEvent(queued);  // repeated: printed once
-
-  v1::SweepEvent running;
-  running.set_run_id("r-9");
-  running.mutable_progress()->set_state(v1::RUN_STATE_RUNNING);
-  running.mutable_progress()->set_total(2);
-  collector.OnEvent(running);
+  collector.OnEvent(Progress(v1::RUN_STATE_QUEUED, 2, 2));
+  collector.OnEvent(Progress(v1::RUN_STATE_QUEUED, 2, 2));  // repeated: printed once
+  clock.now += absl::Seconds(30);  // the wait in the queue counts for neither elapsed nor ETA
+  collector.OnEvent(Progress(v1::RUN_STATE_RUNNING, 2));
 
   v1::RunResult sample = testing::SampleRun();
-  v1::SweepEvent result;
-  result.set_run_id("r-9");
-  *result.mutable_result() = sample.cases(0);
-  collector.OnEvent(result);
-  *result.mutable_result() = sample.cases(2);
-  collector.OnEvent(result);
+  clock.now += absl::Seconds(12.34);
+  collector.OnEvent(Result(sample.cases(0)));
+  clock.now += absl::Seconds(12.34);
+  collector.OnEvent(Result(sample.cases(2)));
   EXPECT_FALSE(collector.has_summary());
   EXPECT_EQ(collector.Result().cases_size(), 2);
   EXPECT_EQ(collector.Result().run_id(), "r-9");
@@ -83,8 +100,88 @@ TEST(SweepCollectorTest, PrintsProgressAndKeepsTheSummary) {
             "run r-9\n"
             "queued: 2 run(s) ahead\n"
             "running\n"
-            "[1/2] lamport eager m=64 n=7168: OK 12.3 us\n"
-            "[2/2] one_stage eager m=1 n=7168: HANG: rank 1 waited for rank 0 in start_sync\n");
+            "[1/2] lamport eager m=64 n=7168: OK 12.3 us (elapsed 12.3s, ETA 13s)\n"
+            "[2/2] one_stage eager m=1 n=7168: HANG (elapsed 24.7s, ETA 0s): rank 1 waited for "
+            "rank 0 in start_sync\n");
+}
+
+TEST(SweepCollectorTest, EtaIsTheAveragePaceTimesTheCasesLeft) {
+  std::ostringstream err;
+  FakeClock clock;
+  SweepCollector collector(&err, 4, {.now = clock.Fn()});
+  const v1::CaseResult c = testing::MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_OK);
+  clock.now += absl::Seconds(10);
+  collector.OnEvent(Result(c));
+  EXPECT_THAT(err.str(), HasSubstr("[1/4] lamport eager m=1 n=7168: OK (elapsed 10.0s, ETA 30s)"));
+  clock.now += absl::Seconds(50);
+  collector.OnEvent(Result(c));
+  EXPECT_THAT(err.str(),
+              HasSubstr("[2/4] lamport eager m=1 n=7168: OK (elapsed 1m00s, ETA 1m00s)"));
+}
+
+TEST(SweepCollectorTest, UnknownTotalHasNoEta) {
+  std::ostringstream err;
+  FakeClock clock;
+  SweepCollector collector(&err, 0, {.now = clock.Fn()});
+  clock.now += absl::Seconds(1);
+  collector.OnEvent(Result(testing::MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_OK)));
+  EXPECT_THAT(err.str(), HasSubstr("[1/?] lamport eager m=1 n=7168: OK (elapsed 1.0s, ETA ?)"));
+}
+
+TEST(SweepCollectorTest, OffPrintsNothingButStillCollects) {
+  std::ostringstream err;
+  SweepCollector collector(&err, 2, {.mode = ProgressMode::kOff});
+  collector.OnEvent(Progress(v1::RUN_STATE_QUEUED, 2, 1));
+  collector.OnEvent(Progress(v1::RUN_STATE_RUNNING, 2));
+  collector.OnEvent(Result(testing::MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_OK)));
+  collector.Finish();
+  EXPECT_EQ(err.str(), "");
+  EXPECT_EQ(collector.Result().cases_size(), 1);
+  EXPECT_EQ(collector.Result().run_id(), "r-9");
+}
+
+// `run` on a terminal: the run id stays on a line of its own, then one line is redrawn in place
+// and ended with a newline when the stream ends.
+TEST(SweepCollectorTest, StatusLineIsRedrawnInPlaceOnATerminal) {
+  std::ostringstream err;
+  FakeClock clock;
+  SweepCollector collector(&err, 0,
+                           {.mode = ProgressMode::kTerminal,
+                            .style = SweepProgressStyle::kStatusLine,
+                            .now = clock.Fn()});
+  collector.OnEvent(Progress(v1::RUN_STATE_QUEUED, 4, 1));
+  collector.OnEvent(Progress(v1::RUN_STATE_RUNNING, 4));
+  const v1::CaseResult c = testing::MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_OK);
+  clock.now += absl::Seconds(4.1);
+  collector.OnEvent(Result(c));
+  clock.now += absl::Seconds(4.1);
+  collector.OnEvent(Result(c));
+  collector.Finish();
+  EXPECT_EQ(err.str(),
+            "run r-9\n"
+            "\rqueued: 1 run(s) ahead"
+            "\rrunning               "  // spaces over the rest of the longer line
+            "\r[1/4] 25% elapsed 4.1s ETA 13s"
+            "\r[2/4] 50% elapsed 8.2s ETA 9s "
+            "\n");
+}
+
+// `run --progress` into a log: the same status, a line per update.
+TEST(SweepCollectorTest, StatusLinesInALog) {
+  std::ostringstream err;
+  FakeClock clock;
+  SweepCollector collector(&err, 2, {.style = SweepProgressStyle::kStatusLine, .now = clock.Fn()});
+  collector.OnEvent(Progress(v1::RUN_STATE_RUNNING, 0));
+  clock.now += absl::Seconds(2);
+  collector.OnEvent(Result(testing::MakeCase(v1::VARIANT_LAMPORT, v1::CASE_STATUS_OK)));
+  collector.Finish();
+  EXPECT_EQ(err.str(), "run r-9\nrunning\n[1/2] 50% elapsed 2.0s ETA 2s\n");
+}
+
+TEST(RunStatusLineTest, CountsPercentElapsedAndEta) {
+  EXPECT_EQ(RunStatusLine(3, 12, absl::Seconds(4.1)), "[3/12] 25% elapsed 4.1s ETA 13s");
+  EXPECT_EQ(RunStatusLine(0, 12, absl::Seconds(1)), "[0/12] 0% elapsed 1.0s ETA ?");
+  EXPECT_EQ(RunStatusLine(3, 0, absl::Seconds(4.1)), "[3/?] elapsed 4.1s ETA ?");
 }
 
 TEST(SweepCollectorTest, UsesExpectedTotalUntilTheServerSendsOne) {

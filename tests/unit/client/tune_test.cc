@@ -221,9 +221,10 @@ TEST(FormatTuneJsonTest, ExactShapeParsedBack) {
 
   std::vector<std::string> keys;
   for (const auto& item : json.items()) keys.push_back(item.key());
-  EXPECT_THAT(keys, ElementsAre("kind", "version", "backend", "device", "world", "dtype", "mode",
-                                "n", "created_unix_ms", "run_id", "rows"));
+  EXPECT_THAT(keys, ElementsAre("schema_version", "kind", "version", "backend", "device", "world",
+                                "dtype", "mode", "n", "created_unix_ms", "run_id", "rows"));
   EXPECT_EQ(json["kind"], "colltest-tune-table");
+  EXPECT_EQ(json["schema_version"], 1);
   EXPECT_EQ(json["version"], 1);
   EXPECT_EQ(json["backend"], "cuda");
   EXPECT_EQ(json["device"], "NVIDIA H200");

@@ -137,5 +137,65 @@ TEST(ParseListTest, RefusesBadItemsAndRangesNamingTheFlag) {
             "--m: '8G' is 8589934592, the limit is 1048576");
 }
 
+TEST(ParseListTest, ReadsColonRangesAsNcclTestsWritesThem) {
+  EXPECT_THAT(*ParseList("--m", "1:1024:x2"),
+              ElementsAre(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024));
+  EXPECT_THAT(*ParseList("--m", "8:128"), ElementsAre(8, 16, 32, 64, 128));
+  EXPECT_THAT(*ParseList("--m", "8:128:x4"), ElementsAre(8, 32, 128));
+  EXPECT_THAT(*ParseList("--m", "8:128:X4"), ElementsAre(8, 32, 128));
+  EXPECT_THAT(*ParseList("--m", "1:8:+1"), ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
+  EXPECT_THAT(*ParseList("--m", "0:10:+5"), ElementsAre(0, 5, 10));
+  EXPECT_THAT(*ParseList("--m", "8:100"), ElementsAre(8, 16, 32, 64));
+  EXPECT_THAT(*ParseList("--m", " 1K : 4K "), ElementsAre(1024, 2048, 4096));
+  EXPECT_THAT(*ParseList("--m", "1,2:8:x4,3"), ElementsAre(1, 2, 8, 3));
+  const std::vector<uint64_t> sizes = *ParseList("--bytes", "8K:128M:x2");
+  ASSERT_EQ(sizes.size(), 15u);
+  EXPECT_EQ(sizes.front(), 8192u);
+  EXPECT_EQ(sizes.back(), uint64_t{128} << 20);
+}
+
+TEST(ParseListTest, ColonRangesAreRefusedNamingTheValue) {
+  const auto backwards = ParseList("--m", "128:8");
+  EXPECT_EQ(backwards.status().message(), "--m: range '128:8' runs backwards (128 > 8)");
+  EXPECT_EQ(ParseList("--m", "1:8:x1").status().message(),
+            "--m: range '1:8:x1': the factor 1 must be 2 or more");
+  EXPECT_EQ(ParseList("--m", "1:8:x0").status().message(),
+            "--m: range '1:8:x0': the factor 0 must be 2 or more");
+  EXPECT_EQ(ParseList("--m", "1:8:+0").status().message(),
+            "--m: range '1:8:+0': the step 0 must be 1 or more");
+  EXPECT_THAT(std::string(ParseList("--m", "0:8").status().message()),
+              HasSubstr("cannot start at 0"));
+  EXPECT_EQ(ParseList("--m", "1:100000:+1").status().message(),
+            "--m: more than 4096 values (range '1:100000:+1'), the limit is 4096");
+  EXPECT_EQ(ParseList("--m", "1:4096:+1")->size(), kMaxListValues);
+  for (const char* text :
+       {"1:", ":8", "1:8:", "1:8:x2:3", "1:8:*2", "1:8:-1", "1:8:2", "a:b", "1::8", "1:8..16"}) {
+    const auto v = ParseList("--m", text);
+    EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(std::string(v.status().message()), StartsWith("--m: ")) << text;
+  }
+}
+
+TEST(ParseByteSizeListTest, TakesByteSuffixesInValuesAndBounds) {
+  EXPECT_THAT(*ParseByteSizeList("--bytes", "512B,32MiB"), ElementsAre(512, uint64_t{32} << 20));
+  EXPECT_THAT(*ParseByteSizeList("--bytes", "512B:2KiB"), ElementsAre(512, 1024, 2048));
+  EXPECT_THAT(*ParseByteSizeList("--bytes", "1KB..4KB:+1K"), ElementsAre(1024, 2048, 3072, 4096));
+  // Counts have no bare B.
+  EXPECT_FALSE(ParseList("--m", "512B:2K").ok());
+  EXPECT_EQ(ParseByteSizeList("--bytes", "1K:8G", 1u << 20).status().message(),
+            "--bytes: '8G' is 8589934592, the limit is 1048576");
+}
+
+TEST(ExpandListRangeTest, ExpandsAndRefusesAsParseListDoes) {
+  EXPECT_THAT(*ExpandListRange("-b/-e/-f", "-b 8 -e 64", {.begin = 8, .end = 64}),
+              ElementsAre(8, 16, 32, 64));
+  EXPECT_THAT(*ExpandListRange("-b/-e/-f", "-b 8 -e 64", {.begin = 8, .end = 64, .factor = 8}),
+              ElementsAre(8, 64));
+  EXPECT_EQ(ExpandListRange("-f", "-f 1", {.begin = 8, .end = 64, .factor = 1}).status().message(),
+            "-f: range '-f 1': the factor 1 must be 2 or more");
+  EXPECT_FALSE(ExpandListRange("-e", "-e", {.begin = 64, .end = 8}).ok());
+  EXPECT_FALSE(ExpandListRange("-b", "-b", {.begin = 1, .end = 1u << 20, .step = 1}).ok());
+}
+
 }  // namespace
 }  // namespace colltest::common

@@ -5,10 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/build_info.h"
 
 namespace colltest::server {
 namespace {
@@ -56,17 +60,33 @@ v1::CaseResult Case(v1::CaseStatus status, v1::Variant variant, v1::Mode mode, d
 TEST(MetricsTest, KnownSeriesAreZeroBeforeAnyEvent) {
   Metrics metrics;
   const std::string text = metrics.Render();
-  // Hangs and group states have no series (and so no family in a scrape) until their first event:
-  // their label values are not known before.
+  // Group states have no series (and so no family in a scrape) until a group spawns: its device
+  // set is not known before. Hangs and build info wait for SetBackend.
   for (const char* family :
-       {"colltest_cases_total", "colltest_case_latency_us", "colltest_case_wall_seconds",
-        "colltest_worker_restarts_total", "colltest_runs", "colltest_health_checks_total"}) {
+       {"colltest_cases_total", "colltest_case_latency_seconds", "colltest_case_wall_seconds",
+        "colltest_worker_restarts_total", "colltest_runs", "colltest_health_checks_total",
+        "colltest_health_status", "colltest_health_last_check_timestamp_seconds",
+        "colltest_start_time_seconds"}) {
     EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + " ")) << family;
   }
-  EXPECT_EQ(Value(metrics, R"(colltest_cases_total{mode="graph",status="wrong",variant="auto"})"),
-            0);
-  EXPECT_EQ(Value(metrics, R"(colltest_case_latency_us_count{mode="eager",variant="one_stage"})"),
-            0);
+  for (const char* status : {"ok", "wrong", "hang", "error", "unsupported"}) {
+    for (const char* variant :
+         {"one_stage", "two_kernel", "lamport", "lamport_tb", "nccl", "auto"}) {
+      for (const char* mode : {"eager", "graph"}) {
+        EXPECT_EQ(Value(metrics, absl::StrCat("colltest_cases_total{mode=\"", mode, "\",status=\"",
+                                              status, "\",variant=\"", variant, "\"}")),
+                  0)
+            << status << " " << variant << " " << mode;
+      }
+    }
+    EXPECT_EQ(Value(metrics, absl::StrCat("colltest_health_status{status=\"", status, "\"}")), 0)
+        << status;
+  }
+  EXPECT_EQ(
+      Value(metrics, R"(colltest_case_latency_seconds_count{mode="eager",variant="one_stage"})"),
+      0);
+  EXPECT_EQ(Value(metrics, "colltest_health_last_check_timestamp_seconds"), 0);
+  EXPECT_GT(Value(metrics, "colltest_start_time_seconds"), 1.6e9);
   EXPECT_EQ(Value(metrics, "colltest_worker_restarts_total"), 0);
   EXPECT_EQ(Value(metrics, "colltest_runs{state=\"queued\"}"), 0);
   EXPECT_EQ(Value(metrics, "colltest_runs{state=\"running\"}"), 0);
@@ -91,17 +111,61 @@ TEST(MetricsTest, ObserveCaseCountsEveryStatusButTimesOnlyCasesThatRan) {
   EXPECT_EQ(s.at(R"(colltest_cases_total{mode="graph",status="wrong",variant="lamport_tb"})"), 1);
   EXPECT_EQ(s.at(R"(colltest_cases_total{mode="eager",status="unsupported",variant="nccl"})"), 1);
 
-  // Only the OK and WRONG cases are in the histograms: 3 us lands in le=4, 100 us in le=128.
-  const std::string lat = R"(colltest_case_latency_us_bucket{mode="graph",variant="lamport_tb",)";
-  EXPECT_EQ(s.at(lat + R"(le="2"})"), 0);
-  EXPECT_EQ(s.at(lat + R"(le="4"})"), 1);
-  EXPECT_EQ(s.at(lat + R"(le="64"})"), 1);
-  EXPECT_EQ(s.at(lat + R"(le="128"})"), 2);
+  // Only the OK and WRONG cases are in the histograms, in seconds: 3 us lands in le=4e-06,
+  // 100 us in le=0.000128.
+  const std::string lat =
+      R"(colltest_case_latency_seconds_bucket{mode="graph",variant="lamport_tb",)";
+  EXPECT_EQ(s.at(lat + R"(le="2e-06"})"), 0);
+  EXPECT_EQ(s.at(lat + R"(le="4e-06"})"), 1);
+  EXPECT_EQ(s.at(lat + R"(le="6.4e-05"})"), 1);
+  EXPECT_EQ(s.at(lat + R"(le="0.000128"})"), 2);
+  EXPECT_EQ(s.at(lat + R"(le="0.131072"})"), 2);
   EXPECT_EQ(s.at(lat + R"(le="+Inf"})"), 2);
-  EXPECT_EQ(s.at(R"(colltest_case_latency_us_sum{mode="graph",variant="lamport_tb"})"), 103);
-  EXPECT_EQ(s.at(R"(colltest_case_latency_us_count{mode="eager",variant="lamport"})"), 0);
+  EXPECT_DOUBLE_EQ(s.at(R"(colltest_case_latency_seconds_sum{mode="graph",variant="lamport_tb"})"),
+                   103e-6);
+  EXPECT_EQ(s.at(R"(colltest_case_latency_seconds_count{mode="eager",variant="lamport"})"), 0);
   EXPECT_EQ(s.at("colltest_case_wall_seconds_count"), 2);
   EXPECT_DOUBLE_EQ(s.at("colltest_case_wall_seconds_sum"), 1.0);
+}
+
+// Every name a scrape shows follows Prometheus' conventions: no abbreviated units (us, ms) and
+// no non-base units, which `promtool check metrics` rejects (tests/metrics runs promtool itself).
+TEST(MetricsTest, NamesUseBaseUnits) {
+  Metrics metrics;
+  metrics.SetBackend("cpu", {});
+  std::istringstream in(metrics.Render());
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("# TYPE ")) continue;
+    const std::string name = line.substr(7, line.find(' ', 7) - 7);
+    for (const char* unit : {"_us", "_ms", "_ns", "_milliseconds", "_microseconds", "_kb", "_mb"}) {
+      EXPECT_FALSE(absl::StrContains(name + "_", absl::StrCat(unit, "_"))) << name;
+    }
+    if (line.ends_with(" counter")) {
+      EXPECT_TRUE(name.ends_with("_total")) << name;
+    }
+  }
+}
+
+TEST(MetricsTest, SetBackendAddsBuildInfoAndZeroHangsForEveryRankAndDevice) {
+  Metrics metrics;
+  std::vector<v1::Device> devices(3);
+  for (uint32_t i = 0; i < devices.size(); ++i) devices[i].set_index(i + 4);
+  metrics.SetBackend("cuda", devices);
+  const std::string info = absl::StrCat("colltest_build_info{backend=\"cuda\",commit=\"",
+                                        BuildCommit(), "\",version=\"", BuildVersion(), "\"}");
+  EXPECT_EQ(Value(metrics, info), 1);
+  int hangs = 0;
+  for (const auto& [series, value] : Series(metrics.Render())) {
+    if (!series.starts_with("colltest_hangs_total{")) continue;
+    ++hangs;
+    EXPECT_EQ(value, 0) << series;
+  }
+  EXPECT_EQ(hangs, 9);
+  EXPECT_EQ(Value(metrics, R"(colltest_hangs_total{device="4",rank="0"})"), 0);
+  EXPECT_EQ(Value(metrics, R"(colltest_hangs_total{device="6",rank="2"})"), 0);
+  metrics.ObserveHang(2, 6);
+  EXPECT_EQ(Value(metrics, R"(colltest_hangs_total{device="6",rank="2"})"), 1);
 }
 
 TEST(MetricsTest, ObserveHangCountsByCulprit) {
@@ -184,6 +248,18 @@ TEST(MetricsTest, ObserveHealthCheckCountsByStatus) {
   EXPECT_EQ(Value(metrics, R"(colltest_health_checks_total{status="ok"})"), 1);
   EXPECT_EQ(Value(metrics, R"(colltest_health_checks_total{status="hang"})"), 2);
   EXPECT_EQ(Value(metrics, R"(colltest_health_checks_total{status="wrong"})"), 0);
+}
+
+TEST(MetricsTest, HealthStatusHoldsTheLastVerdictAndItsTime) {
+  Metrics metrics;
+  const double before = absl::ToUnixSeconds(absl::Now());
+  metrics.ObserveHealthCheck(v1::CASE_STATUS_HANG);
+  EXPECT_EQ(Value(metrics, R"(colltest_health_status{status="hang"})"), 1);
+  EXPECT_EQ(Value(metrics, R"(colltest_health_status{status="ok"})"), 0);
+  EXPECT_GE(Value(metrics, "colltest_health_last_check_timestamp_seconds"), before);
+  metrics.ObserveHealthCheck(v1::CASE_STATUS_OK);
+  EXPECT_EQ(Value(metrics, R"(colltest_health_status{status="hang"})"), 0);
+  EXPECT_EQ(Value(metrics, R"(colltest_health_status{status="ok"})"), 1);
 }
 
 }  // namespace

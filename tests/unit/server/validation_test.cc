@@ -3,6 +3,9 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/text.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -11,6 +14,7 @@ namespace {
 
 namespace v1 = ::colltest::v1;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 ServerLimits CpuLimits(uint32_t ranks = 4) {
   ServerLimits limits;
@@ -367,6 +371,78 @@ TEST(ValidationTest, FaultLength) {
   absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, FaultsAllowed());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(out.status().message(), "spec.fault: 1048576 bytes, the limit is 64");
+}
+
+TEST(ValidationTest, EveryIndependentProblemIsReportedAtOnce) {
+  v1::SweepSpec spec;  // no m, n or variants
+  spec.set_world_size(64);
+  spec.set_pattern(static_cast<v1::Pattern>(99));
+  spec.set_tolerance(static_cast<v1::Tolerance>(99));
+  spec.add_modes(static_cast<v1::Mode>(7));
+  spec.set_iters(kMaxIters + 1);
+  spec.set_eps(2.0f);
+  spec.set_label("a\nb");
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, CpuLimits());
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  // Each message as it is alone, in the order of the checks, on one line.
+  EXPECT_EQ(
+      std::string(out.status().message()),
+      absl::StrJoin(
+          {std::string("world_size = 64: this cpu backend has 4 ranks (colltestd --cpu-ranks)"),
+           std::string("pattern = 99: unknown pattern (normal, integers, neg_zero, large, "
+                       "denormal, same)"),
+           std::string("tolerance = 99: unknown tolerance profile (strict, aiter, trtllm)"),
+           std::string("m: empty (give at least one row count)"),
+           std::string("n: empty (give at least one hidden size)"),
+           std::string("variants: empty (give at least one, e.g. one_stage or lamport)"),
+           std::string("modes[0] = 7: unknown mode (eager, graph)"),
+           absl::StrCat("iters = ", kMaxIters + 1, ": must be <= ", kMaxIters),
+           std::string("eps = 2: must be > 0 and < 1 (or 0 for 1e-6)"),
+           std::string(common::CheckLabel("spec.label", "a\nb").message())},
+          "; "));
+}
+
+TEST(ValidationTest, ADependentCheckIsSkippedWhenItsPrerequisiteFailed) {
+  // n = 7 breaks the pack of every dtype, but with an unknown dtype there is no pack to name.
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_dtype(static_cast<v1::DType>(42));
+  spec.set_n(0, 7);
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, CpuLimits());
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(), "dtype = 42: unknown dtype (bf16, fp16, fp32)");
+  // A bad world: the fault's ranks cannot be checked against it.
+  ServerLimits allowed = CpuLimits();
+  allowed.allow_fault_injection = true;
+  v1::SweepSpec world = ValidSpec();
+  world.set_world_size(64);
+  world.set_fault("missing_rank:9");
+  out = ValidateSpec(world, allowed);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), Not(HasSubstr("spec.fault")));
+  // A bad m: no case count or case size beyond it.
+  v1::SweepSpec rows = ValidSpec();
+  rows.clear_m();
+  rows.set_n(0, 128);
+  for (uint32_t m = 0; m <= 5000; ++m) rows.add_m(m);  // 5001 cases, and m = 0
+  out = ValidateSpec(rows, CpuLimits());
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(), "m = 0: must be >= 1");
+  rows.set_m(0, 5001);
+  EXPECT_THAT(std::string(ValidateSpec(rows, CpuLimits()).status().message()),
+              HasSubstr("cases = 5001"));
+}
+
+TEST(ValidationTest, TheFirstProblemsCodeIsKept) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_iters(kMaxIters + 1);
+  spec.set_fault("missing_rank:1");  // fault injection disabled: FAILED_PRECONDITION alone
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, CpuLimits());
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("; fault injection is disabled"));
+  spec.set_iters(0);
+  EXPECT_EQ(ValidateSpec(spec, CpuLimits()).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(ValidationTest, RunIdIsShortPrintableAscii) {
