@@ -21,24 +21,23 @@ Usage: readme_test.py --bin-dir build/bin [--timeout 120] [README.md docs/x.md .
 """
 
 import argparse
-import ctypes
 import dataclasses
 import os
 import re
-import select
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from colltestd_process import Colltestd, ColltestdError, die_with_parent  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLI_PREFIX = "build/bin/colltest "
 DAEMON_PREFIX = "build/bin/colltestd"
-LISTENING = re.compile(r"^colltestd listening on (\S+)(?:.*\shttp=(\S+))?")
 EXIT_DIRECTIVE = re.compile(r"(?:^|;)\s*exit\s+(\d+)\b")
 SKIP_DIRECTIVE = re.compile(r"doc-test:\s*skip\b\s*(?:\(([^)]*)\))?")
 HTTP_URL = re.compile(r"http://(?:127\.0\.0\.1|localhost|\[::1\]):\d+")
@@ -116,13 +115,6 @@ def expected_exit(line):
     return int(match.group(1)) if match else 0
 
 
-def die_with_parent():
-    """In the child: SIGTERM when the test dies (ctest's timeout kills it), so that no colltestd is
-    left serving."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 def stop_group(proc, grace_s):
     """SIGTERM to the process, then SIGKILL to its whole group (it leads one) after `grace_s`."""
     if proc.poll() is None:
@@ -142,24 +134,26 @@ class Server:
     """A colltestd started from a README line, on an ephemeral port, with its own state dir."""
 
     def __init__(self, line, bin_dir, work_dir, index, want_http):
-        argv = shlex.split(line.text.rstrip("&").strip())
-        argv[0] = os.path.join(bin_dir, "colltestd")
-        argv = self._rewrite(argv, "--listen", "127.0.0.1:0")
+        args = shlex.split(line.text.rstrip("&").strip())[1:]
+        args = self._rewrite(args, "--listen", "127.0.0.1:0")
         state_dir = os.path.join(work_dir, f".state-{index}")
-        argv = self._rewrite(argv, "--state-dir", state_dir)
-        if want_http or any(a == "--http" or a.startswith("--http=") for a in argv):
-            argv = self._rewrite(argv, "--http", "127.0.0.1:0")
-        self.argv = argv
+        args = self._rewrite(args, "--state-dir", state_dir)
+        if want_http or any(a == "--http" or a.startswith("--http=") for a in args):
+            args = self._rewrite(args, "--http", "127.0.0.1:0")
         self.line = line
-        self.log_path = os.path.join(work_dir, f".colltestd-{index}.log")
-        self.log = open(self.log_path, "w")
         env = dict(os.environ, XDG_STATE_HOME=state_dir)
-        self.proc = subprocess.Popen(argv, cwd=work_dir, env=env, stdout=subprocess.PIPE,
-                                     stderr=self.log, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, preexec_fn=die_with_parent)
-        self.address, self.http = self._wait_listening()
-        # Keep reading stdout so that a chatty server never blocks on a full pipe.
-        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+        # Its own process group, killed whole after the stop: nothing it started outlives it.
+        # The README's servers are not checked for a clean exit, only for staying up.
+        try:
+            self.daemon = Colltestd(os.path.join(bin_dir, "colltestd"), args, env=env,
+                                    cwd=work_dir,
+                                    log_path=os.path.join(work_dir, f".colltestd-{index}.log"),
+                                    new_session=True, start_timeout_s=START_TIMEOUT_S,
+                                    stop_timeout_s=STOP_TIMEOUT_S)
+        except ColltestdError as error:
+            raise RuntimeError(f"{line.where()}: {line.text}\n  {error}") from None
+        self.argv = self.daemon.argv
+        self.address, self.http = self.daemon.address, self.daemon.http_address
 
     @staticmethod
     def _rewrite(argv, flag, value):
@@ -176,41 +170,11 @@ class Server:
             out.append(a)
         return out + [flag, value]
 
-    def _wait_listening(self):
-        deadline = time.monotonic() + START_TIMEOUT_S
-        seen = []
-        fd = self.proc.stdout.fileno()
-        buffer = b""
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.5)
-            if ready:
-                chunk = os.read(fd, 4096)
-                if not chunk:
-                    break
-                buffer += chunk
-                while b"\n" in buffer:
-                    raw, buffer = buffer.split(b"\n", 1)
-                    text = raw.decode(errors="replace")
-                    seen.append(text)
-                    match = LISTENING.match(text)
-                    if match:
-                        return match.group(1), match.group(2)
-            elif self.proc.poll() is not None:
-                break
-        self.stop()
-        raise RuntimeError(
-            f"{self.line.where()}: {self.line.text}\n  colltestd did not announce its address "
-            f"(ran as: {shlex.join(self.argv)}; exit {self.proc.returncode})\n  stdout: "
-            f"{' | '.join(seen)}\n  log:\n{self.log_tail()}")
-
-    def log_tail(self, lines=40):
-        self.log.flush()
-        with open(self.log_path, errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
+    def log_tail(self):
+        return self.daemon.log_tail()
 
     def stop(self):
-        stop_group(self.proc, STOP_TIMEOUT_S)
-        self.log.close()
+        self.daemon.stop(check=False)
 
 
 def run_line(line, command, work_dir, env, timeout_s):
@@ -309,9 +273,9 @@ class Session:
             self.fail(line, output, f"timed out after {self.timeout_s} s")
         elif code != want:
             self.fail(line, output, f"exit {code}")
-        if self.server.proc.poll() is not None:
+        if self.server.daemon.poll() is not None:
             self.fail(line, self.server.log_tail(),
-                      f"colltestd exited ({self.server.proc.returncode}) during this line")
+                      f"colltestd exited ({self.server.daemon.poll()}) during this line")
             self.server.stop()
             self.server = None
 

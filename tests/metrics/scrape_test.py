@@ -16,7 +16,7 @@ import tempfile
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from colltestd_process import Colltestd, ColltestdError  # noqa: E402  (found through the line above)
+from colltestd_process import Colltestd, ColltestdError  # noqa: E402
 
 START_TIMEOUT_S = 30
 RUN_TIMEOUT_S = 120

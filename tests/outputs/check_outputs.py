@@ -12,53 +12,15 @@ import argparse
 import json
 import os
 import pathlib
-import re
-import select
 import subprocess
 import sys
 import tempfile
-import time
 
 import jsonschema
 import junitparser
 
-LISTENING = re.compile(r"listening on (\S+)")
-
-
-class Daemon:
-    """colltestd on an ephemeral loopback port, stopped with SIGTERM."""
-
-    def __init__(self, colltestd, state_dir):
-        self.process = subprocess.Popen(
-            [colltestd, "--backend", "cpu", "--cpu-ranks", "4", "--listen", "127.0.0.1:0",
-             "--state-dir", state_dir],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
-        self.address = self._wait_listening(time.monotonic() + 60)
-
-    def _wait_listening(self, deadline):
-        # Unbuffered reads: a buffered reader could hold the line while select() sees nothing.
-        seen = b""
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.process.stdout], [], [], 1)
-            if not ready:
-                continue
-            chunk = os.read(self.process.stdout.fileno(), 4096)
-            if not chunk:
-                break
-            seen += chunk
-            match = LISTENING.search(seen.decode(errors="replace"))
-            if match and seen.endswith(b"\n"):
-                return match.group(1)
-        self.stop()
-        raise RuntimeError("colltestd printed no listening line")
-
-    def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from colltestd_process import Colltestd  # noqa: E402
 
 
 class Runner:
@@ -202,12 +164,13 @@ def main():
         if not args.only_kept:
             (work / "state").mkdir()
             (work / "out").mkdir()
-            daemon = Daemon(os.path.join(args.bin, "colltestd"), str(work / "state"))
-            try:
+            # colltestd on an ephemeral loopback port, stopped with SIGTERM.
+            with Colltestd(os.path.join(args.bin, "colltestd"),
+                           ["--backend", "cpu", "--cpu-ranks", "4", "--listen", "127.0.0.1:0"],
+                           state_dir=str(work / "state"),
+                           log_path=str(work / "colltestd.log")) as daemon:
                 runner = Runner(os.path.join(args.bin, "colltest"), daemon.address, work / "out")
                 run_every_command(runner)
-            finally:
-                daemon.stop()
             missing = runner.documents.count(None)
             paths += [p for p in runner.documents if p is not None]
         if args.kept and os.path.isdir(args.kept):

@@ -4,10 +4,13 @@ workers and its own TLS shim, nothing from the build tree."""
 
 import glob
 import os
-import signal
 import ssl
 import subprocess
+import sys
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from colltestd_process import Colltestd  # noqa: E402
 
 PROGRAMS = ["colltestd", "colltest", "colltest-worker"]
 SHIM = "lib/colltest/libcolltest_civetweb_ssl.so"
@@ -99,23 +102,15 @@ def run_sweep(root, work_dir, forbidden_dir):
     root, forbidden_dir = os.path.realpath(root), os.path.realpath(forbidden_dir)
     cert, key = make_certificate(work_dir)
     env = clean_environment()
-    # A file, not a pipe: nobody reads colltestd's log while it runs.
-    log_path = os.path.join(work_dir, "colltestd.log")
-    log = open(log_path, "w")
-    daemon = subprocess.Popen(
-        [os.path.join(root, "bin", "colltestd"), "--backend", "cpu", "--cpu-ranks", "2",
-         "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key,
-         "--state-dir", os.path.join(work_dir, "state"), "--runtime-dir", work_dir],
-        stdout=subprocess.PIPE, stderr=log, text=True, cwd=work_dir, env=env)
-    log.close()
-    try:
-        # colltestd says where it listens in one line once it serves.
-        line = daemon.stdout.readline()
-        assert line.startswith("colltestd listening on "), (
-            f"colltestd did not start: {line!r} {open(log_path).read()}")
-        fields = line.split()
-        address = fields[3]
-        http = next(field[len("http="):] for field in fields if field.startswith("http="))
+    with Colltestd(
+            os.path.join(root, "bin", "colltestd"),
+            ["--backend", "cpu", "--cpu-ranks", "2", "--listen", "127.0.0.1:0",
+             "--http", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key,
+             "--runtime-dir", work_dir],
+            state_dir=os.path.join(work_dir, "state"), env=env, cwd=work_dir,
+            log_path=os.path.join(work_dir, "colltestd.log")) as daemon:
+        address, http = daemon.address, daemon.http_address
+        assert http, f"colltestd announced no http address: {daemon.log_tail()}"
 
         # The HTTP port under TLS works only with the shim, which must be the installed one.
         context = ssl.create_default_context(cafile=cert)
@@ -143,17 +138,8 @@ def run_sweep(root, work_dir, forbidden_dir):
             assert exe.startswith(root + "/"), f"process {pid} runs {exe}, not from {root}"
             used = [p for p in maps if p.startswith(forbidden_dir + "/")]
             assert not used, f"process {pid} ({exe}) maps files of the build tree: {used}"
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        try:
-            code = daemon.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
-            raise AssertionError("colltestd did not stop within 30 s of SIGTERM")
-    assert code == 0, f"colltestd exited {code} after SIGTERM: {open(log_path).read()}"
+    # Leaving the block stopped colltestd with SIGTERM and failed unless it exited 0 in 30 s.
     return sweep.stdout
-
 
 
 def verify(root, source_dir, work_dir, forbidden_dir, problems=()):

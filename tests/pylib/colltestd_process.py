@@ -36,7 +36,7 @@ class ColltestdError(AssertionError):
     failures of their checks catch it too."""
 
 
-def _die_with_parent():
+def die_with_parent():
     """In the child, before exec: SIGTERM when the test process dies (a ctest timeout kills it), so
     that no colltestd is left serving."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -89,7 +89,7 @@ class Colltestd:
                 self._proc = subprocess.Popen(
                     self.argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
                     env=env, cwd=cwd, bufsize=0, start_new_session=new_session,
-                    preexec_fn=_die_with_parent)
+                    preexec_fn=die_with_parent)
             except OSError as error:
                 self._remove_temp_paths()
                 raise ColltestdError(f"cannot start colltestd ({shlex.join(self.argv)}): "
@@ -103,11 +103,13 @@ class Colltestd:
         # Raw reads of the descriptor: a buffered reader could hold a line that select() misses.
         fd = self._proc.stdout.fileno()
         buffer = b""
+        closed = False
         while time.monotonic() < deadline:
             ready, _, _ = select.select([fd], [], [], 0.5)
             if ready:
                 chunk = os.read(fd, 4096)
                 if not chunk:
+                    closed = True
                     break
                 buffer += chunk
                 while b"\n" in buffer:
@@ -118,8 +120,17 @@ class Colltestd:
                         return
             elif self._proc.poll() is not None:
                 break
-        why = ("exited before it announced its address" if self._proc.poll() is not None
-               else f"did not announce its address within {self.start_timeout_s} s")
+        if closed:  # its stdout ends just before it exits: give the exit a moment to land
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        if self._proc.poll() is not None:
+            why = "exited before it announced its address"
+        elif closed:
+            why = "closed its stdout without announcing its address"
+        else:
+            why = f"did not announce its address within {self.start_timeout_s} s"
         self._stop(remove_temp_paths=False)
         message = self._describe(f"colltestd {why}")
         self._remove_temp_paths()

@@ -15,7 +15,7 @@ import unittest
 import colltest_client
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from colltestd_process import Colltestd  # noqa: E402  (found through the line above)
+from colltestd_process import Colltestd  # noqa: E402
 
 ARGS = None  # the command line's --colltestd and --example
 SWEEP = ["sweep", "--world", "2", "--m", "1,64", "--n", "1024", "--variants", "one_stage,lamport"]
