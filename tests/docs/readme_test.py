@@ -217,7 +217,7 @@ def indent(text, limit=60):
     return "\n".join("    | " + l for l in lines)
 
 
-class Session:
+class ReadmeRun:
     def __init__(self, bin_dir, work_dir, timeout_s, want_http, first_daemon):
         self.bin_dir = bin_dir
         self.work_dir = work_dir
@@ -313,7 +313,7 @@ def main():
     work_dir = tempfile.mkdtemp(prefix="colltest-doc-")
     os.makedirs(os.path.join(work_dir, "build"))
     os.symlink(bin_dir, os.path.join(work_dir, "build", "bin"))
-    session = Session(bin_dir, work_dir, args.timeout, want_http, first_daemon)
+    readme = ReadmeRun(bin_dir, work_dir, args.timeout, want_http, first_daemon)
     # SIGTERM (ctest's timeout, a CI cancel) goes through the finally below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
@@ -323,18 +323,18 @@ def main():
             if SKIP_DIRECTIVE.search(line.comment):
                 print(f"{line.where()}: skipped ({SKIP_DIRECTIVE.search(line.comment).group(1)})")
             elif kind == "daemon":
-                session.start(line)
+                readme.start(line)
             else:
-                session.run(line, kind)
+                readme.run(line, kind)
     except RuntimeError as error:
-        session.failures.append(str(error))
+        readme.failures.append(str(error))
     finally:
-        session.close()
+        readme.close()
         shutil.rmtree(work_dir, ignore_errors=True)
 
-    print(f"{session.ran} lines run, {len(session.failures)} failed")
-    if session.failures:
-        print("\n\n".join(session.failures), file=sys.stderr)
+    print(f"{readme.ran} lines run, {len(readme.failures)} failed")
+    if readme.failures:
+        print("\n\n".join(readme.failures), file=sys.stderr)
         return 1
     return 0
 
