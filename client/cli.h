@@ -27,7 +27,7 @@ struct Invocation {
   HistoryFlags history;  // history
   CompareFlags compare;  // compare; --compare-baseline and --compare-threshold of run and sweep
   std::string format = "table";
-  bool wide = false;   // --wide (run, sweep, get, compare tables)
+  bool wide = false;      // --wide (run, sweep, get, compare tables)
   bool quiet = false;     // --quiet (global): no progress on stderr
   bool progress = false;  // --progress (global): progress on stderr even when not a terminal
   std::string out_path;

@@ -39,7 +39,6 @@ int FailWithoutResult(Streams streams, const absl::Status& status, const OutputO
   if (output.format != OutputFormat::kJunit || output.out_path.empty()) return code;
   // The report says what the error line says: the status with the address it was about.
   const std::string report = FormatFailureJunit(explained.status, output.command, output.server);
-  if (report.empty()) return code;
   absl::Status written = WriteOutput(report, output.out_path, streams.out);
   if (!written.ok()) PrintError(streams.err, written);
   return code;

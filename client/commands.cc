@@ -24,45 +24,14 @@
 namespace colltest::client {
 namespace {
 
-// True for "12 cases: 8 OK, 4 UNSUPPORTED" (any order of the counts), the message colltestd gives
-// a finished run.
-bool IsStatusCountsMessage(absl::string_view message) {
-  const std::vector<absl::string_view> head_and_counts =
-      absl::StrSplit(message, absl::MaxSplits(": ", 1));
-  const auto count_of = [](absl::string_view item, auto is_name) {
-    const std::vector<absl::string_view> words = absl::StrSplit(item, ' ');
-    uint32_t count = 0;
-    return words.size() == 2 && absl::SimpleAtoi(words[0], &count) && is_name(words[1]);
-  };
-  const auto is_cases = [](absl::string_view w) { return w == "case" || w == "cases"; };
-  const auto is_status = [](absl::string_view w) {
-    return !w.empty() && std::all_of(w.begin(), w.end(), [](char ch) {
-      return absl::ascii_isupper(static_cast<unsigned char>(ch)) || ch == '_';
-    });
-  };
-  if (!count_of(head_and_counts[0], is_cases)) return false;
-  if (head_and_counts.size() == 1) return true;
-  for (absl::string_view item : absl::StrSplit(head_and_counts[1], ", ")) {
-    if (!count_of(item, is_status)) return false;
-  }
-  return true;
-}
-
-// The run as the report shows it. The table ends with the status counts, so colltestd's message
-// that says the same is left out of its header rather than printed twice; the other formats keep
-// the message as a field.
-const v1::RunResult& Shown(const v1::RunResult& run, OutputFormat format, v1::RunResult* scratch) {
-  if (format != OutputFormat::kTable || !IsStatusCountsMessage(run.message())) return run;
-  *scratch = run;
-  scratch->clear_message();
-  return *scratch;
+TableWidth TableWidthOf(const OutputOptions& output) {
+  return output.wide ? TableWidth::kWide : TableWidth::kFit;
 }
 
 // A run's report is written even when its verdict is bad: that is when CI needs it most.
 int ReportRun(const v1::RunResult& run, const OutputOptions& output, Streams streams) {
-  v1::RunResult scratch;
-  const v1::RunResult& shown = Shown(run, output.format, &scratch);
-  if (int code = WriteOrFail(streams, FormatRun(shown, output.format), output); code != kExitOk) {
+  if (int code = WriteOrFail(streams, FormatRun(run, output.format, TableWidthOf(output)), output);
+      code != kExitOk) {
     return code;
   }
   if (RunAborted(run.state())) {
@@ -78,15 +47,14 @@ int ReportRunWithComparison(Client& client, const v1::RunResult& run, v1::Compar
                             const OutputOptions& output, Streams streams) {
   request.set_run_b(run.run_id());
   absl::StatusOr<v1::CompareResponse> comparison = client.Compare(request);
-  v1::RunResult scratch;
-  const v1::RunResult& shown = Shown(run, output.format, &scratch);
   if (!comparison.ok()) {
     // The run happened: its report is still due, and the failed comparison sets the exit code.
-    WriteOrFail(streams, FormatRun(shown, output.format), output);
+    WriteOrFail(streams, FormatRun(run, output.format, TableWidthOf(output)), output);
     return Fail(streams, comparison.status(), output);
   }
-  if (int code =
-          WriteOrFail(streams, FormatRunWithComparison(shown, *comparison, output.format), output);
+  if (int code = WriteOrFail(
+          streams, FormatRunWithComparison(run, *comparison, output.format, TableWidthOf(output)),
+          output);
       code != kExitOk) {
     return code;
   }
@@ -149,7 +117,8 @@ int StreamRun(Client& client, const v1::SweepSpec& spec,
   if (!status.ok()) return FailWithoutResult(streams, status, output);
   if (!collector.has_summary()) {
     // What streamed is still reported, but a run without its summary is not a complete verdict.
-    WriteOrFail(streams, FormatRun(collector.Result(), output.format), output);
+    WriteOrFail(streams, FormatRun(collector.Result(), output.format, TableWidthOf(output)),
+                output);
     return Fail(streams, absl::DataLossError("the sweep stream ended without a summary"));
   }
   return ReportRun(client, collector.Result(), compare, output, streams);

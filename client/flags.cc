@@ -125,10 +125,6 @@ absl::StatusOr<v1::DType> ParseDTypeFlag(absl::string_view flag, absl::string_vi
   return ParseEnumFlag<v1::DType>(flag, text, ParseDTypeName, "bf16, fp16 or fp32", DTypeNames());
 }
 
-absl::StatusOr<uint32_t> ParseCountFlag(absl::string_view flag, absl::string_view text) {
-  return ParseUint32Flag(flag, text);
-}
-
 bool AnyByteSizeFlag(const SweepFlags& flags) {
   return flags.bytes.has_value() || flags.bytes_begin.has_value() || flags.bytes_end.has_value() ||
          flags.bytes_factor.has_value();
@@ -198,7 +194,7 @@ void ApplyCaseFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& er
 
 // --world and --devices: unset, every device the server selects.
 void ApplyGroupFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& errors) {
-  errors.Add(ApplyFlag(flags.world, "--world", ParseCountFlag,
+  errors.Add(ApplyFlag(flags.world, "--world", ParseUint32Flag,
                        [&](uint32_t v) { spec.set_world_size(v); }));
   errors.Add(ApplyFlag(
       flags.devices, "--devices", ParseUint32ListFlag,
@@ -209,7 +205,7 @@ void ApplyGroupFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& e
 // which the server reads as its default.
 void ApplyRunFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& errors) {
   v1::Knobs& knobs = *spec.mutable_knobs();
-  const auto u32 = ParseCountFlag;
+  const auto u32 = ParseUint32Flag;
   auto text = [](absl::string_view, absl::string_view value) -> absl::StatusOr<std::string> {
     return std::string(value);
   };

@@ -90,7 +90,7 @@ std::string FormatCompare(const v1::CompareResponse& comparison, OutputFormat fo
 }
 
 std::string FormatRunWithComparison(const v1::RunResult& run, const v1::CompareResponse& comparison,
-                                    OutputFormat format) {
+                                    OutputFormat format, TableWidth width) {
   switch (format) {
     case OutputFormat::kJson:
       return FormatRunWithComparisonJson(run, comparison);
@@ -101,7 +101,7 @@ std::string FormatRunWithComparison(const v1::RunResult& run, const v1::CompareR
     case OutputFormat::kTable:
       break;
   }
-  return absl::StrCat(FormatRunTable(run), "\n", FormatCompareTable(comparison));
+  return absl::StrCat(FormatRunTable(run, width), "\n", FormatCompareTable(comparison));
 }
 
 }  // namespace colltest::client

@@ -91,7 +91,7 @@ std::string FormatCompareJunit(const v1::CompareResponse& comparison);
 // "cases". JUnit: <testsuites> holding the run's suite and the comparison's. CSV has one table per
 // file, so the command refuses it; here it is the run's alone.
 std::string FormatRunWithComparison(const v1::RunResult& run, const v1::CompareResponse& comparison,
-                                    OutputFormat format);
+                                    OutputFormat format, TableWidth width = TableWidth::kFit);
 std::string FormatRunWithComparisonJson(const v1::RunResult& run,
                                         const v1::CompareResponse& comparison);
 std::string FormatRunWithComparisonJunit(const v1::RunResult& run,

@@ -1,12 +1,17 @@
 // Human-facing tables of a run (one row per case) and of a health check (one row per rank and per
 // pair), worst news in the status and message columns.
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/format.h"
@@ -282,6 +287,30 @@ std::string AverageBusBandwidthLine(const v1::RunResult& run) {
                          count == 1 ? "case" : "cases");
 }
 
+// True for "12 cases: 8 OK, 4 UNSUPPORTED" (any order of the counts), the message colltestd gives
+// a finished run.
+bool IsStatusCountsMessage(absl::string_view message) {
+  const std::vector<absl::string_view> head_and_counts =
+      absl::StrSplit(message, absl::MaxSplits(": ", 1));
+  const auto count_of = [](absl::string_view item, auto is_name) {
+    const std::vector<absl::string_view> words = absl::StrSplit(item, ' ');
+    uint32_t count = 0;
+    return words.size() == 2 && absl::SimpleAtoi(words[0], &count) && is_name(words[1]);
+  };
+  const auto is_cases = [](absl::string_view w) { return w == "case" || w == "cases"; };
+  const auto is_status = [](absl::string_view w) {
+    return !w.empty() && std::all_of(w.begin(), w.end(), [](char ch) {
+      return absl::ascii_isupper(static_cast<unsigned char>(ch)) || ch == '_';
+    });
+  };
+  if (!count_of(head_and_counts[0], is_cases)) return false;
+  if (head_and_counts.size() == 1) return true;
+  for (absl::string_view item : absl::StrSplit(head_and_counts[1], ", ")) {
+    if (!count_of(item, is_status)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string FormatRunTable(const v1::RunResult& run, TableWidth width) {
@@ -295,7 +324,7 @@ std::string FormatRunTable(const v1::RunResult& run, TableWidth width) {
   // colltestd's message of a finished run is the status counts the table ends with: said once.
   const std::string counts = StatusCountsLine(CountStatuses(run));
   std::string out = RunHeader(run, layout);
-  if (!run.message().empty() && run.message() != counts) {
+  if (!run.message().empty() && !IsStatusCountsMessage(run.message())) {
     absl::StrAppend(&out, common::EscapeForTerminal(run.message()), "\n");
   }
   absl::StrAppend(&out, table.Render(), counts, "\n", AverageBusBandwidthLine(run), "\n");

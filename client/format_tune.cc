@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/format_json.h"
 #include "client/names.h"
 #include "client/text_table.h"
 #include "client/tune.h"
@@ -80,7 +81,7 @@ std::string FormatTuneJson(const TuneTable& table) {
   // colltestd checks kind and version when it loads the table; schema_version is the version of
   // the client's output schema, like every other JSON document it prints.
   Json out = Json::object();
-  out["schema_version"] = 1;
+  out["schema_version"] = kSchemaVersion;
   out["kind"] = "colltest-tune-table";
   out["version"] = 1;
   out["backend"] = table.backend;

@@ -27,10 +27,6 @@ ProgressMode ChooseProgress(const OutputOptions& options, bool stderr_is_termina
   return options.progress ? ProgressMode::kLines : ProgressMode::kOff;
 }
 
-bool ShouldShowProgress(const OutputOptions& options, bool stderr_is_terminal) {
-  return ChooseProgress(options, stderr_is_terminal) != ProgressMode::kOff;
-}
-
 bool IsTerminal(const std::ostream& stream) {
   return (&stream == &std::cerr || &stream == &std::clog) && isatty(STDERR_FILENO) == 1;
 }

@@ -29,7 +29,6 @@ enum class ProgressMode {
 
 // --quiet wins; then a terminal redraws in place; then --progress prints lines; else nothing.
 ProgressMode ChooseProgress(const OutputOptions& options, bool stderr_is_terminal);
-bool ShouldShowProgress(const OutputOptions& options, bool stderr_is_terminal);
 
 // True when `stream` is the process's stderr (std::cerr or std::clog) and that is a terminal. Any
 // other stream, such as a test's std::ostringstream, is not one, whatever fd 2 is.

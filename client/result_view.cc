@@ -20,9 +20,10 @@ std::string VariantLabel(const v1::CaseResult& c) {
   return absl::StrCat(VariantName(c.variant()), "(", VariantName(effective), ")");
 }
 
+uint64_t ElementBytes(v1::DType dtype) { return dtype == v1::DTYPE_FP32 ? 4 : 2; }
+
 uint64_t CaseBytes(const v1::CaseResult& c) {
-  const uint64_t element = c.dtype() == v1::DTYPE_FP32 ? 4 : 2;
-  return static_cast<uint64_t>(c.m()) * c.n() * element;
+  return static_cast<uint64_t>(c.m()) * c.n() * ElementBytes(c.dtype());
 }
 
 double RankBusBandwidth(const v1::CaseResult& c, const v1::RankResult& r) {

@@ -8,14 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/names.h"
+#include "client/result_view.h"
 #include "common/parse.h"
 #include "common/status_macros.h"
 
 namespace colltest::client {
 namespace {
-
-// As the server reads a case: fp32 elements are 4 bytes, bf16 and fp16 (and unset, bf16) 2.
-uint64_t ElementBytes(v1::DType dtype) { return dtype == v1::DTYPE_FP32 ? 4 : 2; }
 
 // The per-rank sizes asked for, with the flag to name when one of them is refused.
 struct ByteSizes {

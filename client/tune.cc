@@ -9,8 +9,6 @@
 
 namespace colltest::client {
 
-uint64_t ElementBytes(v1::DType dtype) { return dtype == v1::DTYPE_FP32 ? 4 : 2; }
-
 TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
                          const v1::ListDevicesResponse& devices, int64_t created_unix_ms) {
   TuneTable table;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "client/format.h"
+#include "client/result_view.h"  // ElementBytes
 #include "colltest/v1/colltest.pb.h"
 
 namespace colltest::client {
@@ -43,10 +44,6 @@ struct TuneTable {
   std::vector<TuneRow> rows;          // ascending m
   std::vector<DroppedTuneRow> dropped;
 };
-
-// Bytes per element of `dtype`: 2 for bf16 and fp16 (and unspecified, which means bf16), 4 for
-// fp32.
-uint64_t ElementBytes(v1::DType dtype);
 
 // The table of `run`, the result of the sweep `spec` (built by BuildTuneSpec: one n, one mode).
 // Rows follow the spec's m; a variant counts at an m only when its case is OK with a median above

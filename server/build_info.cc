@@ -4,13 +4,8 @@
 #ifndef COLLTEST_BUILD_COMMIT
 #define COLLTEST_BUILD_COMMIT "unknown"
 #endif
-#ifndef COLLTEST_VERSION
-#define COLLTEST_VERSION "unknown"
-#endif
 
 namespace colltest::server {
-
-const char* BuildVersion() { return COLLTEST_VERSION; }
 
 const char* BuildCommit() { return COLLTEST_BUILD_COMMIT; }
 

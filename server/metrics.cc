@@ -15,6 +15,7 @@
 #include "prometheus/text_serializer.h"
 #include "server/build_info.h"
 #include "server/names.h"
+#include "server/options.h"
 
 namespace colltest::server {
 namespace {
@@ -73,10 +74,23 @@ const char* RefusalLabel(ListenerEvents::Refusal reason) {
 
 // Per-call kernel latencies sit between a few us (small shapes, one-shot kernels) and tens of ms
 // (large shapes on CPU ranks): powers of two from 1 us to 131 ms, in seconds.
-prometheus::Histogram::BucketBoundaries LatencyBuckets() {
-  prometheus::Histogram::BucketBoundaries b;
-  for (double us = 1; us <= 131072; us *= 2) b.push_back(us / 1e6);
-  return b;
+// Built once: ObserveCase passes them for every timed case (prometheus-cpp ignores them once the
+// series exists, but would still get a fresh copy each time).
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = [] {
+    prometheus::Histogram::BucketBoundaries b;
+    for (double us = 1; us <= 131072; us *= 2) b.push_back(us / 1e6);
+    return b;
+  }();
+  return kBuckets;
+}
+
+// Sets the gauge of `current` to 1 and the others to 0 (a state set as Prometheus models it); a
+// `current` outside `states` leaves every gauge at 0.
+template <typename State, size_t N>
+void SetOneHot(const std::array<prometheus::Gauge*, N>& gauges, const std::array<State, N>& states,
+               State current) {
+  for (size_t i = 0; i < N; ++i) gauges[i]->Set(states[i] == current ? 1 : 0);
 }
 
 // A whole case (spawn-free: workers are warm) takes milliseconds to about a minute for stress runs.
@@ -209,8 +223,7 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
 Metrics::~Metrics() = default;
 
 void Metrics::SetBackend(const std::string& backend, const std::vector<v1::Device>& devices) {
-  impl_->build_info
-      .Add({{"version", BuildVersion()}, {"commit", BuildCommit()}, {"backend", backend}})
+  impl_->build_info.Add({{"version", Version()}, {"commit", BuildCommit()}, {"backend", backend}})
       .Set(1);
   // A hang names the culprit's rank in its group and that rank's device; a group has at most as
   // many ranks as there are devices, and any device may hold any rank.
@@ -254,9 +267,7 @@ void Metrics::SetGroupState(const std::vector<uint32_t>& devices, v1::GroupState
     it = impl_->groups.emplace(group, gauges).first;
   }
   // GROUP_STATE_UNSPECIFIED matches none of the three and leaves them all at 0.
-  for (size_t i = 0; i < kGroupStates.size(); ++i) {
-    it->second[i]->Set(kGroupStates[i] == state ? 1 : 0);
-  }
+  SetOneHot(it->second, kGroupStates, state);
 }
 
 void Metrics::SetRuns(size_t queued, size_t running) {
@@ -268,9 +279,7 @@ void Metrics::ObserveHealthCheck(v1::CaseStatus status) {
   impl_->health_checks.Add({{"status", StatusLabel(status)}}).Increment();
   std::lock_guard<std::mutex> lock(impl_->health_mu);
   // A status outside kStatuses (CASE_STATUS_UNSPECIFIED) leaves every gauge at 0.
-  for (size_t i = 0; i < kStatuses.size(); ++i) {
-    impl_->health_gauges[i]->Set(kStatuses[i] == status ? 1 : 0);
-  }
+  SetOneHot(impl_->health_gauges, kStatuses, status);
   impl_->health_last_check.SetToCurrentTime();
 }
 

@@ -27,8 +27,9 @@ class Metrics final : public ListenerEvents {
   Metrics& operator=(const Metrics&) = delete;
 
   // Once the backend is known (before the HTTP port serves): colltest_build_info{version,commit,
-  // backend} 1 (BuildVersion, BuildCommit of server/build_info.h), and colltest_hangs_total at 0
-  // for every rank and device a hang can name: rank 0..devices-1 times each device's index.
+  // backend} 1 (Version() of server/options.h, BuildCommit() of server/build_info.h), and
+  // colltest_hangs_total at 0 for every rank and device a hang can name: rank 0..devices-1 times
+  // each device's index.
   void SetBackend(const std::string& backend, const std::vector<colltest::v1::Device>& devices);
 
   // One finished case: colltest_cases_total{status,variant,mode} (+1), and for cases that ran

@@ -7,12 +7,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/message.h"
-#include "grpc/reflection/v1/reflection.pb.h"
 #include "grpcpp/security/auth_context.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
 #include "server/grpc_status.h"
+#include "server/reflection_v1.h"
 
 namespace colltest::server {
 namespace {
@@ -128,10 +128,7 @@ bool IsReflectionMethod(absl::string_view method) {
 }
 
 std::string RefusalResponse(const absl::Status& refusal) {
-  grpc::reflection::v1::ServerReflectionResponse response;
-  response.mutable_error_response()->set_error_code(static_cast<int32_t>(refusal.code()));
-  response.mutable_error_response()->set_error_message(std::string(refusal.message()));
-  return response.SerializeAsString();
+  return ReflectionErrorResponse(refusal).SerializeAsString();
 }
 
 std::vector<std::unique_ptr<gx::ServerInterceptorFactoryInterface>> ReflectionGuardCreators(

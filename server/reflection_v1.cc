@@ -166,18 +166,20 @@ class ReflectionV1Option final : public grpc::ServerBuilderOption {
 
 }  // namespace
 
+rv1::ServerReflectionResponse ReflectionErrorResponse(const absl::Status& status) {
+  rv1::ServerReflectionResponse response;
+  // absl's codes are gRPC's, number for number.
+  response.mutable_error_response()->set_error_code(static_cast<int32_t>(status.code()));
+  response.mutable_error_response()->set_error_message(std::string(status.message()));
+  return response;
+}
+
 rv1::ServerReflectionResponse AnswerReflection(const rv1::ServerReflectionRequest& request,
                                                const std::vector<std::string>& services,
                                                std::set<std::string>& sent) {
   absl::StatusOr<rv1::ServerReflectionResponse> answer = Answer(request, services, sent);
-  rv1::ServerReflectionResponse response;
-  if (answer.ok()) {
-    response = *std::move(answer);
-  } else {
-    // absl's codes are gRPC's, number for number.
-    response.mutable_error_response()->set_error_code(static_cast<int>(answer.status().code()));
-    response.mutable_error_response()->set_error_message(std::string(answer.status().message()));
-  }
+  rv1::ServerReflectionResponse response =
+      answer.ok() ? *std::move(answer) : ReflectionErrorResponse(answer.status());
   response.set_valid_host(request.host());
   *response.mutable_original_request() = request;
   return response;
@@ -197,9 +199,11 @@ grpc::Status ReflectionV1Service::ServerReflectionInfo(
     grpc::ServerContext* /*context*/,
     grpc::ServerReaderWriter<rv1::ServerReflectionResponse, rv1::ServerReflectionRequest>* stream) {
   std::set<std::string> sent;  // per stream: a new stream may come from a new client
+  // Set once when the server is built, before it serves: read once per stream, not per request.
+  const std::vector<std::string> services = ServiceNames();
   rv1::ServerReflectionRequest request;
   while (stream->Read(&request)) {
-    if (!stream->Write(AnswerReflection(request, ServiceNames(), sent))) break;
+    if (!stream->Write(AnswerReflection(request, services, sent))) break;
   }
   return grpc::Status::OK;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpcpp/server_builder.h"
@@ -21,6 +22,10 @@ namespace colltest::server {
 // when not in `sent`, and every file sent is added to it. Failures are an error_response
 // (NOT_FOUND, INVALID_ARGUMENT) naming what was asked for. valid_host and original_request are
 // filled in.
+// A response holding only an error_response with `status`'s code and message (the guard's
+// refusals use it too; v1alpha's error_response is the same on the wire).
+grpc::reflection::v1::ServerReflectionResponse ReflectionErrorResponse(const absl::Status& status);
+
 grpc::reflection::v1::ServerReflectionResponse AnswerReflection(
     const grpc::reflection::v1::ServerReflectionRequest& request,
     const std::vector<std::string>& services, std::set<std::string>& sent);

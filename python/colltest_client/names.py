@@ -6,19 +6,6 @@ import re
 
 from . import colltest_pb2 as pb2
 
-# The prefix of each enum's value names in colltest.proto.
-_PREFIXES = {
-    "Variant": "VARIANT_",
-    "Mode": "MODE_",
-    "DType": "DTYPE_",
-    "Pattern": "PATTERN_",
-    "Tolerance": "TOLERANCE_",
-    "CaseStatus": "CASE_STATUS_",
-    "RunState": "RUN_STATE_",
-    "HealthLevel": "HEALTH_LEVEL_",
-    "GroupState": "GROUP_STATE_",
-    "CompareVerdict": "COMPARE_VERDICT_",
-}
 
 # UNSPECIFIED values the server treats as a default: they print as that default, so an output
 # never shows a name that cannot be passed back in.
@@ -35,6 +22,12 @@ def _enum(enum_name):
     return pb2.DESCRIPTOR.enum_types_by_name[enum_name]
 
 
+def _prefix(enum_name):
+    """The prefix of the enum's value names: every enum of colltest.proto has PREFIX_UNSPECIFIED
+    = 0 (VARIANT_UNSPECIFIED -> "VARIANT_")."""
+    return _enum(enum_name).values_by_number[0].name[:-len("UNSPECIFIED")]
+
+
 def name(enum_name, value):
     """The short name of `value` of the enum `enum_name`: name("Variant", 1) == "one_stage"."""
     descriptor = _enum(enum_name)
@@ -43,7 +36,7 @@ def name(enum_name, value):
         return str(value)
     if full.endswith("_UNSPECIFIED") and enum_name in _DEFAULTS:
         full = _DEFAULTS[enum_name]
-    return full[len(_PREFIXES[enum_name]):].lower()
+    return full[len(_prefix(enum_name)):].lower()
 
 
 def value(enum_name, text):
@@ -52,7 +45,7 @@ def value(enum_name, text):
     if isinstance(text, int):
         return text
     descriptor = _enum(enum_name)
-    full = _PREFIXES[enum_name] + text.strip().upper()
+    full = _prefix(enum_name) + text.strip().upper()
     if full not in descriptor.values_by_name or full.endswith("_UNSPECIFIED"):
         accepted = ", ".join(name(enum_name, v.number) for v in descriptor.values if v.number)
         # "HealthLevel" -> "health level", "DType" -> "dtype".

@@ -7,21 +7,9 @@ from google.protobuf.descriptor import FieldDescriptor
 from . import colltest_pb2 as pb2
 from . import names
 
-# Enum fields of the requests and the enum each holds.
-_ENUM_FIELDS = {
-    "dtype": "DType",
-    "variants": "Variant",
-    "modes": "Mode",
-    "pattern": "Pattern",
-    "tolerance": "Tolerance",
-    "level": "HealthLevel",
-    "state": "RunState",
-    "variant": "Variant",
-}
-
-
 def _convert(field, value):
-    enum = _ENUM_FIELDS.get(field.name) if field.type == FieldDescriptor.TYPE_ENUM else None
+    # The descriptor names the enum an enum field holds.
+    enum = field.enum_type.name if field.type == FieldDescriptor.TYPE_ENUM else None
     if field.label == FieldDescriptor.LABEL_REPEATED:
         if isinstance(value, str):
             value = [part for part in value.split(",") if part]

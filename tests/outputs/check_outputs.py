@@ -84,22 +84,31 @@ def run_every_command(runner):
                out_file=True)
 
 
-def json_errors(path, schema):
+class SchemaValidators:
+    """Built once for every document: one validator per kind (its definition gives readable
+    errors) and one of the whole schema (oneOf on kind, so an unknown kind fails as well)."""
+
+    def __init__(self, schema):
+        self.whole = jsonschema.Draft202012Validator(schema)
+        self.by_kind = {
+            d["properties"]["kind"]["const"]:
+                jsonschema.Draft202012Validator({**d, "$defs": schema["$defs"]})
+            for d in schema["$defs"].values()
+            if "const" in d.get("properties", {}).get("kind", {})}
+
+
+def json_errors(path, validators):
     try:
         document = json.loads(path.read_text())
     except ValueError as error:
         return [f"not JSON: {error}"]
-    # The definition of the document's own kind gives readable errors; the whole schema (oneOf on
-    # kind) is then checked too, so an unknown kind fails as well.
-    kind_defs = {d["properties"]["kind"]["const"]: d for d in schema["$defs"].values()
-                 if "const" in d.get("properties", {}).get("kind", {})}
     errors = []
     kind = document.get("kind") if isinstance(document, dict) else None
-    if kind in kind_defs:
-        validator = jsonschema.Draft202012Validator({**kind_defs[kind], "$defs": schema["$defs"]})
-        errors += [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(document)]
+    if kind in validators.by_kind:
+        errors += [f"{'/'.join(map(str, e.path))}: {e.message}"
+                   for e in validators.by_kind[kind].iter_errors(document)]
     if not errors:
-        errors += [e.message[:300] for e in jsonschema.Draft202012Validator(schema).iter_errors(document)]
+        errors += [e.message[:300] for e in validators.whole.iter_errors(document)]
     return errors
 
 
@@ -134,10 +143,11 @@ def junit_errors(path, xsd):
         return [f"junitparser: {error!r}"]
 
 
-def check(paths, schema, xsd):
+def check(paths, validators, xsd):
     bad = 0
     for path in paths:
-        errors = junit_errors(path, xsd) if path.suffix == ".xml" else json_errors(path, schema)
+        errors = (junit_errors(path, xsd) if path.suffix == ".xml"
+                  else json_errors(path, validators))
         if errors:
             bad += 1
             print(f"FAIL {path}:")
@@ -177,7 +187,7 @@ def main():
             kept = sorted(pathlib.Path(args.kept).iterdir())
             print(f"{len(kept)} documents kept by the integration tests")
             paths += [p for p in kept if p.suffix in (".json", ".xml")]
-        bad = check(paths, schema, args.xsd)
+        bad = check(paths, SchemaValidators(schema), args.xsd)
     print(f"{len(paths)} documents checked, {bad} invalid, {missing} missing")
     return 1 if bad or missing or not paths else 0
 

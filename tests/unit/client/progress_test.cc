@@ -33,11 +33,6 @@ TEST(ProgressPolicyTest, TerminalOrProgressFlagAndNeverQuiet) {
   EXPECT_EQ(ChooseProgress(Options(true, false), true), ProgressMode::kOff);
   EXPECT_EQ(ChooseProgress(Options(true, true), true), ProgressMode::kOff);
   EXPECT_EQ(ChooseProgress(Options(true, true), false), ProgressMode::kOff);
-
-  EXPECT_TRUE(ShouldShowProgress(Options(false, false), true));
-  EXPECT_TRUE(ShouldShowProgress(Options(false, true), false));
-  EXPECT_FALSE(ShouldShowProgress(Options(false, false), false));
-  EXPECT_FALSE(ShouldShowProgress(Options(true, true), true));
 }
 
 // Only the process's stderr can be a terminal: a string stream never is, so unit tests see the

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/build_info.h"
+#include "server/options.h"
 
 namespace colltest::server {
 namespace {
@@ -153,7 +154,7 @@ TEST(MetricsTest, SetBackendAddsBuildInfoAndZeroHangsForEveryRankAndDevice) {
   for (uint32_t i = 0; i < devices.size(); ++i) devices[i].set_index(i + 4);
   metrics.SetBackend("cuda", devices);
   const std::string info = absl::StrCat("colltest_build_info{backend=\"cuda\",commit=\"",
-                                        BuildCommit(), "\",version=\"", BuildVersion(), "\"}");
+                                        BuildCommit(), "\",version=\"", Version(), "\"}");
   EXPECT_EQ(Value(metrics, info), 1);
   int hangs = 0;
   for (const auto& [series, value] : Series(metrics.Render())) {
