@@ -1,0 +1,15 @@
+// Defaults every room shares: a value written once here, so that the client's help, colltestd's
+// validation, the HTTP gateway and the workers cannot disagree about it.
+#pragma once
+
+#include <cstdint>
+
+namespace colltest {
+
+// How long one device wait may spin before the case is a HANG, when a request leaves timeout_ms 0.
+inline constexpr uint32_t kDefaultCaseTimeoutMs = 5000;
+// The largest m * n * element size of one rank's input a worker is set up for when colltestd
+// passes none (colltestd --max-case-bytes).
+inline constexpr uint64_t kDefaultMaxCaseBytes = uint64_t{32} << 20;
+
+}  // namespace colltest
