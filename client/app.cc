@@ -21,11 +21,11 @@
 #include "client/fleet_targets.h"
 #include "client/format.h"
 #include "client/history.h"
-#include "client/names.h"
 #include "client/npd.h"
 #include "client/output.h"
 #include "client/rpc.h"
 #include "client/suggest.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 
 namespace colltest::client {
@@ -88,7 +88,7 @@ absl::StatusOr<v1::ListRunsRequest> BuildHistoryRequest(const HistoryFlags& flag
     absl::StatusOr<v1::ListRunsRequest> checked = BuildListRunsRequest(alone, now);
     if (!checked.ok()) {
       return WithSuggestion(checked.status(), absl::StripAsciiWhitespace(*flags.state),
-                            RunStateNames());
+                            common::RunStateNames());
     }
   }
   if (flags.variant.has_value()) {
@@ -97,7 +97,7 @@ absl::StatusOr<v1::ListRunsRequest> BuildHistoryRequest(const HistoryFlags& flag
     absl::StatusOr<v1::ListRunsRequest> checked = BuildListRunsRequest(alone, now);
     if (!checked.ok()) {
       return WithSuggestion(checked.status(), absl::StripAsciiWhitespace(*flags.variant),
-                            VariantNames());
+                            common::VariantNames());
     }
   }
   return BuildListRunsRequest(flags, now);

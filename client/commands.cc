@@ -14,12 +14,13 @@
 #include "client/command_support.h"
 #include "client/exit_code.h"
 #include "client/hints.h"
-#include "client/names.h"
 #include "client/output.h"
 #include "client/progress.h"
 #include "client/result_view.h"
 #include "client/sweep_progress.h"
 #include "client/tune.h"
+#include "common/defaults.h"
+#include "common/names.h"
 
 namespace colltest::client {
 namespace {
@@ -35,7 +36,7 @@ int ReportRun(const v1::RunResult& run, const OutputOptions& output, Streams str
     return code;
   }
   if (RunAborted(run.state())) {
-    streams.err << "colltest: run " << run.run_id() << " " << RunStateName(run.state())
+    streams.err << "colltest: run " << run.run_id() << " " << common::RunStateName(run.state())
                 << (run.message().empty() ? "" : ": ") << run.message() << "\n";
   }
   return ExitCodeForRun(run);
@@ -78,12 +79,10 @@ int ReportRun(Client& client, const v1::RunResult& run,
   return ReportRunWithComparison(client, run, *compare, output, streams);
 }
 
-// HealthRequest.timeout_ms 0 means this on the server.
-constexpr uint32_t kDefaultCaseTimeoutMs = 5000;
-
 }  // namespace
 
 absl::Duration HealthDeadline(uint32_t timeout_ms, v1::HealthLevel level) {
+  // HealthRequest.timeout_ms 0 means the default on the server too.
   const uint32_t case_ms = timeout_ms == 0 ? kDefaultCaseTimeoutMs : timeout_ms;
   // The deeper levels run more cases: every pair and a stress (standard), long stresses and a
   // bandwidth case per pair (long; 25-37 s on 4 cpu ranks, minutes on 8 GPUs).
@@ -154,7 +153,8 @@ int CancelCommand(Client& client, const std::string& run_id, Streams streams) {
     output.server = client.server();
     return Fail(streams, response.status(), output);
   }
-  streams.out << "run " << run_id << " cancelled (was " << RunStateName(response->state()) << ")\n";
+  streams.out << "run " << run_id << " cancelled (was " << common::RunStateName(response->state())
+              << ")\n";
   return kExitOk;
 }
 
@@ -228,7 +228,7 @@ int TuneCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& 
   }
   const v1::RunResult run = collector.Result();
   if (RunAborted(run.state())) {
-    streams.err << "colltest: run " << run.run_id() << " " << RunStateName(run.state())
+    streams.err << "colltest: run " << run.run_id() << " " << common::RunStateName(run.state())
                 << (run.message().empty() ? "" : ": ") << run.message()
                 << ": no tune table written\n";
     return kExitError;

@@ -12,10 +12,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "client/names.h"
 #include "client/size_flags.h"
 #include "client/suggest.h"
+#include "common/defaults.h"
 #include "common/fault_spec.h"
+#include "common/names.h"
 #include "common/parse.h"
 #include "common/status_macros.h"
 
@@ -122,7 +123,8 @@ std::optional<v1::HealthLevel> ParseHealthLevelName(absl::string_view name) {
 }
 
 absl::StatusOr<v1::DType> ParseDTypeFlag(absl::string_view flag, absl::string_view text) {
-  return ParseEnumFlag<v1::DType>(flag, text, ParseDTypeName, "bf16, fp16 or fp32", DTypeNames());
+  return ParseEnumFlag<v1::DType>(flag, text, common::ParseDTypeName, "bf16, fp16 or fp32",
+                                  common::DTypeNames());
 }
 
 bool AnyByteSizeFlag(const SweepFlags& flags) {
@@ -178,13 +180,13 @@ void ApplyCaseFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& er
     spec.add_modes(v1::MODE_GRAPH);
   }
   auto pattern = [](absl::string_view flag, absl::string_view text) {
-    return ParseEnumFlag<v1::Pattern>(flag, text, ParsePatternName,
+    return ParseEnumFlag<v1::Pattern>(flag, text, common::ParsePatternName,
                                       "normal, integers, neg_zero, large, denormal or same",
-                                      PatternNames());
+                                      common::PatternNames());
   };
   auto tolerance = [](absl::string_view flag, absl::string_view text) {
-    return ParseEnumFlag<v1::Tolerance>(flag, text, ParseToleranceName, "strict, aiter or trtllm",
-                                        ToleranceNames());
+    return ParseEnumFlag<v1::Tolerance>(flag, text, common::ParseToleranceName,
+                                        "strict, aiter or trtllm", common::ToleranceNames());
   };
   errors.Add(
       ApplyFlag(flags.pattern, "--pattern", pattern, [&](v1::Pattern v) { spec.set_pattern(v); }));
@@ -272,14 +274,15 @@ absl::StatusOr<std::vector<v1::Variant>> ParseVariantsFlag(absl::string_view fla
   for (int v = v1::VARIANT_ONE_STAGE; v <= v1::VARIANT_AUTO; ++v) {
     all.push_back(static_cast<v1::Variant>(v));
   }
-  return ParseNameList<v1::Variant>(flag, text, "variant", ParseVariantName, all, VariantNames(),
-                                    kVariantsExpected);
+  return ParseNameList<v1::Variant>(flag, text, "variant", common::ParseVariantName, all,
+                                    common::VariantNames(), kVariantsExpected);
 }
 
 absl::StatusOr<std::vector<v1::Mode>> ParseModesFlag(absl::string_view flag,
                                                      absl::string_view text) {
-  return ParseNameList<v1::Mode>(flag, text, "mode", ParseModeName,
-                                 {v1::MODE_EAGER, v1::MODE_GRAPH}, ModeNames(), kModesExpected);
+  return ParseNameList<v1::Mode>(flag, text, "mode", common::ParseModeName,
+                                 {v1::MODE_EAGER, v1::MODE_GRAPH}, common::ModeNames(),
+                                 kModesExpected);
 }
 
 bool VariantsFromServer(const SweepFlags& flags) {
@@ -384,7 +387,7 @@ absl::StatusOr<v1::SweepSpec> BuildTuneSpec(const TuneFlags& flags) {
   spec.set_tolerance(v1::TOLERANCE_STRICT);
   spec.set_warmup(20);
   spec.set_iters(200);
-  spec.set_timeout_ms(5000);
+  spec.set_timeout_ms(kDefaultCaseTimeoutMs);
   spec.set_label("tune");
 
   auto u32 = [](absl::string_view flag, absl::string_view text) {

@@ -8,8 +8,8 @@
 #include "absl/strings/str_join.h"
 #include "client/command_support.h"
 #include "client/exit_code.h"
-#include "client/names.h"
 #include "client/result_view.h"
+#include "common/names.h"
 
 namespace colltest::client {
 namespace {
@@ -173,7 +173,7 @@ void ApplyHealthAnswer(const v1::HealthResponse& health, absl::Time now, NodeRep
     report->verdict = NodeVerdict::kBusy;
     report->message = absl::StrCat("busy: ", health.busy_reason());
     if (has_verdict) {
-      absl::StrAppend(&report->message, "; last verdict ", CaseStatusName(health.status()),
+      absl::StrAppend(&report->message, "; last verdict ", common::CaseStatusName(health.status()),
                       age.empty() ? "" : absl::StrCat(", ", age, " ago"), ": ", health.message());
     }
     return;

@@ -8,8 +8,8 @@
 #include "absl/strings/str_join.h"
 #include "client/csv.h"
 #include "client/format.h"
-#include "client/names.h"
 #include "client/text_table.h"
+#include "common/names.h"
 #include "common/text.h"
 
 namespace colltest::client {
@@ -97,16 +97,16 @@ std::string FormatCompareTable(const v1::CompareResponse& comparison) {
   });
   for (const v1::CaseComparison& c : comparison.cases()) {
     table.AddRow({
-        std::string(VariantName(c.variant())),
-        std::string(ModeName(c.mode())),
+        std::string(common::VariantName(c.variant())),
+        std::string(common::ModeName(c.mode())),
         absl::StrCat(c.world_size()),
         absl::StrCat(c.m()),
         absl::StrCat(c.n()),
-        std::string(DTypeName(c.dtype())),
+        std::string(common::DTypeName(c.dtype())),
         HasSideA(c) ? Median(c.timing_a()) : "-",
         HasSideB(c) ? Median(c.timing_b()) : "-",
         Change(c.ratio()),
-        std::string(CompareVerdictName(c.verdict())),
+        std::string(common::CompareVerdictName(c.verdict())),
         c.reason(),
     });
   }
@@ -127,15 +127,15 @@ std::string FormatCompareCsv(const v1::CompareResponse& comparison) {
     const std::vector<std::string> row = {
         CsvField(comparison.run_a()),
         CsvField(comparison.run_b()),
-        std::string(VariantName(c.variant())),
-        std::string(ModeName(c.mode())),
+        std::string(common::VariantName(c.variant())),
+        std::string(common::ModeName(c.mode())),
         absl::StrCat(c.world_size()),
         absl::StrCat(c.m()),
         absl::StrCat(c.n()),
-        std::string(DTypeName(c.dtype())),
-        std::string(CompareVerdictName(c.verdict())),
-        a ? std::string(CaseStatusName(c.status_a())) : "",
-        b ? std::string(CaseStatusName(c.status_b())) : "",
+        std::string(common::DTypeName(c.dtype())),
+        std::string(common::CompareVerdictName(c.verdict())),
+        a ? std::string(common::CaseStatusName(c.status_a())) : "",
+        b ? std::string(common::CaseStatusName(c.status_b())) : "",
         side(a, c.timing_a().median_us()),
         side(b, c.timing_b().median_us()),
         side(a, c.timing_a().p10_us()),

@@ -5,7 +5,7 @@
 
 #include "client/format.h"
 #include "client/format_json.h"
-#include "client/names.h"
+#include "common/names.h"
 
 namespace colltest::client {
 namespace {
@@ -17,7 +17,7 @@ void AddSide(const std::string& side, bool present, v1::CaseStatus status, const
   auto field = [&](const std::string& name, Json value) {
     out[name] = present ? std::move(value) : Json(nullptr);
   };
-  field("status_" + side, std::string(CaseStatusName(status)));
+  field("status_" + side, std::string(common::CaseStatusName(status)));
   field("median_" + side + "_us", t.median_us());
   field("p10_" + side + "_us", t.p10_us());
   field("p90_" + side + "_us", t.p90_us());
@@ -28,13 +28,13 @@ void AddSide(const std::string& side, bool present, v1::CaseStatus status, const
 
 Json CaseComparisonJson(const v1::CaseComparison& c) {
   Json out = Json::object();
-  out["variant"] = std::string(VariantName(c.variant()));
-  out["mode"] = std::string(ModeName(c.mode()));
+  out["variant"] = std::string(common::VariantName(c.variant()));
+  out["mode"] = std::string(common::ModeName(c.mode()));
   out["world"] = c.world_size();
   out["m"] = c.m();
   out["n"] = c.n();
-  out["dtype"] = std::string(DTypeName(c.dtype()));
-  out["verdict"] = std::string(CompareVerdictName(c.verdict()));
+  out["dtype"] = std::string(common::DTypeName(c.dtype()));
+  out["verdict"] = std::string(common::CompareVerdictName(c.verdict()));
   out["reason"] = c.reason();
   out["ratio"] = c.ratio();
   AddSide("a", c.verdict() != v1::COMPARE_VERDICT_ONLY_B, c.status_a(), c.timing_a(), c.diff_a(),

@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "client/format.h"
 #include "client/junit_xml.h"
-#include "client/names.h"
+#include "common/names.h"
 
 namespace colltest::client {
 namespace {
@@ -19,9 +19,9 @@ bool IsFailure(const v1::CaseComparison& c) {
 std::string TestCaseXml(const v1::CaseComparison& c) {
   std::string out = absl::StrFormat(
       "  <testcase classname=\"colltest.compare.%s\" name=\"%s w=%d m=%d n=%d %s\" time=\"0\"",
-      VariantName(c.variant()), ModeName(c.mode()), c.world_size(), c.m(), c.n(),
-      DTypeName(c.dtype()));
-  const absl::string_view verdict = CompareVerdictName(c.verdict());
+      common::VariantName(c.variant()), common::ModeName(c.mode()), c.world_size(), c.m(), c.n(),
+      common::DTypeName(c.dtype()));
+  const absl::string_view verdict = common::CompareVerdictName(c.verdict());
   if (IsFailure(c)) {
     absl::StrAppend(&out, ">\n    <failure type=\"", verdict, "\" message=\"", XmlAttr(c.reason()),
                     "\">", XmlText(c.reason()), "</failure>\n  </testcase>\n");

@@ -8,8 +8,8 @@
 #include "absl/strings/string_view.h"
 #include "client/csv.h"
 #include "client/format.h"
-#include "client/names.h"
 #include "client/result_view.h"
+#include "common/names.h"
 #include "common/text.h"
 
 namespace colltest::client {
@@ -30,7 +30,7 @@ void AppendTargetRows(absl::string_view kind,
     const std::vector<std::string> row = {
         std::string(kind),
         TargetDevices(t),
-        std::string(CaseStatusName(t.status())),
+        std::string(common::CaseStatusName(t.status())),
         CsvFigure(t.latency_us(), t.latency_us() > 0),
         CsvFigure(t.median_ratio(), t.latency_us() > 0),
         t.slow() ? "true" : "false",
@@ -70,17 +70,17 @@ std::vector<std::string> CaseRow(const v1::RunResult& run, const v1::CaseResult&
   return {
       CsvField(run.run_id()),
       absl::StrCat(c.index()),
-      std::string(VariantName(c.variant())),
-      std::string(VariantName(EffectiveVariant(c))),
-      std::string(ModeName(c.mode())),
+      std::string(common::VariantName(c.variant())),
+      std::string(common::VariantName(EffectiveVariant(c))),
+      std::string(common::ModeName(c.mode())),
       absl::StrCat(c.world_size()),
       absl::StrCat(c.m()),
       absl::StrCat(c.n()),
-      std::string(DTypeName(c.dtype())),
+      std::string(common::DTypeName(c.dtype())),
       absl::StrCat(CaseBytes(c)),
-      std::string(PatternName(c.pattern())),
+      std::string(common::PatternName(c.pattern())),
       c.residual() ? "true" : "false",
-      std::string(CaseStatusName(c.status())),
+      std::string(common::CaseStatusName(c.status())),
       CsvFigure(t.median_us(), timed),
       CsvFigure(t.p10_us(), t.p10_us() > 0),
       CsvFigure(t.p90_us(), t.p90_us() > 0),

@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "client/names.h"
 #include "client/text_table.h"
+#include "common/names.h"
 
 namespace colltest::client {
 
@@ -24,7 +24,7 @@ std::string GroupsTable(const Groups& groups) {
                    {"message", Align::kLeft}});
   for (const v1::GroupHealth& g : groups) {
     // A group that never recovered has no recovery time; a dash, not a 0 that reads as instant.
-    table.AddRow({absl::StrJoin(g.devices(), ","), std::string(GroupStateName(g.state())),
+    table.AddRow({absl::StrJoin(g.devices(), ","), std::string(common::GroupStateName(g.state())),
                   absl::StrCat(g.recoveries()),
                   g.last_recovery_ms() > 0 ? absl::StrFormat("%.1f", g.last_recovery_ms()) : "-",
                   g.message()});
@@ -37,7 +37,7 @@ nlohmann::ordered_json GroupsJson(const Groups& groups) {
   for (const v1::GroupHealth& g : groups) {
     nlohmann::ordered_json group = nlohmann::ordered_json::object();
     group["devices"] = std::vector<uint32_t>(g.devices().begin(), g.devices().end());
-    group["state"] = std::string(GroupStateName(g.state()));
+    group["state"] = std::string(common::GroupStateName(g.state()));
     group["message"] = g.message();
     group["since_unix_ms"] = g.since_unix_ms();
     group["recoveries"] = g.recoveries();

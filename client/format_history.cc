@@ -9,8 +9,8 @@
 #include "client/csv.h"
 #include "client/format.h"
 #include "client/format_json.h"
-#include "client/names.h"
 #include "client/text_table.h"
+#include "common/names.h"
 #include "common/text.h"
 
 namespace colltest::client {
@@ -30,7 +30,7 @@ std::string UtcTime(int64_t unix_ms) {
 
 std::vector<std::string> VariantNames(const v1::RunSummary& r) {
   std::vector<std::string> names;
-  for (int v : r.variants()) names.emplace_back(VariantName(static_cast<v1::Variant>(v)));
+  for (int v : r.variants()) names.emplace_back(common::VariantName(static_cast<v1::Variant>(v)));
   return names;
 }
 
@@ -39,7 +39,7 @@ std::string RunsJson(const v1::ListRunsResponse& runs) {
   for (const v1::RunSummary& r : runs.runs()) {
     Json run = Json::object();
     run["run_id"] = r.run_id();
-    run["state"] = std::string(RunStateName(r.state()));
+    run["state"] = std::string(common::RunStateName(r.state()));
     run["cases"] = r.cases();
     run["ok"] = r.ok();
     run["failed"] = r.failed();
@@ -68,7 +68,7 @@ std::string RunsCsv(const v1::ListRunsResponse& runs) {
         CsvField(r.run_id()),
         r.created_unix_ms() > 0 ? UtcTime(r.created_unix_ms()) : "",
         CsvFigure(r.created_unix_ms(), r.created_unix_ms() > 0),
-        std::string(RunStateName(r.state())),
+        std::string(common::RunStateName(r.state())),
         absl::StrCat(r.cases()),
         absl::StrCat(r.ok()),
         absl::StrCat(r.failed()),
@@ -96,9 +96,10 @@ std::string RunsTable(const v1::ListRunsResponse& runs) {
                    {"owner", Align::kLeft},
                    {"host", Align::kLeft}});
   for (const v1::RunSummary& r : runs.runs()) {
-    table.AddRow({r.run_id(), UtcTime(r.created_unix_ms()), std::string(RunStateName(r.state())),
-                  absl::StrCat(r.cases()), absl::StrCat(r.ok()), absl::StrCat(r.failed()),
-                  r.label(), r.owner(), r.hostname()});
+    table.AddRow({r.run_id(), UtcTime(r.created_unix_ms()),
+                  std::string(common::RunStateName(r.state())), absl::StrCat(r.cases()),
+                  absl::StrCat(r.ok()), absl::StrCat(r.failed()), r.label(), r.owner(),
+                  r.hostname()});
   }
   std::string out = table.Render();
   if (!runs.next_page_token().empty()) {

@@ -10,8 +10,8 @@
 #include "absl/time/time.h"
 #include "client/format.h"
 #include "client/format_groups.h"
-#include "client/names.h"
 #include "client/result_view.h"
+#include "common/names.h"
 #include "nlohmann/json.hpp"
 
 namespace colltest::client {
@@ -20,15 +20,15 @@ namespace {
 // The per-case identity fields are repeated on each rank so that a rank object stands alone when a
 // script flattens the ranks of many cases.
 void AddIdentity(const v1::CaseResult& c, Json& out) {
-  out["variant"] = std::string(VariantName(c.variant()));
-  out["resolved_variant"] = std::string(VariantName(EffectiveVariant(c)));
-  out["mode"] = std::string(ModeName(c.mode()));
+  out["variant"] = std::string(common::VariantName(c.variant()));
+  out["resolved_variant"] = std::string(common::VariantName(EffectiveVariant(c)));
+  out["mode"] = std::string(common::ModeName(c.mode()));
   out["world"] = c.world_size();
   out["m"] = c.m();
   out["n"] = c.n();
-  out["dtype"] = std::string(DTypeName(c.dtype()));
+  out["dtype"] = std::string(common::DTypeName(c.dtype()));
   out["bytes"] = CaseBytes(c);
-  out["pattern"] = std::string(PatternName(c.pattern()));
+  out["pattern"] = std::string(common::PatternName(c.pattern()));
   out["residual"] = c.residual();
 }
 
@@ -57,7 +57,7 @@ Json RankJson(const v1::CaseResult& c, const v1::RankResult& r) {
   out["rank"] = r.rank();
   out["device"] = r.device();
   AddIdentity(c, out);
-  out["status"] = std::string(CaseStatusName(r.status()));
+  out["status"] = std::string(common::CaseStatusName(r.status()));
   out["message"] = r.message();
   AddTiming(r.timing(), out);
   out["busbw_gbps"] = RankBusBandwidth(c, r);
@@ -73,7 +73,7 @@ Json CaseJson(const v1::CaseResult& c) {
   Json out = Json::object();
   out["index"] = c.index();
   AddIdentity(c, out);
-  out["status"] = std::string(CaseStatusName(c.status()));
+  out["status"] = std::string(common::CaseStatusName(c.status()));
   out["message"] = c.message();
   AddTiming(c.timing(), out);
   out["algbw_gbps"] = c.algbw_gbps();
@@ -98,7 +98,7 @@ Json TargetJson(const v1::HealthTarget& t, const v1::MachineIdentity& machine) {
     uuids.push_back(device != nullptr ? device->uuid() : std::string());
   }
   out["uuids"] = std::move(uuids);
-  out["status"] = std::string(CaseStatusName(t.status()));
+  out["status"] = std::string(common::CaseStatusName(t.status()));
   out["message"] = t.message();
   out["latency_us"] = t.latency_us();
   out["median_ratio"] = t.median_ratio();
@@ -150,7 +150,7 @@ Json RunJson(const v1::RunResult& run) {
   Json out = DocumentJson("colltest.run");
   out["run_id"] = run.run_id();
   out["backend"] = run.backend();
-  out["state"] = std::string(RunStateName(run.state()));
+  out["state"] = std::string(common::RunStateName(run.state()));
   out["message"] = run.message();
   out["label"] = run.spec().label();
   out["created_unix_ms"] = run.created_unix_ms();
@@ -172,7 +172,7 @@ std::string FormatHealthJson(const v1::HealthResponse& health) {
 
 std::string FormatHealthJsonAt(const v1::HealthResponse& health, absl::Time now) {
   Json out = DocumentJson("colltest.health");
-  out["status"] = std::string(CaseStatusName(health.status()));
+  out["status"] = std::string(common::CaseStatusName(health.status()));
   out["message"] = health.message();
   out["wall_ms"] = health.wall_ms();
   out["level"] = std::string(HealthLevelName(health.level()));

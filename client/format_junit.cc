@@ -15,8 +15,8 @@
 #include "client/format.h"
 #include "client/format_groups.h"
 #include "client/junit_xml.h"
-#include "client/names.h"
 #include "client/result_view.h"
+#include "common/names.h"
 
 namespace colltest::client {
 namespace {
@@ -76,7 +76,7 @@ std::string FailureDetails(const v1::CaseResult& c) {
   for (const v1::RankResult& r : c.ranks()) {
     if (!IsFailure(r.status())) continue;
     absl::StrAppend(&details, "\nrank ", r.rank(), " (device ", r.device(),
-                    "): ", CaseStatusName(r.status()));
+                    "): ", common::CaseStatusName(r.status()));
     if (r.suspect_peer() >= 0) absl::StrAppend(&details, " waited for rank ", r.suspect_peer());
     if (!r.phase().empty()) absl::StrAppend(&details, " in ", r.phase());
     if (!r.message().empty()) absl::StrAppend(&details, ": ", r.message());
@@ -87,16 +87,16 @@ std::string FailureDetails(const v1::CaseResult& c) {
 std::string TestCaseXml(const v1::CaseResult& c) {
   std::string out = absl::StrFormat(
       "  <testcase classname=\"colltest.%s\" name=\"%s w=%d m=%d n=%d %s\" time=\"%.3f\"",
-      XmlAttr(VariantLabel(c)), ModeName(c.mode()), c.world_size(), c.m(), c.n(),
-      DTypeName(c.dtype()), c.wall_ms() / 1000.0);
+      XmlAttr(VariantLabel(c)), common::ModeName(c.mode()), c.world_size(), c.m(), c.n(),
+      common::DTypeName(c.dtype()), c.wall_ms() / 1000.0);
   if (c.status() == v1::CASE_STATUS_UNSUPPORTED) {
     absl::StrAppend(&out, ">\n    <skipped message=\"", XmlAttr(c.message()),
                     "\"/>\n  </testcase>\n");
   } else if (IsFailure(c.status())) {
-    absl::StrAppend(
-        &out, ">\n",
-        OutcomeXml(CaseOutcome(c), CaseStatusName(c.status()), c.message(), FailureDetails(c)),
-        "  </testcase>\n");
+    absl::StrAppend(&out, ">\n",
+                    OutcomeXml(CaseOutcome(c), common::CaseStatusName(c.status()), c.message(),
+                               FailureDetails(c)),
+                    "  </testcase>\n");
   } else {
     absl::StrAppend(&out, "/>\n");
   }
@@ -109,7 +109,7 @@ std::string TargetFailureDetails(const v1::HealthTarget& t) {
   const int32_t suspect = SuspectDevice(t);
   if (suspect < 0 && t.phase().empty()) return details;
   absl::StrAppend(&details, "\n", t.devices_size() == 1 ? "device " : "devices ", TargetDevices(t),
-                  ": ", CaseStatusName(t.status()));
+                  ": ", common::CaseStatusName(t.status()));
   if (suspect >= 0) absl::StrAppend(&details, " waited for device ", suspect);
   if (!t.phase().empty()) absl::StrAppend(&details, " in ", t.phase());
   return details;
@@ -148,7 +148,7 @@ std::string TargetTestCaseXml(absl::string_view kind, const v1::HealthTarget& t,
   if (t.status() == v1::CASE_STATUS_UNSUPPORTED) {
     body = absl::StrCat("    <skipped message=\"", XmlAttr(t.message()), "\"/>\n");
   } else if (IsFailure(t.status())) {
-    body = OutcomeXml(TargetOutcome(t), CaseStatusName(t.status()), t.message(),
+    body = OutcomeXml(TargetOutcome(t), common::CaseStatusName(t.status()), t.message(),
                       TargetFailureDetails(t));
   }
   if (const std::string system_out = TargetSystemOut(t, machine); !system_out.empty()) {
@@ -206,14 +206,14 @@ std::string VerdictCaseXml(const v1::HealthResponse& health, SuiteCounts& counts
           : Outcome::kError;
   ++counts.tests;
   Count(outcome, counts);
-  return absl::StrCat(
-      "  <testcase classname=\"colltest.health\" name=\"verdict\">\n",
-      OutcomeXml(outcome, CaseStatusName(health.status()), health.message(), health.message()),
-      "  </testcase>\n");
+  return absl::StrCat("  <testcase classname=\"colltest.health\" name=\"verdict\">\n",
+                      OutcomeXml(outcome, common::CaseStatusName(health.status()), health.message(),
+                                 health.message()),
+                      "  </testcase>\n");
 }
 
 Properties HealthProperties(const v1::HealthResponse& health) {
-  Properties properties = {{"status", std::string(CaseStatusName(health.status()))},
+  Properties properties = {{"status", std::string(common::CaseStatusName(health.status()))},
                            {"message", health.message()},
                            {"run_ids", absl::StrJoin(health.run_ids(), ",")},
                            {"level", std::string(HealthLevelName(health.level()))},
@@ -245,14 +245,14 @@ std::string RunSuiteXml(const v1::RunResult& run) {
   if (RunAborted(run.state())) {
     ++counts.tests;
     ++counts.errors;
-    absl::StrAppend(
-        &cases, "  <testcase classname=\"colltest\" name=\"run\" time=\"0\">\n",
-        OutcomeXml(Outcome::kError, RunStateName(run.state()), run.message(), run.message()),
-        "  </testcase>\n");
+    absl::StrAppend(&cases, "  <testcase classname=\"colltest\" name=\"run\" time=\"0\">\n",
+                    OutcomeXml(Outcome::kError, common::RunStateName(run.state()), run.message(),
+                               run.message()),
+                    "  </testcase>\n");
   }
   Properties properties = {{"run_id", run.run_id()},
                            {"backend", run.backend()},
-                           {"state", std::string(RunStateName(run.state()))},
+                           {"state", std::string(common::RunStateName(run.state()))},
                            {"label", run.spec().label()}};
   for (auto& property : MachineProperties(run.machine())) properties.push_back(std::move(property));
   return SuiteXml("colltest", counts, MachineOrigin(run.machine(), run.created_unix_ms()),

@@ -10,8 +10,8 @@
 #include "client/format.h"
 #include "client/format_groups.h"
 #include "client/format_json.h"
-#include "client/names.h"
 #include "client/text_table.h"
+#include "common/names.h"
 #include "nlohmann/json.hpp"
 
 namespace colltest::client {
@@ -28,7 +28,7 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
                                           OutputFormat format) {
   std::vector<std::string> variants;
   for (int v : devices.variants()) {
-    variants.emplace_back(VariantName(static_cast<v1::Variant>(v)));
+    variants.emplace_back(common::VariantName(static_cast<v1::Variant>(v)));
   }
   if (format == OutputFormat::kJson) {
     Json out = DocumentJson("colltest.devices");

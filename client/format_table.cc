@@ -16,9 +16,9 @@
 #include "absl/time/time.h"
 #include "client/format.h"
 #include "client/format_groups.h"
-#include "client/names.h"
 #include "client/result_view.h"
 #include "client/text_table.h"
+#include "common/names.h"
 #include "common/text.h"
 
 namespace colltest::client {
@@ -68,7 +68,7 @@ std::string TargetTable(const std::string& title,
     const int32_t suspect = SuspectDevice(t);
     std::vector<std::string> row = {
         TargetDevices(t),
-        std::string(CaseStatusName(t.status())),
+        std::string(common::CaseStatusName(t.status())),
         Measured(t.latency_us()),
         t.median_ratio() > 0 ? absl::StrFormat("%.2f", t.median_ratio()) : std::string("-"),
     };
@@ -91,7 +91,7 @@ std::string Age(const v1::HealthResponse& health, absl::Time now) {
 // The line starts with the status scripts grep for; colltestd's verdict usually leads with it
 // already ("HANG: rank 1 ..."), and saying it twice reads like a stutter.
 std::string VerdictLine(const v1::HealthResponse& health) {
-  const absl::string_view status = CaseStatusName(health.status());
+  const absl::string_view status = common::CaseStatusName(health.status());
   if (absl::StartsWith(health.message(), status)) return absl::StrCat(health.message(), "\n");
   return absl::StrCat(status, health.message().empty() ? "" : ": ", health.message(), "\n");
 }
@@ -131,7 +131,7 @@ std::string HealthHeader(const v1::HealthResponse& health, absl::Time now) {
 }
 
 std::string HealthFooter(const v1::HealthResponse& health, absl::Time now) {
-  const absl::string_view status = CaseStatusName(health.status());
+  const absl::string_view status = common::CaseStatusName(health.status());
   if (health.busy()) {
     return health.status() == v1::CASE_STATUS_UNSPECIFIED
                ? "health: BUSY, nothing checked\n"
@@ -176,10 +176,11 @@ RunLayout LayoutOf(const v1::RunResult& run, TableWidth width) {
   layout.wide = width == TableWidth::kWide;
   layout.world = layout.wide || Varies(run, [](const v1::CaseResult& c) { return c.world_size(); });
   // Compared by name: an unset dtype is bf16 and an unset pattern normal, as on the server.
-  layout.dtype =
-      layout.wide || Varies(run, [](const v1::CaseResult& c) { return DTypeName(c.dtype()); });
-  layout.pattern =
-      layout.wide || Varies(run, [](const v1::CaseResult& c) { return PatternName(c.pattern()); });
+  layout.dtype = layout.wide ||
+                 Varies(run, [](const v1::CaseResult& c) { return common::DTypeName(c.dtype()); });
+  layout.pattern = layout.wide || Varies(run, [](const v1::CaseResult& c) {
+                     return common::PatternName(c.pattern());
+                   });
   return layout;
 }
 
@@ -187,12 +188,12 @@ RunLayout LayoutOf(const v1::RunResult& run, TableWidth width) {
 // every case, so that they need no column.
 std::string RunHeader(const v1::RunResult& run, const RunLayout& layout) {
   std::string out = absl::StrCat("run ", run.run_id(), "  backend ", run.backend(), "  state ",
-                                 RunStateName(run.state()));
+                                 common::RunStateName(run.state()));
   if (!run.cases().empty()) {
     const v1::CaseResult& first = run.cases(0);
     if (!layout.world) absl::StrAppend(&out, "  world ", first.world_size());
-    if (!layout.dtype) absl::StrAppend(&out, "  dtype ", DTypeName(first.dtype()));
-    if (!layout.pattern) absl::StrAppend(&out, "  pattern ", PatternName(first.pattern()));
+    if (!layout.dtype) absl::StrAppend(&out, "  dtype ", common::DTypeName(first.dtype()));
+    if (!layout.pattern) absl::StrAppend(&out, "  pattern ", common::PatternName(first.pattern()));
   }
   return out + "\n";
 }
@@ -254,11 +255,11 @@ std::vector<std::string> RunRow(const v1::CaseResult& c, const RunLayout& layout
       absl::StrCat(c.n()),
       layout.wide ? absl::StrCat(bytes) : HumanBytes(bytes),
       VariantLabel(c),
-      std::string(ModeName(c.mode())),
+      std::string(common::ModeName(c.mode())),
   };
   if (layout.world) row.push_back(absl::StrCat(c.world_size()));
-  if (layout.dtype) row.emplace_back(DTypeName(c.dtype()));
-  if (layout.pattern) row.emplace_back(PatternName(c.pattern()));
+  if (layout.dtype) row.emplace_back(common::DTypeName(c.dtype()));
+  if (layout.pattern) row.emplace_back(common::PatternName(c.pattern()));
   row.push_back(Measured(c.timing().median_us()));
   if (layout.wide) {
     row.push_back(Measured(c.timing().p10_us()));
@@ -268,7 +269,7 @@ std::vector<std::string> RunRow(const v1::CaseResult& c, const RunLayout& layout
   row.insert(row.end(), {Bandwidth(c.algbw_gbps()), Bandwidth(c.busbw_gbps()),
                          checked ? absl::StrCat(c.diff().mismatches()) : "-",
                          checked ? absl::StrCat(c.diff().max_ulp()) : "-",
-                         std::string(CaseStatusName(c.status())), c.message()});
+                         std::string(common::CaseStatusName(c.status())), c.message()});
   return row;
 }
 

@@ -8,9 +8,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/format_json.h"
-#include "client/names.h"
 #include "client/text_table.h"
 #include "client/tune.h"
+#include "common/names.h"
 #include "nlohmann/json.hpp"
 
 namespace colltest::client {
@@ -54,12 +54,12 @@ std::string CrossoversLine(const TuneTable& table) {
     }
   }
   if (runs.size() == 1) {
-    return absl::StrCat("crossovers: none (", VariantName(runs[0].best), " at every m)");
+    return absl::StrCat("crossovers: none (", common::VariantName(runs[0].best), " at every m)");
   }
   std::vector<std::string> parts;
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& run = runs[i];
-    std::string part(VariantName(run.best));
+    std::string part(common::VariantName(run.best));
     if (i == 0) {
       absl::StrAppend(&part, " up to m=", run.last->m, " (", run.last->bytes, " B)");
     } else if (i + 1 == runs.size()) {
@@ -87,8 +87,8 @@ std::string FormatTuneJson(const TuneTable& table) {
   out["backend"] = table.backend;
   out["device"] = table.device;
   out["world"] = table.world;
-  out["dtype"] = std::string(DTypeName(table.dtype));
-  out["mode"] = std::string(ModeName(table.mode));
+  out["dtype"] = std::string(common::DTypeName(table.dtype));
+  out["mode"] = std::string(common::ModeName(table.mode));
   out["n"] = table.n;
   out["created_unix_ms"] = table.created_unix_ms;
   out["run_id"] = table.run_id;
@@ -97,9 +97,10 @@ std::string FormatTuneJson(const TuneTable& table) {
     Json r = Json::object();
     r["m"] = row.m;
     r["bytes"] = row.bytes;
-    r["best"] = std::string(VariantName(row.best));
+    r["best"] = std::string(common::VariantName(row.best));
     Json us = Json::object();
-    for (const auto& [variant, median] : row.us) us[std::string(VariantName(variant))] = median;
+    for (const auto& [variant, median] : row.us)
+      us[std::string(common::VariantName(variant))] = median;
     r["us"] = std::move(us);
     rows.push_back(std::move(r));
   }
@@ -112,7 +113,7 @@ std::string FormatTuneText(const TuneTable& table) {
   using Align = TextTable::Align;
   std::vector<TextTable::Column> columns = {{"m", Align::kRight}, {"bytes", Align::kRight}};
   for (v1::Variant v : table.variants)
-    columns.push_back({std::string(VariantName(v)), Align::kRight});
+    columns.push_back({std::string(common::VariantName(v)), Align::kRight});
   columns.push_back({"best", Align::kLeft});
   columns.push_back({"speed-up", Align::kRight});
   TextTable text(std::move(columns));
@@ -125,16 +126,16 @@ std::string FormatTuneText(const TuneTable& table) {
       }
       cells.push_back(std::move(cell));
     }
-    cells.emplace_back(VariantName(row.best));
+    cells.emplace_back(common::VariantName(row.best));
     const double second = SecondBestUs(row);
     const double best = BestUs(row);
     cells.push_back(second > 0 && best > 0 ? absl::StrFormat("%.2fx", second / best)
                                            : std::string("-"));
     text.AddRow(std::move(cells));
   }
-  return absl::StrCat("tune W=", table.world, " n=", table.n, " ", DTypeName(table.dtype), " ",
-                      ModeName(table.mode), "  backend ", table.backend, "  device ", table.device,
-                      "  run ", table.run_id, "  (median us)\n", text.Render(),
+  return absl::StrCat("tune W=", table.world, " n=", table.n, " ", common::DTypeName(table.dtype),
+                      " ", common::ModeName(table.mode), "  backend ", table.backend, "  device ",
+                      table.device, "  run ", table.run_id, "  (median us)\n", text.Render(),
                       CrossoversLine(table), "\n");
 }
 

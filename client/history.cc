@@ -8,7 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "client/flags.h"
-#include "client/names.h"
+#include "common/names.h"
 #include "common/parse.h"
 #include "common/status_macros.h"
 
@@ -35,7 +35,7 @@ bool AllDigits(absl::string_view text) {
 }
 
 absl::StatusOr<v1::RunState> ParseStateFlag(absl::string_view flag, absl::string_view text) {
-  std::optional<v1::RunState> state = ParseRunStateName(absl::StripAsciiWhitespace(text));
+  std::optional<v1::RunState> state = common::ParseRunStateName(absl::StripAsciiWhitespace(text));
   if (!state.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, ": unknown state '", text, "': expected ", kStatesExpected));
@@ -44,7 +44,7 @@ absl::StatusOr<v1::RunState> ParseStateFlag(absl::string_view flag, absl::string
 }
 
 absl::StatusOr<v1::Variant> ParseVariantFlag(absl::string_view flag, absl::string_view text) {
-  std::optional<v1::Variant> variant = ParseVariantName(absl::StripAsciiWhitespace(text));
+  std::optional<v1::Variant> variant = common::ParseVariantName(absl::StripAsciiWhitespace(text));
   if (!variant.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, ": unknown variant '", text,

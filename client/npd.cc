@@ -7,7 +7,7 @@
 #include "absl/strings/strip.h"
 #include "client/exit_code.h"
 #include "client/fleet_verdict.h"
-#include "client/names.h"
+#include "common/names.h"
 #include "common/text.h"
 
 namespace colltest::client {
@@ -58,17 +58,18 @@ std::string Provenance(const v1::HealthResponse& health, absl::Time now) {
 // line says once in front.
 absl::string_view Body(const v1::HealthResponse& health) {
   absl::string_view body = health.message();
-  if (absl::ConsumePrefix(&body, CaseStatusName(health.status()))) absl::ConsumePrefix(&body, ":");
+  if (absl::ConsumePrefix(&body, common::CaseStatusName(health.status())))
+    absl::ConsumePrefix(&body, ":");
   return absl::StripLeadingAsciiWhitespace(body);
 }
 
 NpdResult FromAnswer(NpdCondition condition, const v1::HealthResponse& health, absl::Time now) {
-  const absl::string_view status = CaseStatusName(health.status());
+  const absl::string_view status = common::CaseStatusName(health.status());
   const std::string provenance = Provenance(health, now);
   const v1::CaseStatus wanted = ConditionStatus(condition);
   if (Saw(health, wanted)) {
     const std::string culprit = CulpritText(FindCulprit(health));
-    return {kNpdTrue, absl::StrCat(provenance, CaseStatusName(wanted),
+    return {kNpdTrue, absl::StrCat(provenance, common::CaseStatusName(wanted),
                                    culprit.empty() ? "" : " on ", culprit, ": ", Body(health))};
   }
   if (CarriedVerdictCode(health) == kExitError) {

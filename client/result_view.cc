@@ -6,7 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "client/names.h"
+#include "common/element_size.h"
+#include "common/names.h"
 
 namespace colltest::client {
 
@@ -16,14 +17,12 @@ v1::Variant EffectiveVariant(const v1::CaseResult& c) {
 
 std::string VariantLabel(const v1::CaseResult& c) {
   const v1::Variant effective = EffectiveVariant(c);
-  if (effective == c.variant()) return std::string(VariantName(c.variant()));
-  return absl::StrCat(VariantName(c.variant()), "(", VariantName(effective), ")");
+  if (effective == c.variant()) return std::string(common::VariantName(c.variant()));
+  return absl::StrCat(common::VariantName(c.variant()), "(", common::VariantName(effective), ")");
 }
 
-uint64_t ElementBytes(v1::DType dtype) { return dtype == v1::DTYPE_FP32 ? 4 : 2; }
-
 uint64_t CaseBytes(const v1::CaseResult& c) {
-  return static_cast<uint64_t>(c.m()) * c.n() * ElementBytes(c.dtype());
+  return static_cast<uint64_t>(c.m()) * c.n() * common::ElementBytes(c.dtype());
 }
 
 double RankBusBandwidth(const v1::CaseResult& c, const v1::RankResult& r) {

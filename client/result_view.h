@@ -17,10 +17,6 @@ v1::Variant EffectiveVariant(const v1::CaseResult& c);
 // "lamport", or "auto(lamport)" when `auto` dispatched, for human-facing output.
 std::string VariantLabel(const v1::CaseResult& c);
 
-// Bytes per element of `dtype`, as the server reads a case: 2 for bf16 and fp16 (and unspecified,
-// which means bf16), 4 for fp32.
-uint64_t ElementBytes(v1::DType dtype);
-
 // Bytes per rank of one case: m x n x the dtype's element size (2 for bf16/fp16, 4 for fp32), the
 // figure nccl-tests calls "size" and algbw is computed from.
 uint64_t CaseBytes(const v1::CaseResult& c);

@@ -7,14 +7,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "client/hints.h"
+#include "common/defaults.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 
 namespace colltest::client {
 namespace {
-
-// Large sweeps return every case with per-rank results in one message; the 4 MiB default would cut
-// off a few thousand cases.
-constexpr int kMaxReceiveBytes = 64 << 20;
 
 absl::StatusOr<std::string> ReadFile(absl::string_view flag, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -26,11 +24,6 @@ absl::StatusOr<std::string> ReadFile(absl::string_view flag, const std::string& 
 }
 
 }  // namespace
-
-absl::Status FromGrpcStatus(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
 
 absl::StatusOr<std::string> ReadToken(const std::string& path) {
   absl::StatusOr<std::string> contents = ReadFile("--token-file", path);
@@ -52,7 +45,7 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const ConnectionOptions& options) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+  args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
 
   const bool use_tls = !options.tls_ca.empty() || !options.tls_cert.empty();
   if (!use_tls) {
@@ -105,7 +98,8 @@ absl::StatusOr<Response> Client::Unary(grpc::Status (v1::CollectiveTest::StubInt
   grpc::ClientContext context;
   PrepareContext(&context);
   Response response;
-  COLLTEST_RETURN_IF_ERROR(FromGrpcStatus((stub_.get()->*method)(&context, request, &response)));
+  COLLTEST_RETURN_IF_ERROR(
+      common::FromGrpcStatus((stub_.get()->*method)(&context, request, &response)));
   return response;
 }
 
@@ -123,7 +117,7 @@ absl::StatusOr<v1::ListDevicesResponse> Client::ListDevices() {
   grpc::ClientContext context;
   PrepareContext(&context);
   v1::ListDevicesResponse response;
-  absl::Status status = FromGrpcStatus(stub_->ListDevices(&context, {}, &response));
+  absl::Status status = common::FromGrpcStatus(stub_->ListDevices(&context, {}, &response));
   if (!status.ok()) return status;
   return response;
 }
@@ -134,7 +128,7 @@ absl::StatusOr<v1::RunResult> Client::Run(const v1::SweepSpec& spec) {
   v1::RunRequest request;
   *request.mutable_spec() = spec;
   v1::RunResult response;
-  absl::Status status = FromGrpcStatus(stub_->Run(&context, request, &response));
+  absl::Status status = common::FromGrpcStatus(stub_->Run(&context, request, &response));
   if (!status.ok()) return status;
   return response;
 }
@@ -149,7 +143,7 @@ absl::Status Client::Sweep(const v1::SweepSpec& spec,
       stub_->Sweep(&context, request);
   v1::SweepEvent event;
   while (reader->Read(&event)) on_event(event);
-  return FromGrpcStatus(reader->Finish());
+  return common::FromGrpcStatus(reader->Finish());
 }
 
 absl::StatusOr<v1::RunResult> Client::GetRun(absl::string_view run_id) {
@@ -158,7 +152,7 @@ absl::StatusOr<v1::RunResult> Client::GetRun(absl::string_view run_id) {
   v1::GetRunRequest request;
   request.set_run_id(std::string(run_id));
   v1::RunResult response;
-  absl::Status status = FromGrpcStatus(stub_->GetRun(&context, request, &response));
+  absl::Status status = common::FromGrpcStatus(stub_->GetRun(&context, request, &response));
   if (!status.ok()) return status;
   return response;
 }
@@ -173,7 +167,7 @@ absl::StatusOr<v1::CancelResponse> Client::Cancel(absl::string_view run_id) {
   v1::CancelRequest request;
   request.set_run_id(std::string(run_id));
   v1::CancelResponse response;
-  absl::Status status = FromGrpcStatus(stub_->Cancel(&context, request, &response));
+  absl::Status status = common::FromGrpcStatus(stub_->Cancel(&context, request, &response));
   if (!status.ok()) return status;
   return response;
 }
@@ -184,7 +178,7 @@ absl::StatusOr<v1::HealthResponse> Client::Health(const v1::HealthRequest& reque
   PrepareContext(&context);
   context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
   v1::HealthResponse response;
-  absl::Status status = FromGrpcStatus(stub_->Health(&context, request, &response));
+  absl::Status status = common::FromGrpcStatus(stub_->Health(&context, request, &response));
   if (absl::IsDeadlineExceeded(status) && !Connected()) return MarkNotConnected(status);
   if (!status.ok()) return status;
   return response;

@@ -26,10 +26,6 @@ struct ConnectionOptions {
   std::string tls_server_name;  // expected name in the server certificate, when ADDR is an IP
 };
 
-// gRPC and absl share the canonical code numbering, so the code survives the conversion and
-// absl::StatusCodeToString prints gRPC's name for it.
-absl::Status FromGrpcStatus(const grpc::Status& status);
-
 // Reads and checks the bearer token file: one printable token, surrounding blanks ignored.
 absl::StatusOr<std::string> ReadToken(const std::string& path);
 

@@ -7,8 +7,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "client/names.h"
-#include "client/result_view.h"
+#include "common/element_size.h"
+#include "common/names.h"
 #include "common/parse.h"
 #include "common/status_macros.h"
 
@@ -78,10 +78,10 @@ absl::StatusOr<ByteSizes> RequestedBytes(const SweepFlags& flags) {
 // numbers of rows on either side of it.
 absl::StatusOr<uint32_t> RowsFor(absl::string_view flag, uint64_t bytes, uint32_t n,
                                  v1::DType dtype) {
-  const uint64_t element = ElementBytes(dtype);
+  const uint64_t element = common::ElementBytes(dtype);
   const uint64_t row = uint64_t{n} * element;
   const std::string row_text = absl::StrCat("a row is ", row, " bytes (n ", n, " x ", element,
-                                            " bytes of ", DTypeName(dtype), ")");
+                                            " bytes of ", common::DTypeName(dtype), ")");
   if (row == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, ": n 0 has rows of 0 bytes: no size in bytes gives an m"));

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/names.h"
 #include "client/result_view.h"
+#include "common/names.h"
 
 namespace colltest::client {
 
@@ -20,9 +20,10 @@ uint32_t ExpectedCaseCount(const v1::SweepSpec& spec) {
 
 std::string ProgressLine(const v1::CaseResult& c, uint32_t done, uint32_t total,
                          absl::string_view timing) {
-  std::string line = absl::StrCat(
-      "[", done, "/", total == 0 ? std::string("?") : absl::StrCat(total), "] ", VariantLabel(c),
-      " ", ModeName(c.mode()), " m=", c.m(), " n=", c.n(), ": ", CaseStatusName(c.status()));
+  std::string line =
+      absl::StrCat("[", done, "/", total == 0 ? std::string("?") : absl::StrCat(total), "] ",
+                   VariantLabel(c), " ", common::ModeName(c.mode()), " m=", c.m(), " n=", c.n(),
+                   ": ", common::CaseStatusName(c.status()));
   if (c.timing().median_us() > 0)
     absl::StrAppend(&line, absl::StrFormat(" %.1f us", c.timing().median_us()));
   if (!timing.empty()) absl::StrAppend(&line, " (", timing, ")");

@@ -5,7 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "client/names.h"
+#include "common/element_size.h"
+#include "common/names.h"
 
 namespace colltest::client {
 
@@ -33,7 +34,7 @@ TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
   for (uint32_t m : ms) {
     TuneRow row;
     row.m = m;
-    row.bytes = uint64_t{m} * table.n * ElementBytes(table.dtype);
+    row.bytes = uint64_t{m} * table.n * common::ElementBytes(table.dtype);
     DroppedTuneRow dropped;
     dropped.m = m;
     double best_us = 0;
@@ -48,7 +49,7 @@ TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
       if (c.status() != v1::CASE_STATUS_OK || !(us > 0)) {
         dropped.outcomes.emplace_back(v, c.status() == v1::CASE_STATUS_OK
                                              ? "OK untimed"
-                                             : std::string(CaseStatusName(c.status())));
+                                             : std::string(common::CaseStatusName(c.status())));
         continue;
       }
       row.us.emplace_back(v, us);
@@ -70,7 +71,7 @@ TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
 std::string DroppedRowWarning(const DroppedTuneRow& row) {
   std::vector<std::string> outcomes;
   for (const auto& [variant, outcome] : row.outcomes) {
-    outcomes.push_back(absl::StrCat(VariantName(variant), " ", outcome));
+    outcomes.push_back(absl::StrCat(common::VariantName(variant), " ", outcome));
   }
   return absl::StrCat("no tune row for m=", row.m, ": no variant OK (",
                       absl::StrJoin(outcomes, ", "), ")");

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "client/format.h"
-#include "client/result_view.h"  // ElementBytes
 #include "colltest/v1/colltest.pb.h"
 
 namespace colltest::client {

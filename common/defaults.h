@@ -12,4 +12,9 @@ inline constexpr uint32_t kDefaultCaseTimeoutMs = 5000;
 // passes none (colltestd --max-case-bytes).
 inline constexpr uint64_t kDefaultMaxCaseBytes = uint64_t{32} << 20;
 
+// The largest gRPC message colltestd, the client and the workers send and accept: a sweep returns
+// every case with its per-rank results in one message, which gRPC's 4 MiB default would cut off
+// after a few thousand cases.
+inline constexpr int kMaxGrpcMessageBytes = 64 << 20;
+
 }  // namespace colltest

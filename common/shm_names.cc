@@ -18,8 +18,16 @@ constexpr absl::string_view kPrefix = "colltest.";
 
 }  // namespace
 
+std::string ShmSegmentPrefix(int controller_pid, int worker_pid) {
+  return absl::StrCat("/", kPrefix, controller_pid, ".", worker_pid, ".");
+}
+
+std::string ShmSegmentName(absl::string_view prefix, unsigned index) {
+  return absl::StrCat(prefix, index);
+}
+
 std::string ShmSegmentName(int controller_pid, int worker_pid, unsigned index) {
-  return absl::StrCat("/", kPrefix, controller_pid, ".", worker_pid, ".", index);
+  return ShmSegmentName(ShmSegmentPrefix(controller_pid, worker_pid), index);
 }
 
 void ForEachColltestShm(const std::function<void(const ShmEntry&)>& fn) {

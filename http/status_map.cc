@@ -85,10 +85,6 @@ absl::string_view CodeName(absl::StatusCode code) {
   }
 }
 
-absl::Status FromGrpc(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
-
 absl::Status WithHttpStatus(absl::Status status, int http_status) {
   status.SetPayload(kHttpStatusPayload, absl::Cord(absl::StrCat(http_status)));
   return status;

@@ -10,7 +10,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "grpcpp/support/status.h"
 
 namespace colltest::http {
 
@@ -18,9 +17,6 @@ namespace colltest::http {
 int HttpStatusFor(absl::StatusCode code);
 // "INVALID_ARGUMENT", ...; "UNKNOWN" for a number that is no code.
 absl::string_view CodeName(absl::StatusCode code);
-
-// The service's status as an absl::Status (same code, the message verbatim).
-absl::Status FromGrpc(const grpc::Status& status);
 
 // `status` answered with `http_status` instead of the table's.
 absl::Status WithHttpStatus(absl::Status status, int http_status);

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "http/forwarding.h"
 #include "http/json_codec.h"
 #include "http/reply.h"
@@ -31,7 +32,7 @@ void StreamEvents(NdjsonStream& stream, grpc::ClientContext& context,
   }
   const grpc::Status status = reader.Finish();
   if (!status.ok()) {
-    stream.WriteLine(absl::StrCat("{\"error\":", ErrorJson(FromGrpc(status)), "}"));
+    stream.WriteLine(absl::StrCat("{\"error\":", ErrorJson(common::FromGrpcStatus(status)), "}"));
   }
   stream.End();
 }
@@ -44,7 +45,9 @@ int ServeSweep(mg_connection* conn, const RouteMatch& match, const HandlerContex
     return SendError(conn, built);
   }
   grpc::ClientContext context;
-  if (absl::Status forwarded = Forward(CallerOf(conn), handlers.options->forwarding_secret, &context); !forwarded.ok()) {
+  if (absl::Status forwarded =
+          Forward(CallerOf(conn), handlers.options->forwarding_secret, &context);
+      !forwarded.ok()) {
     return SendError(conn, forwarded);
   }
   const CallRegistry::Scope in_flight(handlers.calls, &context);
@@ -55,7 +58,7 @@ int ServeSweep(mg_connection* conn, const RouteMatch& match, const HandlerContex
   // an ordinary error reply with its own HTTP status.
   if (!reader->Read(&event)) {
     const grpc::Status status = reader->Finish();
-    if (!status.ok()) return SendError(conn, FromGrpc(status));
+    if (!status.ok()) return SendError(conn, common::FromGrpcStatus(status));
     NdjsonStream empty(conn);
     empty.Start();
     empty.End();

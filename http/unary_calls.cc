@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/status/status.h"
+#include "common/grpc_status.h"
 #include "http/forwarding.h"
 #include "http/json_codec.h"
 #include "http/reply.h"
@@ -30,7 +31,9 @@ int Call(mg_connection* conn, const RouteMatch& match, const HandlerContext& han
     return SendError(conn, built);
   }
   grpc::ClientContext context;
-  if (absl::Status forwarded = Forward(CallerOf(conn), handlers.options->forwarding_secret, &context); !forwarded.ok()) {
+  if (absl::Status forwarded =
+          Forward(CallerOf(conn), handlers.options->forwarding_secret, &context);
+      !forwarded.ok()) {
     return SendError(conn, forwarded);
   }
   if (deadline == Deadline::kApi) {
@@ -40,7 +43,7 @@ int Call(mg_connection* conn, const RouteMatch& match, const HandlerContext& han
   const CallRegistry::Scope in_flight(handlers.calls, &context);
   Response response;
   const grpc::Status status = (handlers.stub->*method)(&context, request, &response);
-  if (!status.ok()) return SendError(conn, FromGrpc(status));
+  if (!status.ok()) return SendError(conn, common::FromGrpcStatus(status));
   return SendJson(conn, 200, ToJson(response));
 }
 

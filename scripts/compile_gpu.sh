@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Compile-only check of the GPU backends: builds the GPU backend library and colltest-worker for
 # CUDA (build-cuda, sm_90 + sm_100, when nvcc exists) and for HIP (build-hip, gfx90a, with Debian's
-# ROCm 5.2 clang++-15, installed here on demand). Nothing runs and no GPU is needed; a kernel that
-# does not compile fails the script. scripts/test.sh (CI) calls it; it also runs alone:
-#   bash scripts/compile_gpu.sh            # both
-#   bash scripts/compile_gpu.sh hip        # one of them
+# ROCm 5.2 clang++-15, installed here on demand), and compiles the kernels for MI300X/MI355X
+# (hip-mi: gfx942 + gfx950 with clang-22, objects only) with the ISA check of gpu_runtime.h's
+# memory primitives (tests/hip_isa). Nothing runs and no GPU is needed; a kernel that does not
+# compile fails the script. scripts/test.sh (CI) calls it; it also runs alone:
+#   bash scripts/compile_gpu.sh            # all three
+#   bash scripts/compile_gpu.sh hip hip-mi # some of them
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 backends=("$@")
-if [ ${#backends[@]} -eq 0 ]; then backends=(cuda hip); fi
+if [ ${#backends[@]} -eq 0 ]; then backends=(cuda hip hip-mi); fi
 jobs="${JOBS:-2}"
 # Only what the GPU backend needs: no tests, no server or client.
 common=(-G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DCOLLTEST_BUILD_TESTS=OFF
@@ -48,12 +50,58 @@ compile_hip() {
   echo "compile_gpu: hip: OK in $((SECONDS - start)) s"
 }
 
+# gfx942 (MI300X) and gfx950 (MI355X). LLVM 15 of ROCm 5.2 knows neither, so Debian's clang-22
+# (bookworm-security) compiles them against the same ROCm 5.2 headers. Not through CMake: its HIP
+# compiler check links a test program, which needs device libraries for ROCm 6.3+ that Debian does
+# not have. So a direct loop, one clang call per source, with (docs/hip.md says why each is there):
+#   -nogpulib                       no ROCm device libraries (those of 5.2 are too old for clang-22)
+#   -D__AMDGCN_WAVEFRONT_SIZE=64    the macro ROCm 5.2's headers use, which clang-22 no longer sets
+#   -fgpu-rdc -c                    an object holding host code and gfx942/gfx950 bitcode, never
+#                                   device-linked (the link would need the device libraries)
+#   --cuda-device-only -S           the same sources through the AMDGPU backend to assembly, so that
+#                                   instruction selection for both targets is checked too
+# The results are not loadable code objects: this is a compile check, the gfx90a build stays the
+# one that links. The ISA check then reads gpu_runtime.h's primitives in the gfx942/gfx950
+# assembly (tests/hip_isa/check_isa.py).
+hip_mi_sources=(worker/backends/gpu/kernels_collective.cu worker/backends/gpu/kernels_support.cu
+  worker/backends/gpu/nccl_kernels.cu)
+hip_mi_flags=(-std=c++17 -x hip --rocm-path=/usr -nogpulib -D__AMDGCN_WAVEFRONT_SIZE=64 -O3
+  -I"$PWD" -Wall --offload-arch=gfx942 --offload-arch=gfx950)
+
+# One source: the object, then the assembly (one .s per target, named by clang, hence the cd).
+compile_hip_mi_one() {
+  local src="$PWD/$1" dir="$2"
+  clang++-22 "${hip_mi_flags[@]}" -fgpu-rdc -c "$src" -o "$dir/$(basename "$src" .cu).o" &&
+    (cd "$dir" && clang++-22 "${hip_mi_flags[@]}" --cuda-device-only -S "$src")
+}
+
+compile_hip_mi() {
+  local dir="${HIP_MI_BUILD_DIR:-build-hip-mi}" start=$SECONDS pids=() src rc=0
+  bash scripts/setup.sh hip-mi || return 1
+  echo "compile_gpu: hip-mi: clang++-22, gfx942 + gfx950 (objects and assembly), into $dir"
+  mkdir -p "$dir"
+  # nccl_kernels.cu needs no RCCL (only its host caller does), so it is compiled here as well.
+  for src in "${hip_mi_sources[@]}"; do
+    compile_hip_mi_one "$src" "$dir" &
+    pids+=($!)
+    if [ ${#pids[@]} -ge "$jobs" ]; then
+      wait "${pids[0]}" || rc=1
+      pids=("${pids[@]:1}")
+    fi
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  [ $rc -eq 0 ] || return 1
+  /usr/bin/python3 tests/hip_isa/check_isa.py --require --keep "$dir/isa" || return 1
+  echo "compile_gpu: hip-mi: OK in $((SECONDS - start)) s"
+}
+
 for b in "${backends[@]}"; do
   case "$b" in
     cuda) compile_cuda || failed+=(cuda) ;;
     hip) compile_hip || failed+=(hip) ;;
+    hip-mi) compile_hip_mi || failed+=(hip-mi) ;;
     *)
-      echo "compile_gpu: unknown backend '$b' (expected: cuda, hip)" >&2
+      echo "compile_gpu: unknown backend '$b' (expected: cuda, hip, hip-mi)" >&2
       exit 2
       ;;
   esac

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages colltest builds with. Idempotent: installs only what is missing.
 # `setup.sh` installs the base list; `setup.sh hip` the optional list of the HIP compile check
-# (scripts/compile_gpu.sh): Debian's ROCm 5.2 hipcc/clang-15 and HIP runtime headers (~650 MB).
+# (scripts/compile_gpu.sh): Debian's ROCm 5.2 hipcc/clang-15 and HIP runtime headers (~650 MB);
+# `setup.sh hip-mi` the gfx942/gfx950 (MI300X/MI355X) check: clang-22 from bookworm-security with
+# clang-offload-bundler (clang-tools-22) and the same HIP headers (~110 MB of archives, ~300 MB on
+# disk; docs/hip.md).
 set -euo pipefail
 
 case "${1:-base}" in
@@ -27,8 +30,12 @@ case "${1:-base}" in
   hip)
     packages=(hipcc libamdhip64-dev)
     ;;
+  hip-mi)
+    # No lld-22: objects are compiled with -fgpu-rdc and never device-linked (docs/hip.md).
+    packages=(clang-22 clang-tools-22 libamdhip64-dev)
+    ;;
   *)
-    echo "setup: unknown package list '$1' (expected: base, hip)" >&2
+    echo "setup: unknown package list '$1' (expected: base, hip, hip-mi)" >&2
     exit 2
     ;;
 esac
@@ -39,10 +46,22 @@ for p in "${packages[@]}"; do
 done
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+
+# clang-22 is in bookworm-security only. Debian's images list that suite (debian.sources); an
+# apt configuration without it gets it added in a file of its own.
+add_bookworm_security() {
+  if grep -rqs 'bookworm-security' /etc/apt/sources.list /etc/apt/sources.list.d/; then return 0; fi
+  echo "setup: adding bookworm-security to apt's sources (clang-22 comes from there)"
+  printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian-security' \
+    'Suites: bookworm-security' 'Components: main' \
+    'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' |
+    $sudo tee /etc/apt/sources.list.d/colltest-bookworm-security.sources >/dev/null
+}
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
 else
   echo "setup: installing ${missing[*]}"
+  if [ "${1:-base}" = hip-mi ]; then add_bookworm_security; fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "absl/cleanup/cleanup.h"
@@ -19,6 +20,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/names.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 extern char** environ;
@@ -80,6 +83,30 @@ std::vector<v1::Link> ParseLinks(const nlohmann::json& j) {
   return links;
 }
 
+// The probe's capabilities. Required: without them the controller cannot tell what the backend
+// runs. A variant name this build does not know is left out: the controller could not ask for it.
+absl::StatusOr<colltest::worker::v1::Capabilities> ParseCapabilities(const nlohmann::json& j,
+                                                                     absl::string_view line) {
+  auto it = j.find("capabilities");
+  if (it == j.end() || !it->is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "probe output has no capabilities (a colltest-worker older than colltestd?): ", line));
+  }
+  colltest::worker::v1::Capabilities caps;
+  auto variants = it->find("variants");
+  if (variants != it->end() && variants->is_array()) {
+    for (const nlohmann::json& name : *variants) {
+      if (!name.is_string()) continue;
+      std::optional<v1::Variant> v = common::ParseVariantName(name.get<std::string>());
+      if (v.has_value()) caps.add_variants(*v);
+    }
+  }
+  caps.set_uses_shared_memory_segments(BoolField(*it, "uses_shared_memory_segments"));
+  caps.set_graph_mode(BoolField(*it, "graph_mode"));
+  caps.set_reports_devices(BoolField(*it, "reports_devices"));
+  return caps;
+}
+
 }  // namespace
 
 std::string HostName() {
@@ -88,16 +115,17 @@ std::string HostName() {
   return name;
 }
 
-BackendInfo CpuBackend(uint32_t ranks) {
-  BackendInfo info;
-  info.backend = "cpu";
+BackendInfo WithVirtualDevices(BackendInfo probed, uint32_t ranks) {
+  BackendInfo info = std::move(probed);
+  info.devices.clear();
+  info.links.clear();
   const std::string host = HostName();
   for (uint32_t i = 0; i < ranks; ++i) {
     v1::Device& d = info.devices.emplace_back();
     d.set_index(i);
-    d.set_name(absl::StrCat("cpu rank ", i));
-    d.set_backend("cpu");
-    d.set_uuid(absl::StrCat("cpu-", host, "-", i));
+    d.set_name(absl::StrCat(info.backend, " rank ", i));
+    d.set_backend(info.backend);
+    d.set_uuid(absl::StrCat(info.backend, "-", host, "-", i));
   }
   for (uint32_t a = 0; a < ranks; ++a) {
     for (uint32_t b = a + 1; b < ranks; ++b) {
@@ -146,6 +174,7 @@ absl::StatusOr<BackendInfo> ParseProbeOutput(absl::string_view output) {
     info.driver_version = StringField(j, "driver_version");
     info.runtime_version = StringField(j, "runtime_version");
     info.links = ParseLinks(j);
+    COLLTEST_ASSIGN_OR_RETURN(info.capabilities, ParseCapabilities(j, line));
     return info;
   }
   return absl::InvalidArgumentError("probe printed no JSON line");
@@ -249,43 +278,76 @@ absl::StatusOr<std::string> RunProbe(const std::string& worker, const std::strin
   return RunWorkerCommand(worker, {"--probe", "--backend", backend}, timeout);
 }
 
+namespace {
+
+absl::StatusOr<BackendInfo> ProbeBackend(const ProbeFn& probe, const std::string& worker,
+                                         const std::string& backend) {
+  COLLTEST_ASSIGN_OR_RETURN(std::string output, probe(worker, backend));
+  return ParseProbeOutput(output);
+}
+
+// A backend with devices of its own (a GPU) that found at least one.
+bool HasOwnDevices(const BackendInfo& info) {
+  return info.capabilities.reports_devices() && !info.devices.empty();
+}
+
+// --backend auto: the GPU the probe found, else the cpu backend, whose own probe answer (the
+// first one when it already was, else a second probe) brings its capabilities.
+absl::StatusOr<BackendInfo> ResolveAuto(uint32_t cpu_ranks, const std::string& worker,
+                                        const ProbeFn& probe) {
+  absl::StatusOr<BackendInfo> found = ProbeBackend(probe, worker, "auto");
+  if (found.ok() && HasOwnDevices(*found)) {
+    found->note =
+        absl::StrCat("auto: found ", found->devices.size(), " ", found->backend, " devices");
+    return found;
+  }
+  absl::StatusOr<BackendInfo> cpu = found;
+  if (!found.ok() || found->capabilities.reports_devices()) {
+    cpu = ProbeBackend(probe, worker, "cpu");
+  }
+  if (!cpu.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--backend auto: ", found.ok() ? "no GPU found" : found.status().message(),
+                     ", and the cpu backend's probe failed: ", cpu.status().message()));
+  }
+  BackendInfo info = WithVirtualDevices(*std::move(cpu), cpu_ranks);
+  info.note = found.ok() ? absl::StrCat("auto: no GPU found, using the ", info.backend, " backend")
+                         : absl::StrCat("auto: the probe failed (", found.status().message(),
+                                        "), using the ", info.backend, " backend");
+  return info;
+}
+
+// --backend cpu|cuda|hip: the probe must answer for that backend, with devices when it has its
+// own.
+absl::StatusOr<BackendInfo> ResolveNamed(const std::string& requested, uint32_t cpu_ranks,
+                                         const std::string& worker, const ProbeFn& probe) {
+  absl::StatusOr<BackendInfo> found = ProbeBackend(probe, worker, requested);
+  if (!found.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--backend ", requested, ": ", found.status().message()));
+  }
+  if (found->backend != requested ||
+      (found->capabilities.reports_devices() && found->devices.empty())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--backend ", requested, ": no ", requested, " device found (the probe reported ",
+        found->backend, " with ", found->devices.size(), " devices)"));
+  }
+  if (!found->capabilities.reports_devices()) {
+    return WithVirtualDevices(*std::move(found), cpu_ranks);
+  }
+  return found;
+}
+
+}  // namespace
+
 absl::StatusOr<BackendInfo> ResolveBackend(const std::string& requested, uint32_t cpu_ranks,
                                            const std::vector<uint32_t>& only,
                                            const std::string& worker, const ProbeFn& probe) {
-  BackendInfo info;
-  if (requested == "cpu") {
-    info = CpuBackend(cpu_ranks);
-  } else {
-    absl::StatusOr<BackendInfo> found = [&]() -> absl::StatusOr<BackendInfo> {
-      absl::StatusOr<std::string> output = probe(worker, requested);
-      if (!output.ok()) return output.status();
-      return ParseProbeOutput(*output);
-    }();
-    const bool usable = found.ok() && found->backend != "cpu" && !found->devices.empty();
-    if (requested == "auto") {
-      if (usable) {
-        info = *std::move(found);
-        info.note =
-            absl::StrCat("auto: found ", info.devices.size(), " ", info.backend, " devices");
-      } else {
-        info = CpuBackend(cpu_ranks);
-        info.note = found.ok() ? "auto: no GPU found, using the cpu backend"
-                               : absl::StrCat("auto: the probe failed (", found.status().message(),
-                                              "), using the cpu backend");
-      }
-    } else {
-      if (!found.ok()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("--backend ", requested, ": ", found.status().message()));
-      }
-      if (found->backend != requested || found->devices.empty()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "--backend ", requested, ": no ", requested, " device found (the probe reported ",
-            found->backend, " with ", found->devices.size(), " devices)"));
-      }
-      info = *std::move(found);
-    }
-  }
+  absl::StatusOr<BackendInfo> resolved = requested == "auto"
+                                             ? ResolveAuto(cpu_ranks, worker, probe)
+                                             : ResolveNamed(requested, cpu_ranks, worker, probe);
+  COLLTEST_RETURN_IF_ERROR(resolved.status());
+  BackendInfo info = *std::move(resolved);
 
   if (!only.empty()) {
     std::vector<v1::Device> kept;

@@ -3,11 +3,16 @@
 //   {"backend":"cuda","devices":[{"index":0,"name":"NVIDIA H200","memory_bytes":150...,
 //    "uuid":"GPU-...","pci_bus_id":"0000:19:00.0","serial":"1654922003581"},...],
 //    "driver_version":"13.0","runtime_version":"13.0","links":[{"a":0,"b":1,"p2p":true,
-//    "performance_rank":0,"native_atomics":true,"kind":"nvlink","hops":0,"lanes":18},...]}
+//    "performance_rank":0,"native_atomics":true,"kind":"nvlink","hops":0,"lanes":18},...],
+//    "capabilities":{"variants":["one_stage",...],"uses_shared_memory_segments":false,
+//    "graph_mode":true,"reports_devices":true}}
 // and falls back to the cpu backend's virtual ranks where no GPU answers. Everything after
 // memory_bytes describes the machine (server/machine_identity.h); an older worker's line without it
 // still parses, with those fields empty (a link's kind then follows its p2p flag: "p2p" or
-// "none").
+// "none"). The capabilities are what the backend's Init reply will carry (worker/backend.h): what
+// the controller decides before any worker runs (variants offered, users probe, machine identity,
+// health profile) follows them, never the backend's name. A line without them is refused: a
+// worker that does not say what it can do cannot be served.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "colltest/v1/colltest.pb.h"
+#include "colltest/v1/worker.pb.h"
 
 namespace colltest::server {
 
@@ -29,14 +35,16 @@ struct BackendInfo {
   std::string driver_version;  // as the probe reported them; "" when it did not
   std::string runtime_version;
   std::vector<colltest::v1::Link> links;  // between devices (a < b), as the probe reported them
+  colltest::worker::v1::Capabilities capabilities;  // as the probe reported them
 };
 
 // This host's name (gethostname(2)); "unknown" when it has none to give.
 std::string HostName();
 
-// `ranks` virtual devices named "cpu rank i", UUID "cpu-<host>-<i>", every pair linked through
-// shared memory (kind "shm", p2p: each rank maps the others' segments).
-BackendInfo CpuBackend(uint32_t ranks);
+// `probed` (a backend without devices of its own: Capabilities.reports_devices false, the cpu
+// backend) with `ranks` virtual devices named "<backend> rank i", UUID "<backend>-<host>-<i>",
+// every pair linked through shared memory (kind "shm", p2p: each rank maps the others' segments).
+BackendInfo WithVirtualDevices(BackendInfo probed, uint32_t ranks);
 
 // Parses the probe's output (the first line that is a JSON object).
 absl::StatusOr<BackendInfo> ParseProbeOutput(absl::string_view output);
@@ -54,9 +62,12 @@ absl::StatusOr<std::string> RunProbe(const std::string& worker, const std::strin
 using ProbeFn = std::function<absl::StatusOr<std::string>(const std::string& worker,
                                                           const std::string& backend)>;
 
-// `requested` is the --backend flag. cpu: no probe. auto: the probe's answer when it found GPUs,
-// else cpu. cuda / hip: the probe must find that backend with at least one device. `only` (the
-// --devices flag) then restricts the devices; naming one that does not exist is an error.
+// `requested` is the --backend flag; every backend is probed, the cpu one too (for its
+// capabilities: one exec of the worker, a few milliseconds). A backend that reports no devices of
+// its own gets `cpu_ranks` virtual ones. auto: the probe's answer when it found real devices, else
+// the cpu backend (probed again when the first answer was not its own). cpu / cuda / hip: the
+// probe must answer for that backend, with at least one device when it reports devices. `only`
+// (the --devices flag) then restricts the devices; naming one that does not exist is an error.
 absl::StatusOr<BackendInfo> ResolveBackend(const std::string& requested, uint32_t cpu_ranks,
                                            const std::vector<uint32_t>& only,
                                            const std::string& worker, const ProbeFn& probe);

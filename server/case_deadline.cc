@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
+#include "common/defaults.h"
+
 namespace colltest::server {
 
 absl::Duration CaseTimeout(const colltest::worker::v1::CaseRequest& request) {
-  constexpr uint32_t kDefaultTimeoutMs = 5000;
-  return absl::Milliseconds(request.timeout_ms() == 0 ? kDefaultTimeoutMs : request.timeout_ms());
+  return absl::Milliseconds(request.timeout_ms() == 0 ? kDefaultCaseTimeoutMs
+                                                      : request.timeout_ms());
 }
 
 absl::Duration CaseDeadline(const colltest::worker::v1::CaseRequest& request,

@@ -7,7 +7,7 @@
 namespace colltest::server {
 
 // deadline = max(timeout, 1 s) * (1 + (stress_calls + warmup + iters) / 5) + grace,
-// where timeout is the case's timeout_ms (0 means 5000 ms).
+// where timeout is the case's timeout_ms (0 means kDefaultCaseTimeoutMs, common/defaults.h).
 //
 // The case timeout bounds each wait on the device, where the worker's own watchdog turns a hang
 // into a typed HANG result; a worker that stops making progress altogether is found by the
@@ -19,7 +19,7 @@ namespace colltest::server {
 // `grace` covers reporting and scheduling noise.
 absl::Duration CaseDeadline(const colltest::worker::v1::CaseRequest& request, absl::Duration grace);
 
-// The case's own timeout (timeout_ms, 0 meaning 5000 ms): how long one wait may last.
+// The case's own timeout (timeout_ms, 0 meaning kDefaultCaseTimeoutMs): how long one wait may last.
 absl::Duration CaseTimeout(const colltest::worker::v1::CaseRequest& request);
 
 }  // namespace colltest::server

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "server/names.h"
+#include "common/names.h"
 
 namespace colltest::server {
 namespace {
@@ -70,8 +70,8 @@ std::string Percent(double ratio) { return absl::StrFormat("%+.1f %%", (ratio - 
 std::vector<std::string> ErrorGrowth(const v1::CaseResult& a, const v1::CaseResult& b) {
   std::vector<std::string> grew;
   if (Severity(b.status()) > Severity(a.status())) {
-    grew.push_back(
-        absl::StrCat("status ", CaseStatusName(a.status()), " -> ", CaseStatusName(b.status())));
+    grew.push_back(absl::StrCat("status ", common::CaseStatusName(a.status()), " -> ",
+                                common::CaseStatusName(b.status())));
   }
   if (!Checked(a) || !Checked(b)) return grew;
   const std::pair<const char*, std::pair<uint64_t, uint64_t>> counts[] = {
@@ -125,15 +125,17 @@ void SetIdentity(const v1::CaseResult& c, v1::CaseComparison* out) {
 }
 
 std::string StatusChange(const v1::CaseResult& a, const v1::CaseResult& b) {
-  if (a.status() == b.status()) return absl::StrCat(CaseStatusName(a.status()), " in both runs");
-  return absl::StrCat("status ", CaseStatusName(a.status()), " -> ", CaseStatusName(b.status()));
+  if (a.status() == b.status())
+    return absl::StrCat(common::CaseStatusName(a.status()), " in both runs");
+  return absl::StrCat("status ", common::CaseStatusName(a.status()), " -> ",
+                      common::CaseStatusName(b.status()));
 }
 
 // `auto` is matched as `auto`; when it dispatched differently, that likely explains the change.
 std::string DispatchNote(const v1::CaseResult& a, const v1::CaseResult& b) {
   if (a.variant() != v1::VARIANT_AUTO || a.resolved_variant() == b.resolved_variant()) return "";
-  return absl::StrCat("; auto dispatched to ", VariantName(b.resolved_variant()), " (was ",
-                      VariantName(a.resolved_variant()), ")");
+  return absl::StrCat("; auto dispatched to ", common::VariantName(b.resolved_variant()), " (was ",
+                      common::VariantName(a.resolved_variant()), ")");
 }
 
 Judged JudgeMatched(const v1::CaseResult& a, const v1::CaseResult& b, double threshold) {
@@ -229,8 +231,9 @@ std::vector<Judged> JudgeAll(const v1::RunResult& a, const v1::RunResult& b, dou
 
 // "lamport graph w=4 m=64 n=7168 bf16"
 std::string CaseLabel(const v1::CaseComparison& c) {
-  return absl::StrCat(VariantName(c.variant()), " ", ModeName(c.mode()), " w=", c.world_size(),
-                      " m=", c.m(), " n=", c.n(), " ", DTypeName(c.dtype()));
+  return absl::StrCat(common::VariantName(c.variant()), " ", common::ModeName(c.mode()),
+                      " w=", c.world_size(), " m=", c.m(), " n=", c.n(), " ",
+                      common::DTypeName(c.dtype()));
 }
 
 std::string Summary(const std::vector<Judged>& judged, const v1::CompareResponse& response) {

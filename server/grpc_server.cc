@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/defaults.h"
 #include "grpc/grpc.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/server_posix.h"
@@ -16,7 +17,6 @@
 namespace colltest::server {
 namespace {
 
-constexpr int kMaxMessageBytes = 64 << 20;
 // Keepalive: every connection, with calls or without, is pinged after 30 s of silence and closed
 // when the ping is not answered within 10 s, so a vanished client (host down, cable pulled) frees
 // its slot in under a minute instead of at TCP's retransmission timeout (~15 min).
@@ -28,8 +28,8 @@ int Milliseconds(absl::Duration d) {
 }
 
 void ConfigureBuilder(const FrontEndLimits& limits, grpc::ServerBuilder& builder) {
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);

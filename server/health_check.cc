@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 #include "server/health_report.h"
 #include "server/validation.h"
+#include "server/verdict.h"
 
 namespace colltest::server {
 
@@ -79,7 +80,7 @@ struct CheckRunner {
 bool AllHealthy(const absl::StatusOr<v1::RunResult>& run) {
   if (!run.ok()) return false;
   for (const v1::CaseResult& c : run->cases()) {
-    if (c.status() != v1::CASE_STATUS_OK && c.status() != v1::CASE_STATUS_UNSUPPORTED) return false;
+    if (IsFailure(c.status())) return false;
   }
   return true;
 }
@@ -191,13 +192,13 @@ std::string FaultForPair(const std::string& fault, const std::vector<uint32_t>& 
   return common::FormatFaultSpec(*parsed);
 }
 
-HealthChecker::HealthChecker(RunExecutor* executor, const WorkerPool* pool, std::string backend,
-                             std::vector<v1::Variant> variants, v1::MachineIdentity machine,
-                             ExpectedBandwidth expected)
+HealthChecker::HealthChecker(RunExecutor* executor, const WorkerPool* pool,
+                             colltest::worker::v1::Capabilities capabilities,
+                             v1::MachineIdentity machine, ExpectedBandwidth expected)
     : executor_(executor),
       pool_(pool),
-      backend_(std::move(backend)),
-      profile_(HealthProfileFor(backend_, variants)),
+      capabilities_(std::move(capabilities)),
+      profile_(HealthProfileFor(capabilities_)),
       machine_(std::move(machine)),
       expected_(std::move(expected)) {}
 
@@ -207,7 +208,7 @@ absl::StatusOr<v1::HealthResponse> HealthChecker::Check(const v1::HealthRequest&
   const absl::Time start = absl::Now();
   const ServerLimits& limits = executor_->limits();
   COLLTEST_ASSIGN_OR_RETURN(const CheckInput input, ValidateRequest(request, limits));
-  const HealthPlan plan = HealthPlanFor(request.level(), profile_, backend_,
+  const HealthPlan plan = HealthPlanFor(request.level(), profile_, capabilities_,
                                         limits.allow_fault_injection, limits.max_case_bytes);
   const CheckRunner runner{executor_, observer, owner, request};
   HealthRuns runs;

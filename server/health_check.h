@@ -32,8 +32,9 @@ class HealthChecker {
   // The pointers are not owned and must outlive the checker. `machine` gives the device models
   // and link kinds that `expected` is looked up by (level long); without them every pair is
   // reported without an expected figure.
-  HealthChecker(RunExecutor* executor, const WorkerPool* pool, std::string backend,
-                std::vector<colltest::v1::Variant> variants,
+  // `capabilities`: what the backend announced, which sets the levels' profile.
+  HealthChecker(RunExecutor* executor, const WorkerPool* pool,
+                colltest::worker::v1::Capabilities capabilities,
                 colltest::v1::MachineIdentity machine = {}, ExpectedBandwidth expected = {});
 
   // Errors: INVALID_ARGUMENT naming the field, or what the executor refused (validation,
@@ -45,7 +46,7 @@ class HealthChecker {
  private:
   RunExecutor* const executor_;
   const WorkerPool* const pool_;
-  const std::string backend_;
+  const colltest::worker::v1::Capabilities capabilities_;
   const HealthProfile profile_;
   const colltest::v1::MachineIdentity machine_;
   const ExpectedBandwidth expected_;

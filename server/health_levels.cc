@@ -8,11 +8,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/element_size.h"
 #include "common/fault_spec.h"
+#include "common/names.h"
 #include "nlohmann/json.hpp"
-#include "server/case_merge.h"
-#include "server/names.h"
 #include "server/run_executor.h"
+#include "server/verdict.h"
 
 namespace colltest::server {
 
@@ -46,22 +47,25 @@ constexpr uint32_t kCpuBandwidthRows = 128;
 constexpr uint32_t kGpuBandwidthWarmup = 5;
 constexpr uint32_t kGpuBandwidthIters = 20;
 
-bool IsCpu(const std::string& backend) { return backend == "cpu"; }
+using Capabilities = colltest::worker::v1::Capabilities;
+
+// Virtual devices are ranks sharing the host's cores (the cpu backend): they get the cpu sizes.
+bool VirtualDevices(const Capabilities& caps) { return !caps.reports_devices(); }
 
 // The largest power of two not above `want` whose case fits `max_case_bytes` per rank (at least
 // 1): the server refuses larger cases, and colltestd --max-case-bytes may be set lower than the
 // default.
 uint32_t RowsWithin(uint32_t want, uint32_t n, v1::DType dtype, uint64_t max_case_bytes) {
   uint32_t m = want;
-  while (m > 1 && uint64_t{m} * n * ElemBytes(dtype) > max_case_bytes) m /= 2;
+  while (m > 1 && uint64_t{m} * n * common::ElementBytes(dtype) > max_case_bytes) m /= 2;
   return m;
 }
 
 // Both modes where graphs exist: graph replay is how serving stacks call these kernels, eager is
-// how everything else does. The cpu backend has no graphs worth the name: eager only.
-void SetModesOfLevel(v1::SweepSpec& spec, const std::string& backend) {
+// how everything else does. A backend without graphs (the cpu one) runs eager only.
+void SetModesOfLevel(v1::SweepSpec& spec, const Capabilities& caps) {
   spec.clear_modes();
-  if (!IsCpu(backend)) spec.add_modes(v1::MODE_GRAPH);
+  if (caps.graph_mode()) spec.add_modes(v1::MODE_GRAPH);
   spec.add_modes(v1::MODE_EAGER);
 }
 
@@ -80,16 +84,16 @@ v1::SweepSpec StressSpec(const v1::SweepSpec& group, const std::vector<uint32_t>
   return stress;
 }
 
-v1::SweepSpec BandwidthSpec(const v1::SweepSpec& group, const std::string& backend,
+v1::SweepSpec BandwidthSpec(const v1::SweepSpec& group, const Capabilities& caps,
                             uint64_t max_case_bytes) {
-  const bool cpu = IsCpu(backend);
+  const bool cpu = VirtualDevices(caps);
   v1::SweepSpec bandwidth = group;  // every variant: the pair's figure is its fastest one's
   bandwidth.clear_m();
   bandwidth.add_m(RowsWithin(cpu ? kCpuBandwidthRows : kGpuBandwidthRows, group.n(0), group.dtype(),
                              max_case_bytes));
   bandwidth.clear_modes();
   // Graph replay has no launch gaps between calls: the figure closest to the link's.
-  bandwidth.add_modes(cpu ? v1::MODE_EAGER : v1::MODE_GRAPH);
+  bandwidth.add_modes(caps.graph_mode() ? v1::MODE_GRAPH : v1::MODE_EAGER);
   if (!cpu) {
     bandwidth.set_warmup(kGpuBandwidthWarmup);
     bandwidth.set_iters(kGpuBandwidthIters);
@@ -101,18 +105,17 @@ v1::SweepSpec BandwidthSpec(const v1::SweepSpec& group, const std::string& backe
 
 }  // namespace
 
-HealthProfile HealthProfileFor(const std::string& backend,
-                               const std::vector<v1::Variant>& variants) {
+HealthProfile HealthProfileFor(const Capabilities& caps) {
   HealthProfile profile;
   v1::SweepSpec& group = profile.group;
-  const bool cpu = IsCpu(backend);
+  const bool cpu = VirtualDevices(caps);
   group.add_m(kShortRows);
   group.add_m(cpu ? kCpuMediumRows : kGpuMediumRows);
   group.add_n(cpu ? kCpuHidden : kGpuHidden);
   group.set_dtype(v1::DTYPE_BF16);
-  // Graph replay is how serving stacks call these kernels on GPUs; the cpu backend has no graphs
-  // worth the name, so it checks the eager path.
-  group.add_modes(cpu ? v1::MODE_EAGER : v1::MODE_GRAPH);
+  // Graph replay is how serving stacks call these kernels on GPUs; a backend without graphs (the
+  // cpu one) checks the eager path.
+  group.add_modes(caps.graph_mode() ? v1::MODE_GRAPH : v1::MODE_EAGER);
   // Half the elements are +-0.0: a producer that forgets to canonicalise -0.0 hangs its peers.
   group.set_pattern(v1::PATTERN_NEG_ZERO);
   group.set_tolerance(v1::TOLERANCE_STRICT);
@@ -120,8 +123,8 @@ HealthProfile HealthProfileFor(const std::string& backend,
   group.set_iters(10);
   group.set_stop_on_failure(true);
   group.set_label("health");
-  for (v1::Variant v : variants) {
-    if (v != v1::VARIANT_AUTO) group.add_variants(v);
+  for (int v : caps.variants()) {
+    if (v != v1::VARIANT_AUTO) group.add_variants(static_cast<v1::Variant>(v));
   }
   // A pair needs only one variant per protocol family to show a bad link: barriers and flags.
   profile.pair = group;
@@ -133,16 +136,16 @@ HealthProfile HealthProfileFor(const std::string& backend,
 }
 
 HealthPlan HealthPlanFor(v1::HealthLevel level, const HealthProfile& profile,
-                         const std::string& backend, bool allow_faults, uint64_t max_case_bytes) {
+                         const Capabilities& caps, bool allow_faults, uint64_t max_case_bytes) {
   HealthPlan plan;
   plan.group = profile.group;
   plan.pair = profile.pair;
   if (level != v1::HEALTH_LEVEL_STANDARD && level != v1::HEALTH_LEVEL_LONG) return plan;
   plan.level = level;
   plan.all_pairs = true;
-  SetModesOfLevel(plan.group, backend);
-  SetModesOfLevel(plan.pair, backend);
-  const bool cpu = IsCpu(backend);
+  SetModesOfLevel(plan.group, caps);
+  SetModesOfLevel(plan.pair, caps);
+  const bool cpu = VirtualDevices(caps);
   plan.group_stress.push_back(StressSpec(plan.group, {cpu ? kCpuMediumRows : kGpuMediumRows},
                                          cpu ? kCpuShortStressCalls : kGpuShortStressCalls,
                                          "health stress", max_case_bytes));
@@ -153,7 +156,7 @@ HealthPlan HealthPlanFor(v1::HealthLevel level, const HealthProfile& profile,
   plan.group_stress.push_back(StressSpec(plan.group, {std::begin(rows), std::end(rows)},
                                          cpu ? kCpuLongStressCalls : kGpuLongStressCalls,
                                          "health long stress", max_case_bytes));
-  plan.pair_bandwidth = BandwidthSpec(profile.group, backend, max_case_bytes);
+  plan.pair_bandwidth = BandwidthSpec(profile.group, caps, max_case_bytes);
   return plan;
 }
 
@@ -194,22 +197,19 @@ v1::HealthSelfTest EvaluateSelfTest(const v1::RunResult& run, uint32_t planted_d
   const std::string planted =
       absl::StrCat("planted ", run.spec().fault(), " (device ", planted_device, ")");
   if (run.cases_size() == 0) {
-    test.set_message(absl::StrCat(planted, " but the run has no case (", RunStateName(run.state()),
-                                  ": ", run.message(), ")"));
+    test.set_message(absl::StrCat(planted, " but the run has no case (",
+                                  common::RunStateName(run.state()), ": ", run.message(), ")"));
     return test;
   }
   const v1::CaseResult& c = run.cases(0);
   if (c.status() != v1::CASE_STATUS_HANG) {
-    test.set_message(absl::StrCat(planted, " but the case came back ", CaseStatusName(c.status()),
-                                  ": ", c.message()));
+    test.set_message(absl::StrCat(planted, " but the case came back ",
+                                  common::CaseStatusName(c.status()), ": ", c.message()));
     return test;
   }
-  const std::vector<v1::RankResult> ranks(c.ranks().begin(), c.ranks().end());
-  const std::optional<uint32_t> culprit = HangCulprit(ranks);
-  int64_t device = -1;
-  if (culprit.has_value() && *culprit < static_cast<uint32_t>(run.spec().devices_size())) {
-    device = run.spec().devices(static_cast<int>(*culprit));
-  }
+  const std::vector<uint32_t> devices(run.spec().devices().begin(), run.spec().devices().end());
+  const std::optional<Culprit> culprit = HangCulpritOf(c, devices);
+  const int64_t device = culprit.has_value() ? int64_t{culprit->device} : -1;
   if (device != planted_device) {
     test.set_message(absl::StrCat(planted, " but the HANG named ",
                                   device < 0 ? "no single device" : absl::StrCat("device ", device),

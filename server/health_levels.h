@@ -12,19 +12,21 @@
 
 #include "absl/status/statusor.h"
 #include "colltest/v1/colltest.pb.h"
+#include "colltest/v1/worker.pb.h"
 #include "server/tune_table.h"
 #include "server/validation.h"
 
 namespace colltest::server {
 
-// What the quick check runs on a backend: the shapes, the mode and the variants of the group
-// profile and of each pair. The other levels build on it.
+// What the quick check runs on a backend with `capabilities` (what it announced): the shapes, the
+// mode and the variants of the group profile and of each pair. The other levels build on it. A
+// backend with virtual devices (reports_devices false: the cpu backend, ranks sharing a few
+// cores) gets smaller cases and fewer calls; one without graphs (graph_mode false) runs eager.
 struct HealthProfile {
   colltest::v1::SweepSpec group;  // devices, fault and timeout are filled in per check
   colltest::v1::SweepSpec pair;
 };
-HealthProfile HealthProfileFor(const std::string& backend,
-                               const std::vector<colltest::v1::Variant>& variants);
+HealthProfile HealthProfileFor(const colltest::worker::v1::Capabilities& capabilities);
 
 // Bus bandwidth below this share of the expected figure is a WARN (below_expected). A pair that
 // reaches 80% is within what clocks, the variant and a busy host move from run to run; a link
@@ -49,10 +51,10 @@ struct HealthPlan {
   bool self_test_allowed = false;  // ... and the server allows the fault it plants
 };
 
-// The plan of `level` (UNSPECIFIED is QUICK) over `profile` (HealthProfileFor(backend, ...)).
+// The plan of `level` (UNSPECIFIED is QUICK) over `profile` (HealthProfileFor(capabilities)).
 // Shapes are capped so that a case stays within `max_case_bytes` per rank.
 HealthPlan HealthPlanFor(colltest::v1::HealthLevel level, const HealthProfile& profile,
-                         const std::string& backend, bool allow_faults,
+                         const colltest::worker::v1::Capabilities& capabilities, bool allow_faults,
                          uint64_t max_case_bytes = kDefaultMaxCaseBytes);
 
 // The self test's run on `devices` (at least 2): one small case in which the last device's rank

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "server/case_merge.h"
-#include "server/names.h"
+#include "common/names.h"
+#include "server/verdict.h"
 
 namespace colltest::server {
 
@@ -24,7 +24,8 @@ v1::CaseStatus HealthStatus(v1::CaseStatus s) {
 }
 
 std::string CaseLabel(const v1::CaseResult& c) {
-  return absl::StrCat(VariantName(c.variant()), " ", ModeName(c.mode()), " m=", c.m());
+  return absl::StrCat(common::VariantName(c.variant()), " ", common::ModeName(c.mode()),
+                      " m=", c.m());
 }
 
 // Folds one case into a target: the worst status with its message, and the latency samples.
@@ -270,7 +271,7 @@ v1::HealthResponse BuildHealthReport(const HealthRuns& runs, const HealthReportC
                            runs.pairs ? absl::StrCat(", ", response.pairs_size(), " pairs") : "",
                            ", ", response.cases_size(), " cases");
   } else {
-    message = absl::StrCat(CaseStatusName(verdict.worst), ": ", verdict.first_failure);
+    message = absl::StrCat(common::CaseStatusName(verdict.worst), ": ", verdict.first_failure);
   }
   absl::StrAppend(&message, PairsLine(verdict), WarnLines(response, verdict),
                   SelfTestLine(runs.self_test));

@@ -23,7 +23,8 @@ void FnvAppendField(uint64_t& h, absl::string_view field) {
   common::Fnv1aAppend(h, field);
 }
 
-// The kernel release (uname -r): what the cpu backend's "runtime" is. "" when uname fails.
+// The kernel release (uname -r): what a backend of virtual devices (cpu) has as its "runtime". ""
+// when uname fails.
 std::string KernelRelease() {
   utsname u;
   if (uname(&u) != 0) return "";
@@ -56,7 +57,7 @@ std::string MachineKey(const v1::MachineIdentity& machine) {
 v1::MachineIdentity BuildMachineIdentity(const BackendInfo& info,
                                          const std::string& colltest_version,
                                          const std::string& build_commit) {
-  const bool cpu = info.backend == "cpu";
+  const bool virtual_devices = !info.capabilities.reports_devices();
   v1::MachineIdentity m;
   m.set_hostname(HostName());
   m.set_backend(info.backend);
@@ -65,14 +66,14 @@ v1::MachineIdentity BuildMachineIdentity(const BackendInfo& info,
     out = d;
     out.set_backend(info.backend);
   }
-  m.set_driver_version(cpu ? "cpu" : info.driver_version);
-  m.set_runtime_version(cpu ? KernelRelease() : info.runtime_version);
+  m.set_driver_version(virtual_devices ? info.backend : info.driver_version);
+  m.set_runtime_version(virtual_devices ? KernelRelease() : info.runtime_version);
   for (const v1::Link& l : info.links) {
     v1::Link& out = *m.add_links();
     out = l;
     // The probe names the link when the runtime or NVML can ("nvlink", "xgmi", "pcie"); an older
     // probe line without a kind still says whether peer access works.
-    if (cpu) {
+    if (virtual_devices) {
       out.set_kind("shm");
     } else if (l.kind().empty()) {
       out.set_kind(l.p2p() ? "p2p" : "none");

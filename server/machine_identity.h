@@ -10,9 +10,10 @@
 
 namespace colltest::server {
 
-// The identity of this host running `info` (the resolved backend and devices). GPU links get kind
-// "p2p" or "none" from their p2p flag; the cpu backend reports driver "cpu" and the kernel release
-// as its runtime, its links "shm".
+// The identity of this host running `info` (the resolved backend and devices). GPU links without
+// a kind get "p2p" or "none" from their p2p flag. A backend whose devices are virtual
+// (Capabilities.reports_devices false: the cpu backend) has no driver or runtime of its own: it
+// reports its name as the driver and the kernel release as its runtime, its links "shm".
 colltest::v1::MachineIdentity BuildMachineIdentity(const BackendInfo& info,
                                                    const std::string& colltest_version,
                                                    const std::string& build_commit);

@@ -180,7 +180,7 @@ ServiceOptions ServiceOptionsFor(const ServerOptions& options, const BackendInfo
   service_options.expected_busbw = std::move(expected_busbw);
   service_options.backend = backend.backend;
   service_options.devices = backend.devices;
-  service_options.variants = VariantsFor(backend.backend);
+  service_options.capabilities = backend.capabilities;
   service_options.max_case_bytes = options.max_case_bytes;
   service_options.allow_fault_injection = options.allow_fault_injection;
   service_options.auth = auth;
@@ -233,7 +233,7 @@ struct Daemon {
   std::unique_ptr<HealthListener> health_listener;
   std::unique_ptr<ServingState> serving;
   std::unique_ptr<WorkerPool> pool;
-  std::unique_ptr<DeviceUsersProbe> users;  // null on the cpu backend: nobody else uses its devices
+  std::unique_ptr<DeviceUsersProbe> users;  // null for virtual devices: nobody else uses them
   TuneTables tune;
   ExpectedBandwidth expected_busbw;  // the long health level's figures, from the tune dir
   OpenedHistory history;
@@ -269,7 +269,8 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
                         absl::StrCat("worker pool: ", pool.status().message()));
   }
   d.pool = *std::move(pool);
-  if (d.backend.backend != "cpu") {
+  // A backend whose devices are virtual (the cpu backend) has no other users to look for.
+  if (d.backend.capabilities.reports_devices()) {
     d.users = CreateWorkerUsersProbe(options.worker, d.backend.backend);
   }
   COLLTEST_ASSIGN_OR_RETURN(d.tune, LoadTuneTables(options.tune_dir));

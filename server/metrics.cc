@@ -8,13 +8,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/names.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 #include "server/build_info.h"
-#include "server/names.h"
 #include "server/options.h"
 
 namespace colltest::server {
@@ -24,10 +24,12 @@ namespace v1 = ::colltest::v1;
 
 // Label values are the lower-case short names a user types ("lamport_tb", "hang"), so a query
 // reads like a command line.
-std::string StatusLabel(v1::CaseStatus s) { return absl::AsciiStrToLower(CaseStatusName(s)); }
+std::string StatusLabel(v1::CaseStatus s) {
+  return absl::AsciiStrToLower(common::CaseStatusName(s));
+}
 // MODE_UNSPECIFIED means eager in the API; one series for both keeps dashboards simple.
 std::string ModeLabel(v1::Mode m) {
-  return ModeName(m == v1::MODE_UNSPECIFIED ? v1::MODE_EAGER : m);
+  return std::string(common::ModeName(m == v1::MODE_UNSPECIFIED ? v1::MODE_EAGER : m));
 }
 
 constexpr std::array<v1::CaseStatus, 5> kStatuses = {v1::CASE_STATUS_OK, v1::CASE_STATUS_WRONG,
@@ -202,7 +204,7 @@ void Metrics::Impl::AddKnownSeries() {
   }
   for (v1::Variant v : kVariants) {
     for (v1::Mode m : kModes) {
-      const std::string variant = VariantName(v);
+      const std::string variant(common::VariantName(v));
       const std::string mode = ModeLabel(m);
       latency.Add({{"variant", variant}, {"mode", mode}}, LatencyBuckets());
       for (v1::CaseStatus s : kStatuses) {
@@ -235,7 +237,7 @@ void Metrics::SetBackend(const std::string& backend, const std::vector<v1::Devic
 }
 
 void Metrics::ObserveCase(const v1::CaseResult& result) {
-  const std::string variant = VariantName(result.variant());
+  const std::string variant(common::VariantName(result.variant()));
   const std::string mode = ModeLabel(result.mode());
   impl_->cases.Add({{"status", StatusLabel(result.status())}, {"variant", variant}, {"mode", mode}})
       .Increment();

@@ -1,11 +1,14 @@
 #include "server/rendezvous.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/shm_names.h"
 #include "server/fan_out.h"
 
 namespace colltest::server {
@@ -75,6 +78,9 @@ absl::Status Rendezvous(absl::Span<const std::unique_ptr<WorkerProcess>> ranks,
         request.set_world_size(world);
         request.set_device(ranks[rank]->device());
         request.set_max_case_bytes(max_case_bytes);
+        // The controller names the segments so that it can find them after a crash
+        // (server/shm_segments.h); backends without any ignore it.
+        request.set_shm_prefix(common::ShmSegmentPrefix(getpid(), ranks[rank]->pid()));
         InitReply reply;
         grpc::Status s = ranks[rank]->stub().Init(&context, request, &reply);
         if (s.ok()) init_replies[rank] = std::move(reply);

@@ -12,10 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 #include "server/case_merge.h"
-#include "server/names.h"
+#include "server/own_processes.h"
 #include "server/sweep_plan.h"
+#include "server/verdict.h"
 #include "spdlog/spdlog.h"
 
 namespace colltest::server {
@@ -30,7 +32,7 @@ std::string CountByStatus(const v1::RunResult& run) {
   std::map<int, std::pair<std::string, int>> counts;
   for (const v1::CaseResult& c : run.cases()) {
     auto& [name, count] = counts[StatusSeverity(c.status())];
-    name = CaseStatusName(c.status());
+    name = std::string(common::CaseStatusName(c.status()));
     ++count;
   }
   std::vector<std::string> parts;
@@ -70,7 +72,7 @@ std::optional<v1::CaseResult> RunExecutor::RunOne(
       return UnsupportedCase(
           index, devices, request,
           absl::StrCat("auto: no tune table for ", limits_.backend, " W=", world, " ",
-                       DTypeName(request.dtype()),
+                       common::DTypeName(request.dtype()),
                        " (measure one with `colltest tune` and put it in colltestd's --tune-dir)"));
     }
     concrete.set_variant(choice->variant);
@@ -102,15 +104,12 @@ void RunExecutor::Count(const v1::CaseResult& result, const std::vector<uint32_t
                         bool planted) {
   if (metrics_ != nullptr && !planted) metrics_->ObserveCase(result);
   if (result.status() != v1::CASE_STATUS_HANG || planted) return;
-  const std::vector<v1::RankResult> ranks(result.ranks().begin(), result.ranks().end());
-  const std::optional<uint32_t> culprit = HangCulprit(ranks);
-  // -1 when no single rank was to blame (or the rank is not one of the group's).
-  const uint32_t culprit_rank = culprit.value_or(UINT32_MAX);
-  const int32_t culprit_device =
-      culprit_rank < devices.size() ? static_cast<int32_t>(devices[culprit_rank]) : -1;
-  if (metrics_ != nullptr && culprit_device >= 0) {
-    metrics_->ObserveHang(culprit_rank, static_cast<uint32_t>(culprit_device));
+  const std::optional<Culprit> culprit = HangCulpritOf(result, devices);
+  if (metrics_ != nullptr && culprit.has_value()) {
+    metrics_->ObserveHang(culprit->rank, culprit->device);
   }
+  // -1 when no single rank was to blame (or the rank is not one of the group's).
+  const int32_t culprit_device = culprit.has_value() ? static_cast<int32_t>(culprit->device) : -1;
   v1::GroupHealth hang;
   hang.set_last_hang(result.message());
   hang.set_last_hang_unix_ms(absl::ToUnixMillis(absl::Now()));
@@ -145,9 +144,12 @@ std::string RunExecutor::StopReason(const std::string& run_id, RunObserver& obse
 absl::Status RunExecutor::CheckNoOtherUsers(const v1::SweepSpec& spec,
                                             const std::vector<uint32_t>& devices) const {
   if (users_ == nullptr || spec.force()) return absl::OkStatus();
-  // This process and its workers use the devices by design; only the others count.
-  std::vector<int> own = pool_->LivePids();
-  own.push_back(static_cast<int>(getpid()));
+  // This process and its workers use the devices by design; only the others count. Every child
+  // counts, not only the workers of the pool's groups: after a crash or a stall the recovery
+  // starts a new group (its workers hold the devices before the group joins the pool), and this
+  // check, made before the run queues, once refused the case after a fault as BUSY naming them.
+  std::vector<int> own = OwnProcesses(getpid());
+  for (int pid : pool_->LivePids()) own.push_back(pid);
   return CheckDevicesFree(*users_, devices, own);
 }
 
@@ -221,9 +223,11 @@ RunExecutor::Loop RunExecutor::RunCases(const std::string& id, const v1::SweepSp
     v1::CaseResult& result = *ran;
     result.set_wall_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
     if (result.status() != v1::CASE_STATUS_OK) {
-      spdlog::warn("run {} case {} ({} {} m={} n={}): {} {}", id, i, VariantName(result.variant()),
-                   ModeName(result.mode()), result.m(), result.n(), CaseStatusName(result.status()),
-                   result.message());
+      // std::string: fmt cannot print an absl::string_view.
+      spdlog::warn("run {} case {} ({} {} m={} n={}): {} {}", id, i,
+                   std::string(common::VariantName(result.variant())),
+                   std::string(common::ModeName(result.mode())), result.m(), result.n(),
+                   std::string(common::CaseStatusName(result.status())), result.message());
     }
     if (absl::Status stored = history_->AddCase(id, result); !stored.ok()) {
       spdlog::error("run {} case {}: not stored in the history: {}", id, i,
@@ -234,8 +238,9 @@ RunExecutor::Loop RunExecutor::RunCases(const std::string& id, const v1::SweepSp
     observer.OnCase(id, result, loop.done, total);
     if (spec.stop_on_failure() &&
         StatusSeverity(result.status()) >= StatusSeverity(v1::CASE_STATUS_WRONG)) {
-      loop.failed_fast = absl::StrCat("stopped at case ", i, " (", CaseStatusName(result.status()),
-                                      "): ", total - loop.done, " of ", total, " cases not run");
+      loop.failed_fast =
+          absl::StrCat("stopped at case ", i, " (", common::CaseStatusName(result.status()),
+                       "): ", total - loop.done, " of ", total, " cases not run");
       break;
     }
   }
@@ -258,7 +263,7 @@ absl::StatusOr<v1::RunResult> RunExecutor::FinishRun(const std::string& id, uint
   if (state == v1::RUN_STATE_DONE && !loop.failed_fast.empty()) {
     message = absl::StrCat(message, "; ", loop.failed_fast);
   }
-  spdlog::info("run {}: {} {}", id, RunStateName(state), message);
+  spdlog::info("run {}: {} {}", id, std::string(common::RunStateName(state)), message);
   return history_->Finish(id, state, message);
 }
 

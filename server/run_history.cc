@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/names.h"
 #include "common/status_macros.h"
-#include "server/names.h"
 #include "server/run_id.h"
 
 namespace colltest::server {
@@ -59,7 +59,7 @@ absl::Status RunHistory::MarkRunning(const std::string& run_id) {
     if (it == active_.end()) return NotFound(run_id);
     if (it->second.run.state() != v1::RUN_STATE_QUEUED) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "run ", run_id, " is ", RunStateName(it->second.run.state()), ", not QUEUED"));
+          "run ", run_id, " is ", common::RunStateName(it->second.run.state()), ", not QUEUED"));
     }
     it->second.run.set_state(v1::RUN_STATE_RUNNING);
   }
@@ -83,7 +83,7 @@ absl::StatusOr<v1::RunResult> RunHistory::Finish(const std::string& run_id, v1::
                                                  const std::string& message) {
   if (!IsTerminal(state)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a run cannot finish in state ", RunStateName(state)));
+        absl::StrCat("a run cannot finish in state ", common::RunStateName(state)));
   }
   v1::RunResult run;
   {
@@ -96,8 +96,8 @@ absl::StatusOr<v1::RunResult> RunHistory::Finish(const std::string& run_id, v1::
   }
   if (run.run_id().empty()) {
     COLLTEST_ASSIGN_OR_RETURN(v1::RunResult stored, store_->GetRun(run_id));
-    return absl::FailedPreconditionError(
-        absl::StrCat("run ", run_id, " has already finished (", RunStateName(stored.state()), ")"));
+    return absl::FailedPreconditionError(absl::StrCat("run ", run_id, " has already finished (",
+                                                      common::RunStateName(stored.state()), ")"));
   }
   run.set_state(state);
   run.set_message(message);

@@ -45,13 +45,9 @@ std::unique_ptr<store::RunStore> OpenMemoryStore() {
 
 }  // namespace
 
-std::vector<v1::Variant> VariantsFor(const std::string& backend) {
-  std::vector<v1::Variant> variants = {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL,
-                                       v1::VARIANT_LAMPORT, v1::VARIANT_LAMPORT_TB};
-  if (backend != "cpu") {
-    variants.push_back(v1::VARIANT_NCCL);
-    variants.push_back(v1::VARIANT_AUTO);
-  }
+std::vector<v1::Variant> VariantsFor(const colltest::worker::v1::Capabilities& capabilities) {
+  std::vector<v1::Variant> variants;
+  for (int v : capabilities.variants()) variants.push_back(static_cast<v1::Variant>(v));
   return variants;
 }
 
@@ -65,8 +61,7 @@ CollectiveTestService::CollectiveTestService(ServiceOptions options, WorkerPool*
       executor_(LimitsFor(options_), pool, &history_, &arbiter_, options_.metrics, options_.tune,
                 options_.users_probe),
       pool_(pool),
-      health_(&executor_, pool, options_.backend, options_.variants, options_.machine,
-              options_.expected_busbw),
+      health_(&executor_, pool, options_.capabilities, options_.machine, options_.expected_busbw),
       health_gate_(
           [this](const v1::HealthRequest& request, RunObserver& observer,
                  const std::string& owner) { return health_.Check(request, observer, owner); },
@@ -86,7 +81,7 @@ grpc::Status CollectiveTestService::ListDevices(grpc::ServerContext* context,
     *out = d;
     if (out->backend().empty()) out->set_backend(options_.backend);
   }
-  for (v1::Variant v : options_.variants) response->add_variants(v);
+  for (v1::Variant v : VariantsFor(options_.capabilities)) response->add_variants(v);
   response->set_max_world_size(static_cast<uint32_t>(options_.devices.size()));
   response->set_version(options_.version);
   std::vector<v1::GroupHealth> groups = pool_->GroupStates();

@@ -9,6 +9,8 @@
 
 #include "absl/time/time.h"
 #include "colltest/v1/colltest.grpc.pb.h"
+#include "colltest/v1/worker.pb.h"
+#include "common/defaults.h"
 #include "server/auth.h"
 #include "server/device_users.h"
 #include "server/health_check.h"
@@ -23,10 +25,11 @@
 namespace colltest::server {
 
 struct ServiceOptions {
-  std::string backend = "cpu";                // resolved: "cpu", "cuda" or "hip"
+  std::string backend = "cpu";                // resolved: "cpu", "cuda" or "hip", as users see it
   std::vector<colltest::v1::Device> devices;  // what this server may use
-  std::vector<colltest::v1::Variant> variants;
-  uint64_t max_case_bytes = 32ull << 20;
+  // What the backend announced (its probe, the same as its workers' Init reply): what it runs.
+  colltest::worker::v1::Capabilities capabilities;
+  uint64_t max_case_bytes = kDefaultMaxCaseBytes;
   bool allow_fault_injection = false;
   AuthConfig auth;  // no principals and no mutual TLS: no authentication
   std::string version;
@@ -45,9 +48,10 @@ struct ServiceOptions {
   DeviceUsersProbe* users_probe = nullptr;
 };
 
-// The variants a backend can run: the four protocol variants everywhere, plus the NCCL/RCCL anchor
-// and the dispatcher on GPUs.
-std::vector<colltest::v1::Variant> VariantsFor(const std::string& backend);
+// The variants a backend runs, as its capabilities announce them (ListDevices lists them): the
+// four protocol variants everywhere, plus the NCCL/RCCL anchor and the dispatcher on GPUs.
+std::vector<colltest::v1::Variant> VariantsFor(
+    const colltest::worker::v1::Capabilities& capabilities);
 
 class CollectiveTestService final : public colltest::v1::CollectiveTest::Service {
  public:

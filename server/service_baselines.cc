@@ -2,9 +2,9 @@
 // the history database (store/run_store.h) and server/compare.h.
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/names.h"
 #include "server/compare.h"
 #include "server/grpc_status.h"
-#include "server/names.h"
 #include "server/query_validation.h"
 #include "server/service.h"
 #include "server/validation.h"
@@ -19,7 +19,7 @@ absl::StatusOr<v1::RunResult> CollectiveTestService::FinishedRun(const std::stri
   if (!run.ok()) return run.status();
   if (!IsTerminal(run->state())) {
     return absl::FailedPreconditionError(absl::StrCat(field, ": run ", run_id, " is ",
-                                                      RunStateName(run->state()),
+                                                      common::RunStateName(run->state()),
                                                       "; wait until it has finished"));
   }
   return run;
@@ -39,7 +39,7 @@ grpc::Status CollectiveTestService::SetBaseline(grpc::ServerContext* context,
   // would report every later case as new.
   if (run->state() != v1::RUN_STATE_DONE) {
     return ToGrpcStatus(absl::FailedPreconditionError(
-        absl::StrCat("run_id: run ", run->run_id(), " is ", RunStateName(run->state()),
+        absl::StrCat("run_id: run ", run->run_id(), " is ", common::RunStateName(run->state()),
                      "; only a DONE run can be a baseline")));
   }
   if (run->machine().key().empty()) {

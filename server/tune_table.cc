@@ -7,8 +7,9 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/element_size.h"
+#include "common/names.h"
 #include "nlohmann/json.hpp"
-#include "server/names.h"
 
 namespace colltest::server {
 
@@ -18,7 +19,7 @@ namespace {
 
 std::optional<v1::DType> DTypeNamed(const std::string& name) {
   for (v1::DType t : {v1::DTYPE_BF16, v1::DTYPE_FP16, v1::DTYPE_FP32}) {
-    if (DTypeName(t) == name) return t;
+    if (common::DTypeName(t) == name) return t;
   }
   return std::nullopt;
 }
@@ -26,14 +27,14 @@ std::optional<v1::DType> DTypeNamed(const std::string& name) {
 std::optional<v1::Variant> ConcreteVariantNamed(const std::string& name) {
   for (v1::Variant v : {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
                         v1::VARIANT_LAMPORT_TB, v1::VARIANT_NCCL}) {
-    if (VariantName(v) == name) return v;
+    if (common::VariantName(v) == name) return v;
   }
   return std::nullopt;
 }
 
 std::string Describe(const TuneTable& t) {
-  return absl::StrCat(t.backend, " W=", t.world, " ", DTypeName(t.dtype), " ", ModeName(t.mode),
-                      " n=", t.n);
+  return absl::StrCat(t.backend, " W=", t.world, " ", common::DTypeName(t.dtype), " ",
+                      common::ModeName(t.mode), " n=", t.n);
 }
 
 }  // namespace
@@ -70,7 +71,7 @@ absl::StatusOr<TuneTable> ParseTuneTable(const std::string& text, const std::str
     TuneTable::Row row;
     row.m = r.value("m", 0u);
     if (row.m < 1) return bad("rows[].m: must be >= 1");
-    row.bytes = uint64_t{row.m} * t.n * ElemBytes(t.dtype);
+    row.bytes = uint64_t{row.m} * t.n * common::ElementBytes(t.dtype);
     const std::optional<v1::Variant> best = ConcreteVariantNamed(r.value("best", ""));
     if (!best) return bad(absl::StrCat("rows[m=", row.m, "].best: not a variant that runs"));
     row.best = *best;
@@ -117,13 +118,13 @@ std::optional<AutoChoice> TuneTables::Resolve(const std::string& backend, uint32
     if (chosen == nullptr || score(t) < score(*chosen)) chosen = &t;
   }
   if (chosen == nullptr) return std::nullopt;
-  const uint64_t bytes = uint64_t{m} * n * ElemBytes(dtype);
+  const uint64_t bytes = uint64_t{m} * n * common::ElementBytes(dtype);
   const TuneTable::Row* row = &chosen->rows.front();
   for (const TuneTable::Row& r : chosen->rows) {
     if (r.bytes <= bytes) row = &r;
   }
   return AutoChoice{row->best,
-                    absl::StrCat(VariantName(row->best), ": tune table ",
+                    absl::StrCat(common::VariantName(row->best), ": tune table ",
                                  std::filesystem::path(chosen->source).filename().string(), " (",
                                  Describe(*chosen), "), row m=", row->m, " (", row->bytes, " B)")};
 }

@@ -10,10 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/element_size.h"
 #include "common/fault_spec.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 #include "common/text.h"
-#include "server/names.h"
 
 namespace colltest::server {
 namespace {
@@ -21,6 +22,12 @@ namespace {
 namespace v1 = ::colltest::v1;
 
 absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(message); }
+
+// "unknown variant (one_stage, two_kernel, ...)": the names a user may give instead, read off the
+// one table (common/names.h) so that a new value is offered as soon as it is named.
+std::string Unknown(absl::string_view what, const std::vector<std::string>& names) {
+  return absl::StrCat(": unknown ", what, " (", absl::StrJoin(names, ", "), ")");
+}
 
 // The independent problems of one spec, so that a request hears about all of them at once: their
 // messages joined by "; " (one line, as the message is logged and kept with the run), with the
@@ -127,9 +134,9 @@ absl::Status CheckRows(const v1::SweepSpec& spec) {
 absl::Status CheckHidden(const v1::SweepSpec& spec) {
   if (spec.n_size() == 0) return Invalid("n: empty (give at least one hidden size)");
   const v1::DType dtype = spec.dtype();
-  const uint32_t pack = PackElems(dtype);
+  const uint32_t pack = common::PackElems(dtype);
   const std::string pack_text =
-      absl::StrCat("the pack size ", pack, " (16 bytes of ", DTypeName(dtype), ")");
+      absl::StrCat("the pack size ", pack, " (16 bytes of ", common::DTypeName(dtype), ")");
   for (uint32_t n : spec.n()) {
     // A multiple first: for n = 7 that is the rule the user needs to know about.
     if (n % pack != 0) {
@@ -147,11 +154,11 @@ absl::Status CheckCaseBytes(const v1::SweepSpec& spec, const ServerLimits& limit
   const v1::DType dtype = spec.dtype();
   const uint64_t m = *std::max_element(spec.m().begin(), spec.m().end());
   const uint64_t n = *std::max_element(spec.n().begin(), spec.n().end());
-  const uint64_t bytes = m * n * ElemBytes(dtype);
+  const uint64_t bytes = m * n * common::ElementBytes(dtype);
   if (bytes > limits.max_case_bytes) {
-    return Invalid(absl::StrCat("m = ", m, ", n = ", n, ": ", bytes, " bytes of ", DTypeName(dtype),
-                                " per rank exceed the per-case limit of ", limits.max_case_bytes,
-                                " bytes (colltestd --max-case-bytes)"));
+    return Invalid(absl::StrCat("m = ", m, ", n = ", n, ": ", bytes, " bytes of ",
+                                common::DTypeName(dtype), " per rank exceed the per-case limit of ",
+                                limits.max_case_bytes, " bytes (colltestd --max-case-bytes)"));
   }
   return absl::OkStatus();
 }
@@ -163,9 +170,8 @@ absl::Status CheckVariants(const v1::SweepSpec& spec) {
   for (int i = 0; i < spec.variants_size(); ++i) {
     const int v = spec.variants(i);
     if (v == v1::VARIANT_UNSPECIFIED || !v1::Variant_IsValid(v)) {
-      return Invalid(absl::StrCat(
-          "variants[", i, "] = ", v,
-          ": unknown variant (one_stage, two_kernel, lamport, lamport_tb, nccl, auto)"));
+      return Invalid(
+          absl::StrCat("variants[", i, "] = ", v, Unknown("variant", common::VariantNames())));
     }
   }
   return CheckUnique("variants", spec.variants());
@@ -176,7 +182,7 @@ absl::Status CheckModes(const v1::SweepSpec& spec, v1::SweepSpec& out) {
   for (int i = 0; i < spec.modes_size(); ++i) {
     const int m = spec.modes(i);
     if (!v1::Mode_IsValid(m)) {
-      return Invalid(absl::StrCat("modes[", i, "] = ", m, ": unknown mode (eager, graph)"));
+      return Invalid(absl::StrCat("modes[", i, "] = ", m, Unknown("mode", common::ModeNames())));
     }
     out.add_modes(m == v1::MODE_UNSPECIFIED ? v1::MODE_EAGER : static_cast<v1::Mode>(m));
   }
@@ -186,7 +192,7 @@ absl::Status CheckModes(const v1::SweepSpec& spec, v1::SweepSpec& out) {
 
 absl::Status CheckDType(const v1::SweepSpec& spec, v1::SweepSpec& out) {
   if (!v1::DType_IsValid(spec.dtype())) {
-    return Invalid(absl::StrCat("dtype = ", spec.dtype(), ": unknown dtype (bf16, fp16, fp32)"));
+    return Invalid(absl::StrCat("dtype = ", spec.dtype(), Unknown("dtype", common::DTypeNames())));
   }
   if (spec.dtype() == v1::DTYPE_UNSPECIFIED) out.set_dtype(v1::DTYPE_BF16);
   return absl::OkStatus();
@@ -196,14 +202,13 @@ absl::Status CheckPatternAndTolerance(const v1::SweepSpec& spec, v1::SweepSpec& 
   Problems problems;
   if (!v1::Pattern_IsValid(spec.pattern())) {
     problems.Add(Invalid(
-        absl::StrCat("pattern = ", spec.pattern(),
-                     ": unknown pattern (normal, integers, neg_zero, large, denormal, same)")));
+        absl::StrCat("pattern = ", spec.pattern(), Unknown("pattern", common::PatternNames()))));
   } else if (spec.pattern() == v1::PATTERN_UNSPECIFIED) {
     out.set_pattern(v1::PATTERN_NORMAL);
   }
   if (!v1::Tolerance_IsValid(spec.tolerance())) {
     problems.Add(Invalid(absl::StrCat("tolerance = ", spec.tolerance(),
-                                      ": unknown tolerance profile (strict, aiter, trtllm)")));
+                                      Unknown("tolerance profile", common::ToleranceNames()))));
   } else if (spec.tolerance() == v1::TOLERANCE_UNSPECIFIED) {
     out.set_tolerance(v1::TOLERANCE_STRICT);
   }
@@ -242,7 +247,7 @@ absl::Status CheckCounts(const v1::SweepSpec& spec, v1::SweepSpec& out) {
 
   if (spec.warmup() == 0) out.set_warmup(kDefaultWarmup);
   if (spec.iters() == 0) out.set_iters(kDefaultIters);
-  if (spec.timeout_ms() == 0) out.set_timeout_ms(kDefaultTimeoutMs);
+  if (spec.timeout_ms() == 0) out.set_timeout_ms(kDefaultCaseTimeoutMs);
   if (eps == 0.0f) out.set_eps(kDefaultEps);
   return absl::OkStatus();
 }

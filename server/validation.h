@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "colltest/v1/colltest.pb.h"
+#include "common/defaults.h"  // kDefaultCaseTimeoutMs, kDefaultMaxCaseBytes
 #include "common/text.h"
 
 namespace colltest::server {
@@ -34,11 +35,9 @@ inline constexpr uint64_t kMaxLamportMinBytes = 1ull << 40;
 inline constexpr size_t kMaxLabelBytes = common::kMaxLabelBytes;  // common::CheckLabel
 // Run ids are "r-" and 32 hex digits (run_id.h); anything longer is not one of ours.
 inline constexpr size_t kMaxRunIdBytes = 64;
-inline constexpr uint64_t kDefaultMaxCaseBytes = 32ull << 20;
 
 inline constexpr uint32_t kDefaultWarmup = 5;
 inline constexpr uint32_t kDefaultIters = 20;
-inline constexpr uint32_t kDefaultTimeoutMs = 5000;
 inline constexpr float kDefaultEps = 1e-6f;
 
 struct ServerLimits {

@@ -15,6 +15,7 @@
 #include "server/fan_out.h"
 #include "server/rendezvous.h"
 #include "server/shm_segments.h"
+#include "server/verdict.h"
 
 namespace colltest::server {
 namespace {
@@ -39,10 +40,11 @@ bool AllWaitedFor(const std::atomic<int32_t>* waited_for, size_t world, size_t c
   return true;
 }
 
-bool NeedsReset(absl::Span<const colltest::v1::RankResult> ranks) {
-  return std::any_of(ranks.begin(), ranks.end(), [](const colltest::v1::RankResult& r) {
-    return r.status() != colltest::v1::CASE_STATUS_OK &&
-           r.status() != colltest::v1::CASE_STATUS_UNSUPPORTED;
+// Every rank answered; some reported a failure (their own verdict) and may have left protocol
+// state behind.
+bool NeedsReset(absl::Span<const RankFacts> ranks) {
+  return std::any_of(ranks.begin(), ranks.end(), [](const RankFacts& r) {
+    return r.answer.has_value() && IsFailure(r.answer->status());
   });
 }
 
@@ -58,7 +60,7 @@ absl::StatusOr<std::unique_ptr<WorkerGroup>> WorkerGroup::Start(const WorkerPool
                                                                 ForkThread& fork_thread) {
   std::unique_ptr<WorkerGroup> group(
       new WorkerGroup(std::vector<uint32_t>(devices.begin(), devices.end()), options.grace,
-                      options.heartbeat_grace, options.spawn_timeout, options.backend == "cpu"));
+                      options.heartbeat_grace, options.spawn_timeout));
   const size_t world = devices.size();
 
   std::vector<absl::StatusOr<std::unique_ptr<WorkerProcess>>> spawned(world);
@@ -85,9 +87,10 @@ absl::StatusOr<std::unique_ptr<WorkerGroup>> WorkerGroup::Start(const WorkerPool
   const absl::Status status = Rendezvous(
       group->ranks_, options.max_case_bytes, options.spawn_timeout,
       [g = group.get()] { g->Kill(); }, init_replies);
-  if (group->exports_shm_) {
+  {
     absl::MutexLock lock(&group->kill_mu_);
     for (const InitReply& reply : init_replies) {
+      if (!reply.capabilities().uses_shared_memory_segments()) continue;
       for (const auto& handle : reply.handles()) group->shm_names_.push_back(handle.handle());
     }
   }
@@ -120,88 +123,90 @@ struct WorkerGroup::CaseWatch {
   std::vector<bool> abandoned;
   // The peer each rank said it waited for (common/worker_page.h) when the group was stopped.
   std::vector<int32_t> awaited_at_stop;
-  bool culprit_died = false;  // the first rank to fail died (set after the calls returned)
   bool cancel_sent = false;
   bool cancel_killed = false;  // the ranks did not stop within kCancelGrace
   absl::Notification all_answered;
   FirstFailure first;
 };
 
-WorkerGroup::CaseOutcome WorkerGroup::RunCase(const CaseRequest& request,
-                                              const CancelCheck& cancelled) {
+CaseFacts WorkerGroup::RunCase(const CaseRequest& request, const CancelCheck& cancelled) {
   const size_t world = ranks_.size();
-  const absl::Duration deadline = CaseDeadline(request, grace_);
+  CaseFacts facts;
+  facts.deadline = CaseDeadline(request, grace_);
+  facts.ranks.resize(world);
   // One absolute deadline for all ranks: threads start at slightly different times.
-  const auto deadline_at = std::chrono::system_clock::now() + absl::ToChronoNanoseconds(deadline);
+  const auto deadline_at =
+      std::chrono::system_clock::now() + absl::ToChronoNanoseconds(facts.deadline);
   for (const auto& process : ranks_) process->SetCancel(false);
 
-  std::vector<std::optional<RankResult>> answers(world);
-  std::vector<CallFailure> failures(world, CallFailure::kError);
-  std::vector<grpc::Status> errors(world);
   CaseWatch watch(world, [this] { KillRecordingWaits(); });
   {
     absl::MutexLock lock(&kill_mu_);
     watch_ = &watch;
   }
   std::thread watchdog([&] { Watchdog(request, cancelled, watch); });
-  ParallelFor(world, [&](size_t rank) {
-    grpc::ClientContext context;
-    context.set_deadline(deadline_at);
-    RankResult reply;
-    errors[rank] = ranks_[rank]->stub().RunCase(&context, request, &reply);
-    if (errors[rank].ok()) {
-      if (reply.status() == colltest::v1::CASE_STATUS_HANG) {
-        watch.waited_for[rank] = reply.suspect_peer();
-      }
-      answers[rank] = std::move(reply);
-      watch.answered[rank] = true;
-      watch.last_answer_ns = absl::ToUnixNanos(absl::Now());
-      return;
-    }
-    failures[rank] = ranks_[rank]->ClassifyFailedCall(errors[rank]);
-    watch.answered[rank] = true;
-    if (failures[rank] != CallFailure::kKilledByUs) watch.first.Record(rank);
-  });
+  ParallelFor(world, [&](size_t rank) { CallRank(rank, request, deadline_at, watch, facts); });
   watch.all_answered.Notify();
   watchdog.join();
   {
     absl::MutexLock lock(&kill_mu_);
     watch_ = nullptr;
   }
+  facts.first_failed = watch.first.rank();
+  facts.cancelled = watch.cancel_sent;
+  facts.cancel_killed = watch.cancel_killed;
+  bool unanswered = false;
   for (size_t rank = 0; rank < world; ++rank) {
-    if (watch.stalled_for[rank] > absl::ZeroDuration()) failures[rank] = CallFailure::kStalled;
-    if (watch.abandoned[rank]) failures[rank] = CallFailure::kAbandoned;
-  }
-  if (const std::optional<size_t> culprit = watch.first.rank(); culprit.has_value()) {
-    watch.culprit_died = failures[*culprit] == CallFailure::kDied;
-  }
-
-  CaseOutcome outcome;
-  outcome.cancelled = watch.cancel_sent;
-  outcome.ranks.resize(world);
-  for (size_t rank = 0; rank < world; ++rank) {
-    RankResult& result = outcome.ranks[rank];
-    if (answers[rank].has_value()) {
-      result = *std::move(answers[rank]);
-    } else {
-      outcome.failed = true;
-      result = UnansweredResult(rank, failures[rank], errors[rank], deadline, watch);
+    RankFacts& f = facts.ranks[rank];
+    f.device = devices_[rank];
+    f.awaited_at_stop = watch.awaited_at_stop[rank];
+    if (watch.stalled_for[rank] > absl::ZeroDuration()) {
+      f.failure = CallFailure::kStalled;
+      f.stalled_for = watch.stalled_for[rank];
     }
-    result.set_rank(static_cast<uint32_t>(rank));
-    result.set_device(devices_[rank]);
+    if (watch.abandoned[rank]) f.failure = CallFailure::kAbandoned;
+    unanswered |= !f.answer.has_value();
   }
   // Any unanswered rank leaves the group in an unknown state (peers mid-protocol, buffers unarmed);
   // so does a cancelled case, whose ranks stopped wherever they were.
-  if (outcome.failed) {
+  if (unanswered) {
+    facts.killed = true;
     Kill();
-  } else if (outcome.cancelled || NeedsReset(outcome.ranks)) {
-    outcome.reset = ResetAll();
-    if (!outcome.reset) {
-      outcome.failed = true;
+  } else if (facts.cancelled || NeedsReset(facts.ranks)) {
+    facts.reset = ResetAll();
+    if (!facts.reset) {
+      facts.killed = true;
       Kill();
     }
   }
-  return outcome;
+  return facts;
+}
+
+void WorkerGroup::CallRank(size_t rank, const CaseRequest& request,
+                           std::chrono::system_clock::time_point deadline_at, CaseWatch& watch,
+                           CaseFacts& facts) {
+  RankFacts& f = facts.ranks[rank];
+  WorkerProcess& process = *ranks_[rank];
+  grpc::ClientContext context;
+  context.set_deadline(deadline_at);
+  RankResult reply;
+  const grpc::Status error = process.stub().RunCase(&context, request, &reply);
+  if (error.ok()) {
+    if (reply.status() == colltest::v1::CASE_STATUS_HANG) {
+      watch.waited_for[rank] = reply.suspect_peer();
+    }
+    f.answer = std::move(reply);
+    watch.answered[rank] = true;
+    watch.last_answer_ns = absl::ToUnixNanos(absl::Now());
+    return;
+  }
+  f.failure = process.ClassifyFailedCall(error);
+  f.pid = process.pid();
+  if (f.failure == CallFailure::kDied) f.exit = process.ExitDescription();
+  f.error_code = error.error_code();
+  f.error_message = error.error_message();
+  watch.answered[rank] = true;
+  if (f.failure != CallFailure::kKilledByUs) watch.first.Record(rank);
 }
 
 // The watchdog. A worker beats while it computes and while it spins in a bounded wait, so a
@@ -266,87 +271,6 @@ void WorkerGroup::Watchdog(const CaseRequest& request, const CancelCheck& cancel
       }
     }
   }
-}
-
-// The result of a rank that did not answer. The one verdict rule (docs/verdicts.md): a rank that
-// was waiting for a peer when the group was stopped is a HANG naming that peer, whoever ran out of
-// time first (its own spin, the watchdog, the host deadline); ERROR only for a rank that died, a
-// call that failed in the infrastructure, or a rank torn down because another one died.
-RankResult WorkerGroup::UnansweredResult(size_t rank, CallFailure failure,
-                                         const grpc::Status& error, absl::Duration deadline,
-                                         const CaseWatch& watch) {
-  RankResult result;
-  result.set_suspect_peer(-1);
-  const std::optional<size_t> culprit = watch.first.rank();
-  const int32_t awaited = watch.awaited_at_stop[rank];
-  const std::string pid = absl::StrCat("rank ", rank, " (pid ", ranks_[rank]->pid(), ")");
-  const auto waiting_hang = [&](const std::string& how) {
-    result.set_status(colltest::v1::CASE_STATUS_HANG);
-    result.set_suspect_peer(awaited);
-    result.set_phase(how);
-    result.set_message(absl::StrCat("rank ", rank, " waited for rank ", awaited, " in ", how));
-  };
-  switch (failure) {
-    case CallFailure::kDied:
-      result.set_status(colltest::v1::CASE_STATUS_ERROR);
-      result.set_message(RankDiedMessage(rank, *ranks_[rank]));
-      break;
-    case CallFailure::kAbandoned:
-      result.set_status(colltest::v1::CASE_STATUS_HANG);
-      result.set_message(absl::StrCat(pid,
-                                      " had not answered when every peer had timed out "
-                                      "waiting for it: killed"));
-      result.set_phase("watchdog");
-      break;
-    case CallFailure::kStalled:
-      result.set_status(colltest::v1::CASE_STATUS_HANG);
-      result.set_message(absl::StrCat(
-          pid, " made no progress for ",
-          absl::FormatDuration(absl::Trunc(watch.stalled_for[rank], absl::Milliseconds(100))),
-          " (no heartbeat), alive but stuck: killed"));
-      result.set_phase("watchdog");
-      break;
-    case CallFailure::kLate:
-      if (awaited >= 0) {
-        waiting_hang(absl::StrCat("a wait ended by the host deadline (",
-                                  absl::FormatDuration(deadline), ")"));
-        break;
-      }
-      result.set_status(colltest::v1::CASE_STATUS_HANG);
-      result.set_message(
-          absl::StrCat("rank ", rank, " did not answer within ", absl::FormatDuration(deadline)));
-      result.set_phase("host deadline");
-      break;
-    case CallFailure::kError:
-      result.set_status(colltest::v1::CASE_STATUS_ERROR);
-      result.set_message(
-          absl::StrCat("rank ", rank, " RunCase failed (infrastructure): ",
-                       absl::StatusCodeToString(static_cast<absl::StatusCode>(error.error_code())),
-                       ": ", error.error_message()));
-      break;
-    case CallFailure::kKilledByUs:
-      if (watch.cancel_killed) {
-        result.set_status(colltest::v1::CASE_STATUS_ERROR);
-        result.set_message("cancelled: killed after it did not stop within 1s");
-        break;
-      }
-      if (awaited >= 0) {
-        waiting_hang(culprit.has_value()
-                         ? absl::StrCat("a wait ended when rank ", *culprit, " failed")
-                         : std::string("a wait ended when the group was stopped"));
-        break;
-      }
-      // Torn down because a peer died: that death is the cause, and an ERROR; because a peer
-      // hung: a consequence of that hang, not an error of this rank.
-      result.set_status(watch.culprit_died ? colltest::v1::CASE_STATUS_ERROR
-                                           : colltest::v1::CASE_STATUS_HANG);
-      result.set_message(culprit.has_value() ? absl::StrCat("aborted: group torn down after rank ",
-                                                            *culprit, " failed")
-                                             : "aborted: group torn down");
-      result.set_phase(result.status() == colltest::v1::CASE_STATUS_HANG ? "aborted" : "");
-      break;
-  }
-  return result;
 }
 
 void WorkerGroup::KillRecordingWaits() {

@@ -2,6 +2,7 @@
 // together, since a rank that loses a peer cannot go on alone.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,8 +16,9 @@
 #include "absl/types/span.h"
 #include "colltest/v1/colltest.pb.h"
 #include "colltest/v1/worker.pb.h"
+#include "server/case_facts.h"
 #include "server/fork_thread.h"
-#include "server/worker_pool.h"
+#include "server/worker_pool_options.h"
 #include "server/worker_process.h"
 
 namespace colltest::server {
@@ -36,22 +38,17 @@ class WorkerGroup {
 
   const std::vector<uint32_t>& devices() const { return devices_; }
 
-  struct CaseOutcome {
-    std::vector<colltest::v1::RankResult> ranks;  // one per rank, rank and device filled in
-    bool failed = false;     // some rank died or was late; the group has been killed
-    bool reset = false;      // every rank answered, some reported a failure; all were Reset
-    bool cancelled = false;  // stopped by `cancelled`; the ranks' results are not a verdict
-  };
   // Polled every 50 ms while a case runs; true stops the case (Cancel, client gone, shutdown).
   using CancelCheck = std::function<bool()>;
-  // Sends the case to every rank at once. The first rank found dead or late gets the whole group
-  // SIGKILLed at once (its peers may be stuck in a barrier waiting for it); ranks that had not
-  // answered by then are reported as aborted. When every rank answered but some reported a
-  // failure, every rank is Reset before the next case; a group that cannot be reset is killed.
-  // Not to be called concurrently on one group. Once `cancelled` returns true, every rank's cancel
-  // word is set; ranks that have not answered 1 s later are killed with their group.
-  CaseOutcome RunCase(const colltest::worker::v1::CaseRequest& request,
-                      const CancelCheck& cancelled = nullptr);
+  // Sends the case to every rank at once and returns what happened, facts only (server/verdict.h
+  // RankVerdicts makes the ranks' results of them). The first rank found dead or late gets the
+  // whole group SIGKILLed at once (its peers may be stuck in a barrier waiting for it). When every
+  // rank answered but some reported a failure, every rank is Reset before the next case; a group
+  // that cannot be reset is killed. Not to be called concurrently on one group. Once `cancelled`
+  // returns true, every rank's cancel word is set; ranks that have not answered 1 s later are
+  // killed with their group.
+  CaseFacts RunCase(const colltest::worker::v1::CaseRequest& request,
+                    const CancelCheck& cancelled = nullptr);
 
   bool AllAlive();
   std::vector<int> LivePids();
@@ -64,19 +61,19 @@ class WorkerGroup {
 
  private:
   WorkerGroup(std::vector<uint32_t> devices, absl::Duration grace, absl::Duration heartbeat_grace,
-              absl::Duration reset_timeout, bool exports_shm)
+              absl::Duration reset_timeout)
       : devices_(std::move(devices)),
         grace_(grace),
         heartbeat_grace_(heartbeat_grace),
-        reset_timeout_(reset_timeout),
-        exports_shm_(exports_shm) {}
+        reset_timeout_(reset_timeout) {}
 
   struct CaseWatch;
   void Watchdog(const colltest::worker::v1::CaseRequest& request, const CancelCheck& cancelled,
                 CaseWatch& watch);
-  colltest::v1::RankResult UnansweredResult(size_t rank, CallFailure failure,
-                                            const grpc::Status& error, absl::Duration deadline,
-                                            const CaseWatch& watch);
+  // One rank's RunCase call: its answer, or how the call failed, into facts.ranks[rank].
+  void CallRank(size_t rank, const colltest::worker::v1::CaseRequest& request,
+                std::chrono::system_clock::time_point deadline_at, CaseWatch& watch,
+                CaseFacts& facts);
   // Notes whom every rank waits for (the verdict needs it once they are dead), then Kill()s.
   void KillRecordingWaits();
   // Reset on every rank at once; false when any rank did not confirm.
@@ -86,13 +83,14 @@ class WorkerGroup {
   const absl::Duration grace_;
   const absl::Duration heartbeat_grace_;
   const absl::Duration reset_timeout_;
-  const bool exports_shm_;  // cpu backend: buffer handles are shared-memory names
   // Set once by Start, before the group is shared with any other thread.
   std::vector<std::unique_ptr<WorkerProcess>> ranks_;
 
   absl::Mutex kill_mu_;
   bool killed_ ABSL_GUARDED_BY(kill_mu_) = false;
-  // Recorded from the Init replies; Start's abort may have killed the group before they are known.
+  // Recorded from the Init replies of ranks whose backend announced that its buffer handles are
+  // shared-memory segments (Capabilities.uses_shared_memory_segments); Start's abort may
+  // have killed the group before they are known.
   std::vector<std::string> shm_names_ ABSL_GUARDED_BY(kill_mu_);
   CaseWatch* watch_ ABSL_GUARDED_BY(kill_mu_) = nullptr;  // the case running now, if any
 };

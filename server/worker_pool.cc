@@ -20,6 +20,7 @@
 #include "server/fork_thread.h"
 #include "server/runtime_dir.h"
 #include "server/shm_segments.h"
+#include "server/verdict.h"
 #include "server/worker_group.h"
 
 namespace colltest::server {
@@ -36,24 +37,6 @@ using DeviceList = std::vector<uint32_t>;
 bool Overlap(const DeviceList& a, const DeviceList& b) {
   return std::any_of(a.begin(), a.end(),
                      [&](uint32_t d) { return std::find(b.begin(), b.end(), d) != b.end(); });
-}
-
-// The cause of a failed case in one line: the first rank that failed by itself (its peers'
-// "aborted" results are consequences).
-std::string FailureSummary(const std::vector<RankResult>& ranks) {
-  const RankResult* first = nullptr;
-  for (const RankResult& r : ranks) {
-    if (r.status() == colltest::v1::CASE_STATUS_OK ||
-        r.status() == colltest::v1::CASE_STATUS_UNSUPPORTED) {
-      continue;
-    }
-    if (first == nullptr ||
-        (first->message().rfind("aborted:", 0) == 0 && r.message().rfind("aborted:", 0) != 0)) {
-      first = &r;
-    }
-  }
-  if (first == nullptr) return "";
-  return absl::StrCat("rank ", first->rank(), ": ", first->message());
 }
 
 class WorkerPoolImpl final : public WorkerPool {
@@ -173,24 +156,24 @@ absl::StatusOr<std::vector<RankResult>> WorkerPoolImpl::RunCase(
   const InUse in_use(this, key);
   absl::StatusOr<std::shared_ptr<WorkerGroup>> group = GroupFor(key);
   if (!group.ok()) return group.status();
-  WorkerGroup::CaseOutcome outcome = (*group)->RunCase(request, cancelled);
-  if (outcome.cancelled) {
+  const CaseFacts facts = (*group)->RunCase(request, cancelled);
+  if (facts.cancelled) {
     // The ranks stopped mid-protocol: re-armed (or respawned when they did not stop in time) and
     // proven by the canary before the next case, like after a failure.
-    const std::string why = outcome.failed ? "a cancelled case did not stop within 1 s: killed"
-                                           : "a cancelled case stopped mid-protocol";
-    if (outcome.failed) Retire(*group);
-    BeginRecovery(key, why, /*respawn=*/outcome.failed);
+    const std::string why = CancelledCaseReason(facts);
+    if (facts.killed) Retire(*group);
+    BeginRecovery(key, why, /*respawn=*/facts.killed);
     return absl::CancelledError(absl::StrCat("the case was stopped: ", why));
   }
-  if (outcome.failed) {
+  std::vector<RankResult> ranks = RankVerdicts(facts);
+  if (facts.killed) {
     Retire(*group);
-    BeginRecovery(key, FailureSummary(outcome.ranks), /*respawn=*/true);
-  } else if (outcome.reset) {
+    BeginRecovery(key, GroupFailureSummary(ranks), /*respawn=*/true);
+  } else if (facts.reset) {
     // Reset re-armed the protocol state; the canary proves it before the next case trusts it.
-    BeginRecovery(key, FailureSummary(outcome.ranks), /*respawn=*/false);
+    BeginRecovery(key, GroupFailureSummary(ranks), /*respawn=*/false);
   }
-  return std::move(outcome.ranks);
+  return ranks;
 }
 
 void WorkerPoolImpl::BeginRecovery(const DeviceList& devices, const std::string& why,
@@ -246,9 +229,9 @@ absl::StatusOr<std::shared_ptr<WorkerGroup>> WorkerPoolImpl::Recover(const Devic
     health_.Recovered(devices, how);
     return group;
   }
-  WorkerGroup::CaseOutcome outcome = (*group)->RunCase(options_.canary);
-  const std::string failure = FailureSummary(outcome.ranks);
-  if (outcome.failed || !failure.empty()) {
+  const CaseFacts facts = (*group)->RunCase(options_.canary);
+  const std::string failure = GroupFailureSummary(RankVerdicts(facts));
+  if (facts.killed || !failure.empty()) {
     // A group that fails a fresh start on a known-good case is not to be trusted with the next one.
     Retire(*group);
     health_.Degraded(devices, absl::StrCat("canary failed: ", failure));

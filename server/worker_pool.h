@@ -17,34 +17,9 @@
 #include "colltest/v1/colltest.pb.h"
 #include "colltest/v1/worker.pb.h"
 #include "server/group_health.h"
+#include "server/worker_pool_options.h"
 
 namespace colltest::server {
-
-struct WorkerPoolOptions {
-  std::string worker_binary;  // path of colltest-worker
-  std::string backend;        // "cpu", "cuda" or "hip" (already resolved, never "auto")
-  std::string
-      runtime_dir;  // parent for the private 0700 directory; empty = $XDG_RUNTIME_DIR or /tmp
-  uint64_t max_case_bytes = 32ull << 20;
-  absl::Duration spawn_timeout = absl::Seconds(20);
-  // Extra time past a case's own deadline before a silent worker is declared hung and killed.
-  absl::Duration grace = absl::Seconds(2);
-  // A rank whose heartbeat stands still for the case timeout plus this is stuck and is killed
-  // with its group (the watchdog), however long the whole case may take.
-  absl::Duration heartbeat_grace = absl::Seconds(1);
-  // Run on a respawned group before it serves again; none when its variant is unspecified.
-  colltest::worker::v1::CaseRequest canary;
-  // Respawn and canary a failed group at once, in the background, so that it is ready (and its
-  // state known) before the next request; false: at the next case on its devices.
-  bool eager_recovery = true;
-  // Told of every change of a group's state, from the thread that made it.
-  GroupStateListener on_state_change;
-  // A group that has run no case for this long is shut down (its workers end and free their
-  // device memory) and started again by the next case on its devices, without a canary: a clean
-  // exit is no failure. Not a restart; its GroupHealth stays SERVING with a message saying it is
-  // idle (IsIdleMessage). Zero: groups live until a failure or Shutdown().
-  absl::Duration idle_timeout = absl::ZeroDuration();
-};
 
 // The GroupHealth.message of a group whose workers exited after idle_timeout, and of one started
 // again after that: the normal life of a group, not a recovery.

@@ -21,6 +21,7 @@
 #include "colltest/v1/worker.grpc.pb.h"
 #include "common/worker_page.h"
 #include "grpcpp/grpcpp.h"
+#include "server/case_facts.h"  // CallFailure
 #include "server/fork_thread.h"
 
 namespace colltest::server {
@@ -31,16 +32,6 @@ struct WorkerSpawnSpec {
   std::string socket_path;
   uint32_t device = 0;
   absl::Duration timeout;  // from fork to a connected channel
-};
-
-// What a failed call says about the worker that did not answer it.
-enum class CallFailure {
-  kDied,        // the process is gone, and not because the controller killed it
-  kKilledByUs,  // the controller killed it (its group was being torn down)
-  kLate,        // alive, but the deadline passed
-  kStalled,     // alive, but its heartbeat stood still for longer than the case allows
-  kAbandoned,   // alive and working, but every peer had timed out waiting for it
-  kError,       // alive, and it answered with an error
 };
 
 class WorkerProcess {

@@ -1,6 +1,10 @@
 #include "worker/case_config.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "common/defaults.h"
+#include "worker/protocol/limits.h"
 
 namespace colltest::worker {
 
@@ -46,25 +50,6 @@ ToleranceKind ToTolerance(colltest::v1::Tolerance t) {
   }
 }
 
-const char* VariantName(colltest::v1::Variant v) {
-  switch (v) {
-    case colltest::v1::VARIANT_ONE_STAGE:
-      return "one_stage";
-    case colltest::v1::VARIANT_TWO_KERNEL:
-      return "two_kernel";
-    case colltest::v1::VARIANT_LAMPORT:
-      return "lamport";
-    case colltest::v1::VARIANT_LAMPORT_TB:
-      return "lamport_tb";
-    case colltest::v1::VARIANT_NCCL:
-      return "nccl";
-    case colltest::v1::VARIANT_AUTO:
-      return "auto";
-    default:
-      return "unspecified";
-  }
-}
-
 absl::StatusOr<CaseShape> ShapeOf(const colltest::worker::v1::CaseRequest& request, uint32_t world,
                                   uint32_t m) {
   absl::StatusOr<DType> dtype = ToDType(request.dtype());
@@ -95,6 +80,38 @@ absl::StatusOr<size_t> CaseBytes(const colltest::worker::v1::CaseRequest& reques
                                                    capacity, " bytes"));
   }
   return bytes;
+}
+
+absl::Status CheckInitRequest(const colltest::worker::v1::InitRequest& request) {
+  if (request.world_size() < 1 || request.world_size() > protocol::kMaxRanks) {
+    return absl::InvalidArgumentError(absl::StrCat("world_size = ", request.world_size(),
+                                                   ": must be in 1..", protocol::kMaxRanks));
+  }
+  if (request.rank() >= request.world_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank = ", request.rank(), ": must be < world_size"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckConnectRequest(const colltest::worker::v1::ConnectRequest& request,
+                                 uint32_t world) {
+  if (request.peers_size() != static_cast<int>(world)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("peers: ", request.peers_size(), " entries for a world of ", world));
+  }
+  std::vector<bool> seen(world, false);
+  for (const auto& peer : request.peers()) {
+    if (peer.rank() >= world || seen[peer.rank()] || peer.handles_size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("peers: bad entry for rank ", peer.rank()));
+    }
+    seen[peer.rank()] = true;
+  }
+  return absl::OkStatus();
+}
+
+uint64_t CaseCapacityBytes(const colltest::worker::v1::InitRequest& request) {
+  return request.max_case_bytes() > 0 ? request.max_case_bytes() : kDefaultMaxCaseBytes;
 }
 
 }  // namespace colltest::worker

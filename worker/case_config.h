@@ -1,6 +1,9 @@
-// Translation of the wire case into the numerics' own types.
+// Translation of the wire requests (Init, RunCase) into what every backend works with.
 #pragma once
 
+#include <cstdint>
+
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "colltest/v1/worker.pb.h"
 #include "worker/numerics/reference.h"
@@ -11,7 +14,6 @@ namespace colltest::worker {
 absl::StatusOr<DType> ToDType(colltest::v1::DType t);
 Pattern ToPattern(colltest::v1::Pattern p);
 ToleranceKind ToTolerance(colltest::v1::Tolerance t);
-const char* VariantName(colltest::v1::Variant v);
 
 // The shape of `request` with `m` rows.
 absl::StatusOr<CaseShape> ShapeOf(const colltest::worker::v1::CaseRequest& request, uint32_t world,
@@ -21,5 +23,18 @@ absl::StatusOr<CaseShape> ShapeOf(const colltest::worker::v1::CaseRequest& reque
 // (m, n > 0, n a multiple of the 16-byte pack) and fits the worker's buffers of `capacity` bytes.
 absl::StatusOr<size_t> CaseBytes(const colltest::worker::v1::CaseRequest& request,
                                  const CaseShape& shape, size_t capacity);
+
+// The checks every backend's Init makes of the controller's request: 1 <= world_size <= kMaxRanks
+// (worker/protocol/limits.h) and rank < world_size.
+absl::Status CheckInitRequest(const colltest::worker::v1::InitRequest& request);
+
+// The checks every backend's Connect makes of the controller's request: one entry per rank of the
+// world, each rank once, each with exactly one buffer handle.
+absl::Status CheckConnectRequest(const colltest::worker::v1::ConnectRequest& request,
+                                 uint32_t world);
+
+// The largest input of one rank the worker is set up for: the request's max_case_bytes, or
+// kDefaultMaxCaseBytes (common/defaults.h) when the controller passed none.
+uint64_t CaseCapacityBytes(const colltest::worker::v1::InitRequest& request);
 
 }  // namespace colltest::worker

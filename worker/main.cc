@@ -14,12 +14,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/defaults.h"
 #include "common/shm_names.h"
 #include "worker/backends/cpu/cpu_backend.h"
+#ifdef COLLTEST_WORKER_PROTOCOL_BREAKS
+#include "worker/backends/cpu/protocol_breaks_env.h"
+#endif
 #ifdef COLLTEST_HAVE_GPU_BACKEND
 #include "worker/backends/gpu/gpu_backend.h"
 #include "worker/backends/gpu/gpu_users.h"
 #endif
+#include "worker/capabilities_json.h"
 #include "worker/device_users_scan.h"
 #include "worker/heartbeat.h"
 #include "worker/worker_service.h"
@@ -31,7 +36,8 @@
 
 namespace {
 
-// Backends this binary can run, as the controller's `--backend auto` probe reads them.
+// Backends this binary can run and what each can do (its capabilities, the same its Init reply
+// carries), as the controller's probe reads them before it starts any worker.
 int Probe(const std::string& backend) {
 #ifdef COLLTEST_HAVE_GPU_BACKEND
   // A GPU build answers for its GPUs when it finds any; `auto` falls back to the cpu backend.
@@ -53,7 +59,10 @@ int Probe(const std::string& backend) {
               << std::endl;
     return 1;
   }
-  std::cout << R"({"backend":"cpu","devices":[]})" << std::endl;
+  // No devices of its own: colltestd makes its --cpu-ranks virtual ones (server/backend_probe.h).
+  std::cout << R"({"backend":"cpu","devices":[],"capabilities":)"
+            << colltest::worker::CapabilitiesJson(colltest::cpu::CpuCapabilities()) << "}"
+            << std::endl;
   return 0;
 }
 
@@ -86,11 +95,88 @@ void UnlinkOwnSegments() {
   });
 }
 
+// The cpu backend. colltest-worker-breaks (the test build, COLLTEST_WORKER_PROTOCOL_BREAKS) also
+// breaks the protocol rules COLLTEST_BREAK_PROTOCOL names; null when that names an unknown rule.
+std::unique_ptr<colltest::worker::Backend> CreateCpu(uint32_t device, uint32_t blocks) {
+  colltest::cpu::CpuBackendOptions options;
+  options.device = device;
+  options.resident_blocks = blocks;
+#ifdef COLLTEST_WORKER_PROTOCOL_BREAKS
+  auto breaks = colltest::cpu::ProtocolBreaksFromEnvironment();
+  if (!breaks.ok()) {
+    std::cerr << "colltest-worker: " << breaks.status().message() << "\n";
+    return nullptr;
+  }
+  options.breaks = *breaks;
+#endif
+  return colltest::cpu::CreateCpuBackend(options);
+}
+
 // How long a worker told to stop (SIGTERM, SIGINT, its controller's death) may take to leave
 // before the kernel ends it: a case wedged in a driver call must not keep it alive.
 constexpr unsigned kExitAlarmSeconds = 3;
 
 }  // namespace
+
+// The backend --backend names; null (and a message) when it is not built into this binary.
+std::unique_ptr<colltest::worker::Backend> SelectBackend(const std::string& backend,
+                                                         uint32_t device, uint32_t cpu_blocks) {
+  if (backend == "cpu") return CreateCpu(device, cpu_blocks);
+#ifdef COLLTEST_HAVE_GPU_BACKEND
+  if (backend == colltest::gpu::kBackendName) {
+    return colltest::gpu::CreateGpuBackend({.device = device});
+  }
+#endif
+  std::cerr << "colltest-worker: backend " << backend << " is not built into this binary\n";
+  return nullptr;
+}
+
+// Serves the Worker protocol on `socket_path` until the Shutdown RPC, SIGTERM or SIGINT.
+int Serve(std::unique_ptr<colltest::worker::Backend> selected, const std::string& socket_path,
+          int ready_fd) {
+  const pid_t controller = getppid();
+  // SIGTERM/SIGINT end the worker through the same path as the Shutdown RPC.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::Notification shutdown;
+  colltest::worker::WorkerService service(std::move(selected), &shutdown);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket_path, grpc::InsecureServerCredentials());
+  builder.SetMaxReceiveMessageSize(colltest::kMaxGrpcMessageBytes);
+  builder.SetMaxSendMessageSize(colltest::kMaxGrpcMessageBytes);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    std::cerr << "colltest-worker: cannot listen on unix:" << socket_path << "\n";
+    return 1;
+  }
+  if (ready_fd >= 0) {
+    const std::string line = absl::StrCat("ready ", getpid(), "\n");
+    if (write(ready_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return 1;
+    close(ready_fd);
+  }
+  std::thread signal_waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    // colltestd starts its workers with PR_SET_PDEATHSIG = SIGTERM: a signal while the controller
+    // is gone means nobody will unlink this worker's segments or ask it to leave.
+    if (getppid() != controller) UnlinkOwnSegments();
+    alarm(kExitAlarmSeconds);  // SIGALRM's default action ends the process
+    if (!shutdown.HasBeenNotified()) shutdown.Notify();
+  });
+  signal_waiter.detach();
+
+  shutdown.WaitForNotification();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  service.backend().Release();
+  unlink(socket_path.c_str());
+  return 0;
+}
 
 int main(int argc, char** argv) {
   CLI::App app{"colltest worker: runs collective cases for one rank"};
@@ -127,58 +213,7 @@ int main(int argc, char** argv) {
     }
     close(heartbeat_fd);  // the mapping stays
   }
-  std::unique_ptr<colltest::worker::Backend> selected;
-  if (backend == "cpu") {
-    selected = colltest::cpu::CreateCpuBackend({.device = device, .resident_blocks = cpu_blocks});
-#ifdef COLLTEST_HAVE_GPU_BACKEND
-  } else if (backend == colltest::gpu::kBackendName) {
-    selected = colltest::gpu::CreateGpuBackend({.device = device});
-#endif
-  } else {
-    std::cerr << "colltest-worker: backend " << backend << " is not built into this binary\n";
-    return 2;
-  }
-
-  const pid_t controller = getppid();
-  // SIGTERM/SIGINT end the worker through the same path as the Shutdown RPC.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
-  absl::Notification shutdown;
-  colltest::worker::WorkerService service(std::move(selected), &shutdown);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket_path, grpc::InsecureServerCredentials());
-  builder.SetMaxReceiveMessageSize(64 << 20);
-  builder.SetMaxSendMessageSize(64 << 20);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) {
-    std::cerr << "colltest-worker: cannot listen on unix:" << socket_path << "\n";
-    return 1;
-  }
-  if (ready_fd >= 0) {
-    const std::string line = absl::StrCat("ready ", getpid(), "\n");
-    if (write(ready_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return 1;
-    close(ready_fd);
-  }
-  std::thread signal_waiter([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    // colltestd starts its workers with PR_SET_PDEATHSIG = SIGTERM: a signal while the controller
-    // is gone means nobody will unlink this worker's segments or ask it to leave.
-    if (getppid() != controller) UnlinkOwnSegments();
-    alarm(kExitAlarmSeconds);  // SIGALRM's default action ends the process
-    if (!shutdown.HasBeenNotified()) shutdown.Notify();
-  });
-  signal_waiter.detach();
-
-  shutdown.WaitForNotification();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
-  service.backend().Release();
-  unlink(socket_path.c_str());
-  return 0;
+  std::unique_ptr<colltest::worker::Backend> selected = SelectBackend(backend, device, cpu_blocks);
+  if (selected == nullptr) return 2;
+  return Serve(std::move(selected), socket_path, ready_fd);
 }

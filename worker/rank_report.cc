@@ -1,5 +1,7 @@
 #include "worker/rank_report.h"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -21,7 +23,25 @@ colltest::v1::RankResult Unsupported(colltest::v1::RankResult result, const std:
   return result;
 }
 
-void ReportCase(const char* variant, int64_t calls, uint32_t grid_blocks,
+void MergeDiff(const DiffSummary& from, double min_pass_fraction, DiffSummary* into) {
+  DiffSummary& s = *into;
+  s.mismatches += from.mismatches;
+  s.checked += from.checked;
+  s.nan_inf += from.nan_inf;
+  s.max_abs_err = std::max(s.max_abs_err, from.max_abs_err);
+  s.max_rel_err = std::max(s.max_rel_err, from.max_rel_err);
+  s.max_ulp = std::max(s.max_ulp, from.max_ulp);
+  if (!from.first_bad.empty() && s.first_bad.empty()) {
+    s.first_bad = from.first_bad;
+    s.first_bad_call = from.first_bad_call;
+  }
+  // The slack absorbs 1 - 0.99 not being exact in binary, so 1 bad in 100 counts as 1%.
+  const double allowed =
+      std::floor((1.0 - min_pass_fraction) * static_cast<double>(s.checked) + 1e-6);
+  s.passed = static_cast<double>(s.mismatches) <= allowed;
+}
+
+void ReportCase(absl::string_view variant, int64_t calls, uint32_t grid_blocks,
                 std::vector<double> samples_us, const DiffSummary& d, bool hung,
                 colltest::v1::RankResult* result) {
   result->set_calls(static_cast<uint32_t>(calls));

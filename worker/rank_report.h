@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "colltest/v1/colltest.pb.h"
 #include "worker/numerics/diff.h"
 
@@ -16,7 +17,12 @@ colltest::v1::RankResult NewRankResult(uint32_t rank, uint32_t device);
 // Marks `result` UNSUPPORTED with the reason and returns it.
 colltest::v1::RankResult Unsupported(colltest::v1::RankResult result, const std::string& why);
 
-void ReportCase(const char* variant, int64_t calls, uint32_t grid_blocks,
+// Adds `from` (one check's statistics) to `into`: counts summed, maxima kept, the first bad
+// element kept from the first that had one, and `passed` recomputed for the profile's pass
+// fraction.
+void MergeDiff(const DiffSummary& from, double min_pass_fraction, DiffSummary* into);
+
+void ReportCase(absl::string_view variant, int64_t calls, uint32_t grid_blocks,
                 std::vector<double> samples_us, const DiffSummary& diff, bool hung,
                 colltest::v1::RankResult* result);
 

@@ -33,6 +33,8 @@ namespace colltest::testing {
 
 std::string BinDir() { return COLLTEST_BIN_DIR; }
 
+std::string BreaksWorkerPath() { return BinDir() + "/colltest-worker-breaks"; }
+
 namespace {
 
 extern "C" char** environ;

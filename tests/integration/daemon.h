@@ -15,6 +15,10 @@
 namespace colltest::testing {
 
 std::string BinDir();
+// colltest-worker-breaks in BinDir(): the test build of the worker, the only one that reads
+// COLLTEST_BREAK_PROTOCOL (worker/backends/cpu/protocol_breaks_env.h). A test that breaks a
+// protocol rule in real worker processes passes it to colltestd as `--worker`.
+std::string BreaksWorkerPath();
 
 class Daemon {
  public:

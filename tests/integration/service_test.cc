@@ -291,16 +291,27 @@ TEST(IntegrationCrash, KilledWorkerIsReportedAndReplaced) {
   for (pid_t p : after) EXPECT_NE(kill(p, 0), 0) << "worker " << p << " still exists";
 }
 
-// The test-only protocol switch reaches the workers through the daemon's environment, and a
-// broken rule shows as a failed case, not a pass or a stuck test.
+// The test-only protocol switch reaches the test build of the worker through the daemon's
+// environment, and a broken rule shows as a failed case, not a pass or a stuck test.
 TEST(IntegrationMutation, BrokenReArmIsCaughtEndToEnd) {
-  auto d = Daemon::Start(4, {}, {"COLLTEST_BREAK_PROTOCOL=rearm"});
+  auto d = Daemon::Start(4, {"--worker", BreaksWorkerPath()}, {"COLLTEST_BREAK_PROTOCOL=rearm"});
   ASSERT_NE(d, nullptr);
   auto r = RunSweep(
       *d, Spec(4, {16}, {256}, colltest::v1::PATTERN_INTEGERS, {colltest::v1::VARIANT_LAMPORT}));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->cases(0).status(), colltest::v1::CASE_STATUS_WRONG)
       << r->cases(0).ShortDebugString();
+}
+
+// The production colltest-worker has no protocol switches: the same environment that breaks the
+// test build leaves its case correct.
+TEST(IntegrationMutation, ProductionWorkerIgnoresTheBreakSwitch) {
+  auto d = Daemon::Start(4, {}, {"COLLTEST_BREAK_PROTOCOL=rearm"});
+  ASSERT_NE(d, nullptr);
+  auto r = RunSweep(
+      *d, Spec(4, {16}, {256}, colltest::v1::PATTERN_INTEGERS, {colltest::v1::VARIANT_LAMPORT}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectAllPass(*r);
 }
 
 }  // namespace

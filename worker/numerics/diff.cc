@@ -6,7 +6,6 @@
 #include <limits>
 #include <string>
 
-#include "worker/heartbeat.h"
 #include "worker/numerics/dtype.h"
 #include "worker/numerics/tolerance.h"
 
@@ -83,12 +82,12 @@ void DiffChecker::Compare(OutputTensor which, int64_t call, uint32_t row, uint32
 
 void DiffChecker::CompareRows(int64_t call, uint32_t m, uint32_t n, const float* got_residual_out,
                               const float* got_out, const float* want_residual_out,
-                              const float* want_out) {
+                              const float* want_out, Progress progress) {
   // residual_out first: a wrong all-reduce shows there, and the first bad element then names the
   // cause rather than its consequence in the norm.
   size_t i = 0;
   for (uint32_t row = 0; row < m; ++row) {
-    worker::Beat();
+    ReportProgress(progress);
     for (uint32_t col = 0; col < n; ++col, ++i) {
       Compare(OutputTensor::kResidualOut, call, row, col, got_residual_out[i],
               want_residual_out[i]);
@@ -96,7 +95,7 @@ void DiffChecker::CompareRows(int64_t call, uint32_t m, uint32_t n, const float*
   }
   i = 0;
   for (uint32_t row = 0; row < m; ++row) {
-    worker::Beat();
+    ReportProgress(progress);
     for (uint32_t col = 0; col < n; ++col, ++i) {
       Compare(OutputTensor::kOut, call, row, col, got_out[i], want_out[i]);
     }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "worker/numerics/dtype.h"
+#include "worker/numerics/progress.h"
 #include "worker/numerics/tolerance.h"
 
 namespace colltest {
@@ -17,7 +18,7 @@ struct DiffSummary {
   double max_abs_err = 0;
   double max_rel_err = 0;
   uint64_t max_ulp = 0;
-  uint64_t nan_inf = 0;  // NaN/Inf got where want is finite
+  uint64_t nan_inf = 0;   // NaN/Inf got where want is finite
   std::string first_bad;  // "out[3,17] got 1.5 want 1.25 (call 7)"
   int64_t first_bad_call = -1;
   // True when the profile accepts the outputs (trtllm: mismatches <= 1% of checked).
@@ -30,9 +31,11 @@ class DiffChecker {
 
   // Compares one element of call `call`.
   void Compare(OutputTensor which, int64_t call, uint32_t row, uint32_t col, float got, float want);
-  // Compares m * n elements of both outputs against a reference laid out the same way.
+  // Compares m * n elements of both outputs against a reference laid out the same way, calling
+  // `progress` once per row of each output.
   void CompareRows(int64_t call, uint32_t m, uint32_t n, const float* got_residual_out,
-                   const float* got_out, const float* want_residual_out, const float* want_out);
+                   const float* got_out, const float* want_residual_out, const float* want_out,
+                   Progress progress = nullptr);
   DiffSummary Summary() const;
 
  private:

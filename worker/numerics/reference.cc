@@ -5,13 +5,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "worker/heartbeat.h"
 #include "worker/numerics/dtype.h"
 #include "worker/numerics/input_hash.h"
 
 namespace colltest {
 
-ReferenceRows ComputeReference(const CaseShape& shape, uint64_t call) {
+ReferenceRows ComputeReference(const CaseShape& shape, uint64_t call, Progress progress) {
   const DType t = shape.dtype;
   const uint32_t m = shape.m;
   const uint32_t n = shape.n;
@@ -26,7 +25,7 @@ ReferenceRows ComputeReference(const CaseShape& shape, uint64_t call) {
   const double eps = static_cast<double>(shape.eps);
 
   for (uint32_t row = 0; row < m; ++row) {
-    worker::Beat();
+    ReportProgress(progress);
     float* acc = rows.residual_out.data() + static_cast<size_t>(row) * n;
     // Start from rank 0's value rather than from +0.0, because +0.0 + -0.0 is +0.0: an element
     // that is -0.0 on every rank must sum to -0.0.

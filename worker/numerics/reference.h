@@ -7,6 +7,7 @@
 
 #include "worker/numerics/dtype.h"
 #include "worker/numerics/input_hash.h"
+#include "worker/numerics/progress.h"
 
 namespace colltest {
 
@@ -26,7 +27,8 @@ struct ReferenceRows {
   std::vector<float> out;           // m * n
 };
 
-// Regenerates every rank's input for `call` and computes what every rank must output.
-ReferenceRows ComputeReference(const CaseShape& shape, uint64_t call);
+// Regenerates every rank's input for `call` and computes what every rank must output, calling
+// `progress` once per row.
+ReferenceRows ComputeReference(const CaseShape& shape, uint64_t call, Progress progress = nullptr);
 
 }  // namespace colltest

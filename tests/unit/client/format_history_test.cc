@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_split.h"
 #include "client/format.h"
-#include "client/names.h"
+#include "common/names.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -142,15 +142,15 @@ TEST(FormatBaselineTest, ListTableAndJson) {
 }
 
 TEST(NamesTest, InterruptedAndTheVerdicts) {
-  EXPECT_EQ(RunStateName(v1::RUN_STATE_INTERRUPTED), "INTERRUPTED");
-  EXPECT_EQ(ParseRunStateName("interrupted"), v1::RUN_STATE_INTERRUPTED);
-  EXPECT_EQ(ParseRunStateName("Done"), v1::RUN_STATE_DONE);
-  EXPECT_EQ(ParseRunStateName("unspecified"), std::nullopt);
-  EXPECT_EQ(CompareVerdictName(v1::COMPARE_VERDICT_REGRESSION), "REGRESSION");
-  EXPECT_EQ(CompareVerdictName(v1::COMPARE_VERDICT_IMPROVEMENT), "IMPROVEMENT");
-  EXPECT_EQ(CompareVerdictName(v1::COMPARE_VERDICT_SAME), "SAME");
-  EXPECT_EQ(CompareVerdictName(v1::COMPARE_VERDICT_ONLY_A), "ONLY_A");
-  EXPECT_EQ(CompareVerdictName(v1::COMPARE_VERDICT_ONLY_B), "ONLY_B");
+  EXPECT_EQ(common::RunStateName(v1::RUN_STATE_INTERRUPTED), "INTERRUPTED");
+  EXPECT_EQ(common::ParseRunStateName("interrupted"), v1::RUN_STATE_INTERRUPTED);
+  EXPECT_EQ(common::ParseRunStateName("Done"), v1::RUN_STATE_DONE);
+  EXPECT_EQ(common::ParseRunStateName("unspecified"), std::nullopt);
+  EXPECT_EQ(common::CompareVerdictName(v1::COMPARE_VERDICT_REGRESSION), "REGRESSION");
+  EXPECT_EQ(common::CompareVerdictName(v1::COMPARE_VERDICT_IMPROVEMENT), "IMPROVEMENT");
+  EXPECT_EQ(common::CompareVerdictName(v1::COMPARE_VERDICT_SAME), "SAME");
+  EXPECT_EQ(common::CompareVerdictName(v1::COMPARE_VERDICT_ONLY_A), "ONLY_A");
+  EXPECT_EQ(common::CompareVerdictName(v1::COMPARE_VERDICT_ONLY_B), "ONLY_B");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "http/status_map.h"
 
+#include "common/grpc_status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -29,7 +30,7 @@ TEST(StatusMapTest, TheDocumentedTable) {
 
 TEST(StatusMapTest, GrpcCodesKeepTheirNumbers) {
   const absl::Status status =
-      FromGrpc(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "group DEGRADED"));
+      common::FromGrpcStatus(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "group DEGRADED"));
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(status.message(), "group DEGRADED");
   EXPECT_EQ(HttpStatusOf(status), 409);

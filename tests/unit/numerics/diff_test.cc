@@ -190,5 +190,21 @@ TEST(DiffTest, CompareRowsChecksBothTensorsRowMajor) {
   }
 }
 
+int progress_calls = 0;
+void CountProgress() { ++progress_calls; }
+
+// The worker's watchdog sees a long check advance only through this hook: one call per row of
+// each output, so a check of many rows never looks stuck.
+TEST(DiffTest, CompareRowsReportsProgressPerRow) {
+  constexpr uint32_t kM = 3, kN = 2;
+  const std::vector<float> want(kM * kN, 1.0f);
+  DiffChecker d = Checker(ToleranceKind::kStrict);
+  progress_calls = 0;
+  d.CompareRows(0, kM, kN, want.data(), want.data(), want.data(), want.data(), &CountProgress);
+  EXPECT_EQ(progress_calls, 2 * static_cast<int>(kM));
+  d.CompareRows(0, kM, kN, want.data(), want.data(), want.data(), want.data());  // nobody watches
+  EXPECT_EQ(progress_calls, 2 * static_cast<int>(kM));
+}
+
 }  // namespace
 }  // namespace colltest

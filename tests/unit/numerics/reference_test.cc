@@ -181,5 +181,17 @@ TEST(ReferenceTest, EmptyShapes) {
   EXPECT_TRUE(ComputeReference(shape, 0).residual_out.empty());
 }
 
+int progress_calls = 0;
+void CountProgress() { ++progress_calls; }
+
+// One progress report per row, so the worker's heartbeat moves through a large reference.
+TEST(ReferenceTest, ReportsProgressPerRow) {
+  CaseShape shape = IntegerShape(DType::kBf16, 16, true);
+  shape.m = 5;
+  progress_calls = 0;
+  ComputeReference(shape, 0, &CountProgress);
+  EXPECT_EQ(progress_calls, 5);
+}
+
 }  // namespace
 }  // namespace colltest

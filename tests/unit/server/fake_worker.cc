@@ -83,9 +83,9 @@ class FakeWorker final : public wv1::Worker::Service {
     rank_ = request->rank();
     world_ = request->world_size();
     for (const char* buffer : {"rank_buffers", "signal"}) {
-      // The controller's naming scheme: /colltest.<controller pid>.<worker pid>.<n>.
-      const std::string name =
-          absl::StrCat("/colltest.", getppid(), ".", getpid(), ".", segments_.size());
+      // The controller names the segments (InitRequest.shm_prefix, common/shm_names.h):
+      // /colltest.<controller pid>.<worker pid>.<n>.
+      const std::string name = absl::StrCat(request->shm_prefix(), segments_.size());
       const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
       if (fd < 0 || ftruncate(fd, kSegmentBytes) != 0) {
         return grpc::Status(grpc::StatusCode::INTERNAL, absl::StrCat("shm_open ", name));
@@ -100,6 +100,7 @@ class FakeWorker final : public wv1::Worker::Service {
     if (rank_ == 0) reply->set_nccl_unique_id(kNcclId);
     reply->set_device_name("fake");
     reply->set_pid(static_cast<uint32_t>(getpid()));
+    reply->mutable_capabilities()->set_uses_shared_memory_segments(true);
     return grpc::Status::OK;
   }
 

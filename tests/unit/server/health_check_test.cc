@@ -15,6 +15,7 @@
 #include "server/run_history.h"
 #include "server/run_queue.h"
 #include "tests/unit/server/fake_worker_pool.h"
+#include "tests/unit/server/test_capabilities.h"
 
 namespace colltest::server {
 namespace {
@@ -22,6 +23,15 @@ namespace {
 namespace v1 = ::colltest::v1;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+
+// The cpu backend's capabilities with two variants: the checks below stay short.
+colltest::worker::v1::Capabilities TwoCpuVariants() {
+  colltest::worker::v1::Capabilities caps = testing::CpuCapabilities();
+  caps.clear_variants();
+  caps.add_variants(v1::VARIANT_ONE_STAGE);
+  caps.add_variants(v1::VARIANT_LAMPORT);
+  return caps;
+}
 
 TEST(PairRoundsTest, EveryPairOnceInRoundsOfDisjointPairs) {
   for (size_t count : {2u, 3u, 4u, 5u, 8u}) {
@@ -72,7 +82,7 @@ absl::StatusOr<v1::HealthResponse> CheckOnFourRanks(const v1::HealthRequest& req
   RunHistory history(store->get());
   DeviceArbiter arbiter;
   RunExecutor executor(limits, &pool, &history, &arbiter);
-  HealthChecker checker(&executor, &pool, "cpu", {v1::VARIANT_ONE_STAGE, v1::VARIANT_LAMPORT});
+  HealthChecker checker(&executor, &pool, TwoCpuVariants());
   RunObserver observer;
   return checker.Check(request, observer);
 }
@@ -104,10 +114,7 @@ TEST(HealthCheckerTest, AFaultIsCheckedUpFrontAgainstTheGroupNamingTheRequestFie
 }
 
 TEST(HealthProfileTest, GpusRunGraphsAtTheSeedsHiddenSizeAndTheCpuASmallerEagerProfile) {
-  const std::vector<v1::Variant> gpu = {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL,
-                                        v1::VARIANT_LAMPORT,   v1::VARIANT_LAMPORT_TB,
-                                        v1::VARIANT_NCCL,      v1::VARIANT_AUTO};
-  const HealthProfile cuda = HealthProfileFor("cuda", gpu);
+  const HealthProfile cuda = HealthProfileFor(testing::GpuCapabilities());
   EXPECT_THAT(cuda.group.modes(), ::testing::ElementsAre(v1::MODE_GRAPH));
   EXPECT_THAT(cuda.group.n(), ::testing::ElementsAre(7168u));
   EXPECT_THAT(cuda.group.m(), ::testing::ElementsAre(1u, 128u));
@@ -116,7 +123,7 @@ TEST(HealthProfileTest, GpusRunGraphsAtTheSeedsHiddenSizeAndTheCpuASmallerEagerP
   EXPECT_TRUE(cuda.group.stop_on_failure());
   EXPECT_THAT(cuda.pair.variants(),
               ::testing::ElementsAre(v1::VARIANT_ONE_STAGE, v1::VARIANT_LAMPORT));
-  const HealthProfile cpu = HealthProfileFor("cpu", {v1::VARIANT_ONE_STAGE, v1::VARIANT_LAMPORT});
+  const HealthProfile cpu = HealthProfileFor(TwoCpuVariants());
   EXPECT_THAT(cpu.group.modes(), ::testing::ElementsAre(v1::MODE_EAGER));
   EXPECT_THAT(cpu.group.n(), ::testing::ElementsAre(1024u));
 }
@@ -135,8 +142,8 @@ absl::StatusOr<v1::HealthResponse> CheckLevel(v1::HealthLevel level, bool allow_
   RunHistory history(store->get());
   DeviceArbiter arbiter;
   RunExecutor executor(limits, &pool, &history, &arbiter);
-  HealthChecker checker(&executor, &pool, "cpu", {v1::VARIANT_ONE_STAGE, v1::VARIANT_LAMPORT},
-                        std::move(machine), std::move(expected));
+  HealthChecker checker(&executor, &pool, TwoCpuVariants(), std::move(machine),
+                        std::move(expected));
   v1::HealthRequest request;
   request.set_level(level);
   RunObserver observer;

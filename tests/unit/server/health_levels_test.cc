@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/unit/server/test_capabilities.h"
 
 namespace colltest::server {
 namespace {
@@ -16,25 +17,21 @@ namespace v1 = ::colltest::v1;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const std::vector<v1::Variant> kGpuVariants = {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL,
-                                               v1::VARIANT_LAMPORT,   v1::VARIANT_LAMPORT_TB,
-                                               v1::VARIANT_NCCL,      v1::VARIANT_AUTO};
-const std::vector<v1::Variant> kCpuVariants = {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL,
-                                               v1::VARIANT_LAMPORT, v1::VARIANT_LAMPORT_TB};
+using Capabilities = colltest::worker::v1::Capabilities;
+const Capabilities kGpu = testing::GpuCapabilities();
+const Capabilities kCpu = testing::CpuCapabilities();
 
-HealthPlan Plan(v1::HealthLevel level, const std::string& backend, bool allow_faults = true,
+HealthPlan Plan(v1::HealthLevel level, const Capabilities& caps, bool allow_faults = true,
                 uint64_t max_case_bytes = kDefaultMaxCaseBytes) {
-  const HealthProfile profile =
-      HealthProfileFor(backend, backend == "cpu" ? kCpuVariants : kGpuVariants);
-  return HealthPlanFor(level, profile, backend, allow_faults, max_case_bytes);
+  return HealthPlanFor(level, HealthProfileFor(caps), caps, allow_faults, max_case_bytes);
 }
 
 TEST(HealthPlanTest, QuickAndUnspecifiedRunTheProfileAlone) {
   for (v1::HealthLevel level : {v1::HEALTH_LEVEL_UNSPECIFIED, v1::HEALTH_LEVEL_QUICK}) {
-    for (const std::string backend : {"cuda", "cpu"}) {
-      const HealthPlan plan = Plan(level, backend);
-      const HealthProfile profile =
-          HealthProfileFor(backend, backend == "cpu" ? kCpuVariants : kGpuVariants);
+    for (const Capabilities& caps : {kGpu, kCpu}) {
+      const std::string backend = caps.reports_devices() ? "gpu" : "cpu";
+      const HealthPlan plan = Plan(level, caps);
+      const HealthProfile profile = HealthProfileFor(caps);
       EXPECT_EQ(plan.level, v1::HEALTH_LEVEL_QUICK);
       EXPECT_EQ(plan.group.SerializeAsString(), profile.group.SerializeAsString()) << backend;
       EXPECT_EQ(plan.pair.SerializeAsString(), profile.pair.SerializeAsString()) << backend;
@@ -47,7 +44,7 @@ TEST(HealthPlanTest, QuickAndUnspecifiedRunTheProfileAlone) {
 }
 
 TEST(HealthPlanTest, StandardAddsEveryPairBothModesAShortStressAndTheSelfTest) {
-  const HealthPlan gpu = Plan(v1::HEALTH_LEVEL_STANDARD, "cuda");
+  const HealthPlan gpu = Plan(v1::HEALTH_LEVEL_STANDARD, kGpu);
   EXPECT_EQ(gpu.level, v1::HEALTH_LEVEL_STANDARD);
   EXPECT_TRUE(gpu.all_pairs);
   EXPECT_THAT(gpu.group.modes(), ElementsAre(v1::MODE_GRAPH, v1::MODE_EAGER));
@@ -60,10 +57,10 @@ TEST(HealthPlanTest, StandardAddsEveryPairBothModesAShortStressAndTheSelfTest) {
   EXPECT_TRUE(gpu.self_test);
   EXPECT_TRUE(gpu.self_test_allowed);
   EXPECT_FALSE(gpu.pair_bandwidth.has_value());
-  EXPECT_FALSE(Plan(v1::HEALTH_LEVEL_STANDARD, "cuda", false).self_test_allowed);
+  EXPECT_FALSE(Plan(v1::HEALTH_LEVEL_STANDARD, kGpu, false).self_test_allowed);
 
   // The cpu backend has no graphs: eager only, and fewer stress calls (four ranks, two cores).
-  const HealthPlan cpu = Plan(v1::HEALTH_LEVEL_STANDARD, "cpu");
+  const HealthPlan cpu = Plan(v1::HEALTH_LEVEL_STANDARD, kCpu);
   EXPECT_THAT(cpu.group.modes(), ElementsAre(v1::MODE_EAGER));
   EXPECT_THAT(cpu.pair.modes(), ElementsAre(v1::MODE_EAGER));
   ASSERT_EQ(cpu.group_stress.size(), 1u);
@@ -73,7 +70,7 @@ TEST(HealthPlanTest, StandardAddsEveryPairBothModesAShortStressAndTheSelfTest) {
 }
 
 TEST(HealthPlanTest, LongAddsALongStressAndTheBandwidthOfEveryPairWithinTheCaseLimit) {
-  const HealthPlan gpu = Plan(v1::HEALTH_LEVEL_LONG, "cuda", true, 256ull << 20);
+  const HealthPlan gpu = Plan(v1::HEALTH_LEVEL_LONG, kGpu, true, 256ull << 20);
   EXPECT_EQ(gpu.level, v1::HEALTH_LEVEL_LONG);
   EXPECT_TRUE(gpu.self_test);
   ASSERT_EQ(gpu.group_stress.size(), 2u);
@@ -89,20 +86,47 @@ TEST(HealthPlanTest, LongAddsALongStressAndTheBandwidthOfEveryPairWithinTheCaseL
 
   // 8192 x 7168 bf16 is 112 MiB per rank: under the default 32 MiB limit the largest power of two
   // that fits is 2048; a tiny limit shrinks the stress shapes too, without duplicates.
-  EXPECT_THAT(Plan(v1::HEALTH_LEVEL_LONG, "cuda").pair_bandwidth->m(), ElementsAre(2048u));
-  const HealthPlan tiny = Plan(v1::HEALTH_LEVEL_LONG, "cuda", true, 7168 * 2 * 100);
+  EXPECT_THAT(Plan(v1::HEALTH_LEVEL_LONG, kGpu).pair_bandwidth->m(), ElementsAre(2048u));
+  const HealthPlan tiny = Plan(v1::HEALTH_LEVEL_LONG, kGpu, true, 7168 * 2 * 100);
   EXPECT_THAT(tiny.pair_bandwidth->m(), ElementsAre(64u));
   EXPECT_THAT(tiny.group_stress[1].m(), ElementsAre(1u, 64u));
 
-  const HealthPlan cpu = Plan(v1::HEALTH_LEVEL_LONG, "cpu");
+  const HealthPlan cpu = Plan(v1::HEALTH_LEVEL_LONG, kCpu);
   EXPECT_THAT(cpu.group_stress[1].m(), ElementsAre(1u, 32u, 128u));
   EXPECT_THAT(cpu.group_stress[1].n(), ElementsAre(1024u));
   EXPECT_THAT(cpu.pair_bandwidth->m(), ElementsAre(128u));
   EXPECT_THAT(cpu.pair_bandwidth->modes(), ElementsAre(v1::MODE_EAGER));
 }
 
+// The profile follows what the backend announced (it is given no name): a backend that runs
+// every GPU variant but announces virtual devices and no graphs gets the cpu backend's shapes.
+TEST(HealthPlanTest, ABackendWithVirtualDevicesGetsTheCpuShapes) {
+  for (v1::HealthLevel level :
+       {v1::HEALTH_LEVEL_QUICK, v1::HEALTH_LEVEL_STANDARD, v1::HEALTH_LEVEL_LONG}) {
+    const HealthPlan cpu = Plan(level, kCpu);
+    Capabilities virtual_gpu = kGpu;
+    virtual_gpu.set_reports_devices(false);
+    virtual_gpu.set_graph_mode(false);
+    const HealthPlan plan = Plan(level, virtual_gpu);
+    EXPECT_THAT(plan.group.n(), ElementsAre(1024u));
+    EXPECT_THAT(plan.group.modes(), ElementsAre(v1::MODE_EAGER));
+    EXPECT_EQ(plan.group_stress.size(), cpu.group_stress.size());
+    for (size_t i = 0; i < plan.group_stress.size(); ++i) {
+      EXPECT_EQ(plan.group_stress[i].stress_calls(), cpu.group_stress[i].stress_calls());
+      EXPECT_EQ(plan.group_stress[i].m().size(), cpu.group_stress[i].m().size());
+    }
+    EXPECT_EQ(plan.pair_bandwidth.has_value(), cpu.pair_bandwidth.has_value());
+    if (plan.pair_bandwidth.has_value()) {
+      EXPECT_EQ(plan.pair_bandwidth->m(0), cpu.pair_bandwidth->m(0));
+      EXPECT_THAT(plan.pair_bandwidth->modes(), ElementsAre(v1::MODE_EAGER));
+      EXPECT_EQ(plan.pair_bandwidth->warmup(), cpu.pair_bandwidth->warmup());
+      EXPECT_EQ(plan.pair_bandwidth->iters(), cpu.pair_bandwidth->iters());
+    }
+  }
+}
+
 TEST(SelfTestSpecTest, TheLastDevicesRankNeverArrives) {
-  const HealthProfile profile = HealthProfileFor("cpu", kCpuVariants);
+  const HealthProfile profile = HealthProfileFor(kCpu);
   const v1::SweepSpec spec = SelfTestSpec(profile, {4, 5, 6, 7});
   EXPECT_EQ(spec.fault(), "missing_rank:3");
   EXPECT_EQ(spec.world_size(), 4u);

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "server/backend_probe.h"
 #include "server/build_info.h"
+#include "tests/unit/server/test_capabilities.h"
 
 namespace colltest::server {
 namespace {
@@ -34,9 +35,18 @@ v1::MachineIdentity TwoGpuMachine() {
   return m;
 }
 
+// The cpu backend as colltestd resolves it: its probe answer with `ranks` virtual devices.
+BackendInfo CpuInfo(uint32_t ranks) {
+  BackendInfo probed;
+  probed.backend = "cpu";
+  probed.capabilities = testing::CpuCapabilities();
+  return WithVirtualDevices(std::move(probed), ranks);
+}
+
 BackendInfo TwoGpuInfo() {
   BackendInfo info;
   info.backend = "cuda";
+  info.capabilities = testing::GpuCapabilities();
   const v1::MachineIdentity machine = TwoGpuMachine();
   for (const v1::Device& d : machine.devices()) info.devices.push_back(d);
   info.driver_version = "13.0";
@@ -156,7 +166,7 @@ TEST(MachineIdentityTest, UpgradesKeepTheKey) {
 }
 
 TEST(MachineIdentityTest, BuildsACpuIdentity) {
-  const v1::MachineIdentity m = BuildMachineIdentity(CpuBackend(3), "0.9.0", BuildCommit());
+  const v1::MachineIdentity m = BuildMachineIdentity(CpuInfo(3), "0.9.0", BuildCommit());
   utsname u;
   ASSERT_EQ(uname(&u), 0);
   EXPECT_EQ(m.backend(), "cpu");
@@ -170,7 +180,29 @@ TEST(MachineIdentityTest, BuildsACpuIdentity) {
     EXPECT_TRUE(l.p2p());
   }
   EXPECT_EQ(m.key(), MachineKey(m));
-  EXPECT_NE(m.key(), BuildMachineIdentity(CpuBackend(4), "0.9.0", BuildCommit()).key());
+  EXPECT_NE(m.key(), BuildMachineIdentity(CpuInfo(4), "0.9.0", BuildCommit()).key());
+}
+
+// What the backend announced decides, never its name: virtual devices (reports_devices false)
+// have no driver or runtime of their own whatever the backend is called, and real ones report
+// the probe's versions even under the name "cpu".
+TEST(MachineIdentityTest, VirtualDevicesGetTheCpuIdentityWhateverTheBackendsName) {
+  BackendInfo info = TwoGpuInfo();
+  info.capabilities.set_reports_devices(false);
+  const v1::MachineIdentity virtual_cuda = BuildMachineIdentity(info, "0.9.0", BuildCommit());
+  utsname u;
+  ASSERT_EQ(uname(&u), 0);
+  EXPECT_EQ(virtual_cuda.driver_version(), "cuda");
+  EXPECT_EQ(virtual_cuda.runtime_version(), u.release);
+  ASSERT_EQ(virtual_cuda.links_size(), 1);
+  EXPECT_EQ(virtual_cuda.links(0).kind(), "shm");
+
+  info = TwoGpuInfo();
+  info.backend = "cpu";
+  const v1::MachineIdentity real_cpu = BuildMachineIdentity(info, "0.9.0", BuildCommit());
+  EXPECT_EQ(real_cpu.driver_version(), "13.0");
+  EXPECT_EQ(real_cpu.runtime_version(), "12.8");
+  EXPECT_EQ(real_cpu.links(0).kind(), "p2p");
 }
 
 TEST(MachineIdentityTest, BuildCommitIsSet) {

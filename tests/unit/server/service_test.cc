@@ -2,6 +2,8 @@
 // worker pool.
 #include "server/service.h"
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
+#include "tests/unit/server/test_capabilities.h"
 
 namespace colltest::server {
 namespace {
@@ -36,7 +39,7 @@ ServiceOptions CpuOptions(uint32_t ranks = 4) {
     d.set_index(i);
     d.set_name(absl::StrCat("cpu rank ", i));
   }
-  o.variants = VariantsFor("cpu");
+  o.capabilities = testing::CpuCapabilities();
   o.version = "test";
   o.queue_poll = absl::Milliseconds(10);
   return o;
@@ -136,6 +139,21 @@ TEST_F(ServiceTest, ListDevices) {
                                      v1::VARIANT_LAMPORT, v1::VARIANT_LAMPORT_TB));
   EXPECT_EQ(response.max_world_size(), 4u);
   EXPECT_EQ(response.version(), "test");
+}
+
+// The variants listed are the ones the backend announced, whatever its name.
+TEST_F(ServiceTest, ListDevicesListsTheAnnouncedVariants) {
+  ServiceOptions options = CpuOptions();
+  options.capabilities = testing::GpuCapabilities();
+  Start(std::move(options));
+  v1::ListDevicesResponse response;
+  auto context = Context();
+  ASSERT_TRUE(stub_->ListDevices(context.get(), {}, &response).ok());
+  EXPECT_EQ(response.backend(), "cpu");
+  EXPECT_THAT(
+      response.variants(),
+      ::testing::ElementsAre(v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
+                             v1::VARIANT_LAMPORT_TB, v1::VARIANT_NCCL, v1::VARIANT_AUTO));
 }
 
 TEST_F(ServiceTest, RunReturnsEveryCaseAndIsRecorded) {
@@ -812,6 +830,25 @@ TEST_F(NeighbourServiceTest, RunOnDevicesOthersUseIsRefusedBusyAndNotRecordedUnl
   ASSERT_TRUE(stub_->Run(Context().get(), request, &run).ok());
   EXPECT_EQ(run.state(), v1::RUN_STATE_DONE);
   EXPECT_EQ(Runs(*stub_).size(), 2u);
+}
+
+// A child of colltestd that is not (yet) a worker of the pool's groups, as the workers of a group
+// that recovery is starting after a crash are, holds the devices by design: no BUSY.
+TEST_F(NeighbourServiceTest, ItsOwnChildrenAreNoNeighboursEvenOutsideThePool) {
+  StartWithProbe();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  probe_.Set({{1, child, "colltest-worker", 1ull << 30}});
+  v1::RunResult run;
+  const grpc::Status status = stub_->Run(Context().get(), Request(2, {1}), &run);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(run.state(), v1::RUN_STATE_DONE);
 }
 
 TEST_F(NeighbourServiceTest, HealthOnBusyDevicesAnswersBusyWithTheLastVerdictUnlessForced) {

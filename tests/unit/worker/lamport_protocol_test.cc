@@ -68,7 +68,7 @@ void ExpectNoNegativeZeroLeft() {
   for (uint32_t i = 0; i < kPackElems<D>; ++i) {
     uint32_t bits = 0;
     std::memcpy(&bits, &lanes[i], sizeof(S));
-    EXPECT_NE(bits, Elem<D>::kNegZero) << "lane " << i;
+    EXPECT_NE(bits, protocol::kNegZeroBits<D>) << "lane " << i;
     EXPECT_EQ(Elem<D>::ToFloat(lanes[i]), want[i]) << "lane " << i;
   }
   EXPECT_TRUE(Arrived<D>(p));

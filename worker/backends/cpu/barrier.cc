@@ -5,9 +5,6 @@
 namespace colltest::cpu {
 namespace {
 
-// Epochs only grow, and a peer is at most one barrier ahead, so "reached" is a wrap-safe >=.
-bool Reached(uint32_t seen, uint32_t epoch) { return static_cast<int32_t>(seen - epoch) >= 0; }
-
 bool ArriveAndWait(const GroupView& group, uint32_t* own_epoch,
                    uint32_t* (*slot_of)(Signal*, uint32_t, uint32_t), uint32_t block,
                    SpinGuard& guard, PostedStores& posted, bool release, const char* phase) {
@@ -21,8 +18,9 @@ bool ArriveAndWait(const GroupView& group, uint32_t* own_epoch,
   Signal* self = group.self().signal();
   for (uint32_t p = 0; p < group.world; ++p) {
     std::atomic_ref<uint32_t> seen(*slot_of(self, block, p));
-    const bool ok = SpinUntil(guard, posted, static_cast<int>(block), static_cast<int>(p), phase,
-                              [&] { return Reached(seen.load(std::memory_order_acquire), epoch); });
+    const bool ok = SpinUntil(
+        guard, posted, static_cast<int>(block), static_cast<int>(p), phase,
+        [&] { return protocol::EpochReached(seen.load(std::memory_order_acquire), epoch); });
     if (!ok) return false;
   }
   return true;
@@ -37,10 +35,20 @@ uint32_t* HostSlot(Signal* s, uint32_t, uint32_t rank) { return &s->host[rank]; 
 bool BlockBarrier(const BlockContext& ctx, BarrierSlot slot, const char* phase) {
   Signal* self = ctx.group->self().signal();
   const bool start = slot == BarrierSlot::kStart;
-  return ArriveAndWait(*ctx.group,
+  // The participants of a block barrier are block `block` of every rank: each passes it the same
+  // number of times (the block-uniform trip count of DESIGN section 4), once per phase.
+  // divergent_trip_count (tests only) gives block 0 of the last rank a second trip.
+  const bool extra_trip =
+      ctx.breaks->divergent_trip_count && ctx.block == 0 && ctx.group->rank + 1 == ctx.group->world;
+  for (int trip = extra_trip ? 2 : 1; trip > 0; --trip) {
+    if (!ArriveAndWait(*ctx.group,
                        start ? &self->start_epoch[ctx.block] : &self->end_epoch[ctx.block],
                        start ? StartSlot : EndSlot, ctx.block, *ctx.guard, *ctx.posted,
-                       !ctx.breaks->relaxed_barriers, phase);
+                       !ctx.breaks->relaxed_barriers, phase)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool HostBarrier(const GroupView& group, SpinGuard& guard, PostedStores& posted) {

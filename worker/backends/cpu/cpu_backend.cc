@@ -6,7 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/shm_names.h"
+#include "common/status_macros.h"
 #include "worker/backends/cpu/barrier.h"
+#include "worker/case_config.h"
 
 namespace colltest::cpu {
 
@@ -14,34 +16,33 @@ std::unique_ptr<worker::Backend> CreateCpuBackend(const CpuBackendOptions& optio
   return std::make_unique<CpuBackend>(options);
 }
 
+colltest::worker::v1::Capabilities CpuCapabilities() {
+  colltest::worker::v1::Capabilities caps;
+  for (auto v : {colltest::v1::VARIANT_ONE_STAGE, colltest::v1::VARIANT_TWO_KERNEL,
+                 colltest::v1::VARIANT_LAMPORT, colltest::v1::VARIANT_LAMPORT_TB}) {
+    caps.add_variants(v);
+  }
+  caps.set_uses_shared_memory_segments(true);  // Init's handle names the segment
+  return caps;
+}
+
 CpuBackend::CpuBackend(const CpuBackendOptions& options) : options_(options) {}
 
 CpuBackend::~CpuBackend() { Release(); }
 
-void CpuBackend::Release() {
-  pool_.reset();
-  peers_.clear();
-  own_ = ShmSegment();
-  connected_ = false;
-}
-
 absl::StatusOr<colltest::worker::v1::InitReply> CpuBackend::Init(
     const colltest::worker::v1::InitRequest& request) {
   if (own_.data() != nullptr) return absl::FailedPreconditionError("worker already initialised");
-  if (request.world_size() < 1 || request.world_size() > kMaxRanks) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("world_size = ", request.world_size(), ": must be in 1..", kMaxRanks));
-  }
-  if (request.rank() >= request.world_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank = ", request.rank(), ": must be < world_size"));
-  }
+  COLLTEST_RETURN_IF_ERROR(worker::CheckInitRequest(request));
   rank_ = request.rank();
   world_ = request.world_size();
-  layout_ =
-      MakeRankLayout(request.max_case_bytes() > 0 ? request.max_case_bytes() : 32u << 20, world_);
-  // The name carries the controller's pid so that it can sweep segments a killed worker left.
-  const std::string name = common::ShmSegmentName(getppid(), getpid(), options_.device);
+  layout_ = MakeRankLayout(worker::CaseCapacityBytes(request), world_);
+  // The controller names the segment (its pid in the name lets it sweep what a killed worker
+  // left); a worker started without a controller-given prefix names it the same way itself.
+  const std::string name = common::ShmSegmentName(
+      request.shm_prefix().empty() ? common::ShmSegmentPrefix(getppid(), getpid())
+                                   : request.shm_prefix(),
+      options_.device);
   absl::StatusOr<ShmSegment> seg = ShmSegment::Create(name, layout_.total);
   if (!seg.ok()) return seg.status();
   own_ = std::move(*seg);
@@ -55,26 +56,19 @@ absl::StatusOr<colltest::worker::v1::InitReply> CpuBackend::Init(
   reply.set_device_name(absl::StrCat("cpu rank ", options_.device));
   reply.set_resident_blocks(pool_->resident());
   reply.set_pid(static_cast<uint32_t>(getpid()));
+  *reply.mutable_capabilities() = CpuCapabilities();
   return reply;
 }
 
 absl::Status CpuBackend::Connect(const colltest::worker::v1::ConnectRequest& request) {
   if (own_.data() == nullptr) return absl::FailedPreconditionError("Connect before Init");
-  if (request.peers_size() != static_cast<int>(world_)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("peers: ", request.peers_size(), " entries for a world of ", world_));
-  }
+  COLLTEST_RETURN_IF_ERROR(worker::CheckConnectRequest(request, world_));
   peers_.clear();
   peers_.resize(world_);
   group_ = GroupView{};
   group_.rank = rank_;
   group_.world = world_;
-  std::vector<bool> seen(world_, false);
   for (const auto& peer : request.peers()) {
-    if (peer.rank() >= world_ || seen[peer.rank()] || peer.handles_size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("peers: bad entry for rank ", peer.rank()));
-    }
-    seen[peer.rank()] = true;
     uint8_t* base;
     if (peer.rank() == rank_) {
       base = own_.data();
@@ -128,7 +122,7 @@ absl::Status CpuBackend::Reset() {
   // Stores of aborted calls must not land later over the fresh state.
   pending_.Discard();
   std::memset(group_.self().signal(), 0, sizeof(Signal));
-  std::memset(group_.self().tb_control(), 0, sizeof(TripleBufferControl));
+  std::memset(group_.self().control(), 0, sizeof(RankControl));
   for (uint8_t* region : ArmedRegions(colltest::v1::VARIANT_LAMPORT)) {
     ArmStaging(lamport_armed_.dtype, region, lamport_armed_.bytes);
   }

@@ -13,7 +13,6 @@
 #include "worker/backends/cpu/protocol_breaks.h"
 #include "worker/backends/cpu/rank_memory.h"
 #include "worker/backends/cpu/shm_segment.h"
-#include "worker/fault_plan.h"
 #include "worker/numerics/reference.h"
 
 namespace colltest::cpu {
@@ -21,11 +20,16 @@ namespace colltest::cpu {
 struct CpuBackendOptions {
   uint32_t device = 0;
   uint32_t resident_blocks = 2;  // threads per rank, i.e. co-resident blocks
-  // Deliberately broken protocol rules (tests only); defaults to COLLTEST_BREAK_PROTOCOL.
-  ProtocolBreaks breaks = ActiveProtocolBreaks();
+  // Deliberately broken protocol rules (tests only: in-process tests and colltest-worker-breaks).
+  ProtocolBreaks breaks;
 };
 
 std::unique_ptr<worker::Backend> CreateCpuBackend(const CpuBackendOptions& options);
+
+// What the cpu backend announces, in its Init reply and in `colltest-worker --probe` alike: the
+// four protocol variants, eager only (no graphs), virtual devices (no users, driver or runtime of
+// their own), buffers in POSIX shared memory.
+colltest::worker::v1::Capabilities CpuCapabilities();
 
 class CpuBackend final : public worker::Backend {
  public:
@@ -38,30 +42,27 @@ class CpuBackend final : public worker::Backend {
   absl::StatusOr<colltest::v1::RankResult> RunCase(
       const colltest::worker::v1::CaseRequest& request) override;
   absl::Status Reset() override;
-  void Release() override;
+  // Unmaps every segment (the own one is unlinked as it goes, worker/backends/cpu/shm_segment.h).
+  void Release() override {
+    pool_.reset();
+    peers_.clear();
+    own_ = ShmSegment();
+    connected_ = false;
+  }
 
  private:
-  // One case in flight: its buffers and settings.
-  struct CaseState;
+  // The backend's CaseRuntime and CaseRules for the case driver (case_runner.cc): one case in
+  // flight, its buffers and the rules in force for it.
+  class Runtime;
+  class Rules;
 
   // Arms Lamport staging for `bytes` per rank, with a host barrier when anything changed so that
   // no peer writes into a region this rank is still arming. Never part of a captured graph.
   bool EnsureArmed(colltest::v1::Variant variant, DType dtype, size_t bytes);
   // The staging regions of this rank that a Lamport variant keeps armed.
   std::vector<uint8_t*> ArmedRegions(colltest::v1::Variant variant) const;
-  void GenerateInputs(CaseState& cs, uint32_t slot, uint64_t call, uint32_t m);
-  // Launches one call of `variant` with `m` rows on input slot `slot`; false when it hung.
-  bool LaunchCall(CaseState& cs, colltest::v1::Variant variant, uint32_t m, uint32_t slot);
-  void Check(CaseState& cs, uint64_t call, uint32_t m);
-  uint32_t GridFor(const CaseState& cs, colltest::v1::Variant variant, uint32_t m) const;
-  template <DType D>
-  void LaunchTyped(CaseState& cs, colltest::v1::Variant variant, const CallArgs& args,
-                   uint32_t grid);
 
   CpuBackendOptions options_;
-  // The rules in force for the case running now: the backend's, plus an injected fault's.
-  ProtocolBreaks case_breaks_;
-  worker::FaultPlan fault_;
   uint32_t rank_ = 0;
   uint32_t world_ = 0;
   RankLayout layout_;

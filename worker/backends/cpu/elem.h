@@ -1,11 +1,14 @@
-// Storage types of the element types, as the kernels see them.
+// Storage types of the element types, as the cpu kernels see them.
 #pragma once
 
 #include <cstdint>
 
 #include "worker/numerics/dtype.h"
+#include "worker/protocol/pack.h"
 
 namespace colltest::cpu {
+
+using protocol::kPackElems;
 
 template <DType D>
 struct Elem;
@@ -13,7 +16,6 @@ struct Elem;
 template <>
 struct Elem<DType::kBf16> {
   using Storage = uint16_t;
-  static constexpr uint32_t kNegZero = 0x8000u;
   static float ToFloat(Storage s) { return Bf16ToFloat(s); }
   static Storage FromFloat(float f) { return FloatToBf16(f); }
 };
@@ -21,7 +23,6 @@ struct Elem<DType::kBf16> {
 template <>
 struct Elem<DType::kFp16> {
   using Storage = uint16_t;
-  static constexpr uint32_t kNegZero = 0x8000u;
   static float ToFloat(Storage s) { return Fp16ToFloat(s); }
   static Storage FromFloat(float f) { return FloatToFp16(f); }
 };
@@ -29,12 +30,8 @@ struct Elem<DType::kFp16> {
 template <>
 struct Elem<DType::kFp32> {
   using Storage = float;
-  static constexpr uint32_t kNegZero = 0x80000000u;
   static float ToFloat(Storage s) { return s; }
   static Storage FromFloat(float f) { return f; }
 };
-
-template <DType D>
-inline constexpr uint32_t kPackElems = 16 / sizeof(typename Elem<D>::Storage);
 
 }  // namespace colltest::cpu

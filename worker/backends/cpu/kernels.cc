@@ -10,25 +10,17 @@
 #include "worker/backends/cpu/elem.h"
 #include "worker/backends/cpu/lamport_protocol.h"
 #include "worker/heartbeat.h"
+#include "worker/protocol/partition.h"
+#include "worker/protocol/triple_buffer.h"
 
 namespace colltest::cpu {
 namespace {
 
-constexpr size_t kPackBytes = 16;
-
-// Packs [begin, end) of the flattened m x n tensor that `rank` reduces (reduce-scatter split).
-struct Part {
-  size_t begin, end;
-};
-Part PartOf(size_t packs, uint32_t world, uint32_t rank) {
-  return {packs * rank / world, packs * (rank + 1) / world};
-}
-uint32_t OwnerOf(size_t pack, size_t packs, uint32_t world) {
-  uint32_t r = static_cast<uint32_t>(std::min<size_t>(world - 1, pack * world / packs));
-  while (r + 1 < world && PartOf(packs, world, r + 1).begin <= pack) ++r;
-  while (r > 0 && PartOf(packs, world, r).begin > pack) --r;
-  return r;
-}
+using protocol::kPackBytes;
+using protocol::OwnerOf;
+using protocol::Part;
+using protocol::PartOf;
+using protocol::TbStaged;
 
 // Per-thread row scratch, reused across calls.
 std::vector<float>& RowScratch(uint32_t n) {
@@ -102,6 +94,56 @@ Pack ProducerValue(const BlockContext& ctx, const Pack& p) {
 uint8_t* LamportStaging(const BlockContext& ctx, uint32_t rank) {
   const RankMemory& mem = ctx.group->peers[rank];
   return ctx.breaks->shared_staging ? mem.tmp() : mem.lamport();
+}
+
+// lamport_tb push: this rank's canonicalised input into slot `rank` of every PEER's current
+// buffer (worker/protocol/triple_buffer.h: a rank never stages its own contribution). There is no
+// barrier: a peer can be at most one call ahead, and it writes into a buffer this rank is not
+// using.
+template <DType D>
+void TbPush(const BlockContext& ctx, const uint8_t* input, size_t packs, uint32_t buf) {
+  const GroupView& g = *ctx.group;
+  for (size_t k = ctx.block; k < packs; k += ctx.grid) {
+    const Pack p = ProducerValue<D>(ctx, LoadPack(input + k * kPackBytes));
+    for (uint32_t d = 0; d < g.world; ++d) {
+      if (TbStaged(g.rank, d)) {
+        ctx.posted->Store(g.peers[d].tb_slot(buf, g.rank) + k * kPackBytes, p);
+      }
+    }
+  }
+  ctx.posted->Drain();
+}
+
+// Rank r's contribution to `pack`: a peer's from this rank's buffer once it arrived; this rank's
+// own straight from its input, canonicalised as it pushes it, so every rank sums the same bits
+// (and skip_canonicalize, which breaks only what is pushed, leaves it canonical). False when the
+// wait gave up.
+template <DType D>
+bool TbContribution(const BlockContext& ctx, const uint8_t* input, uint32_t buf, uint32_t r,
+                    size_t pack, Pack* p) {
+  const GroupView& g = *ctx.group;
+  if (!TbStaged(r, g.rank)) {
+    *p = Canonicalize<D>(LoadPack(input + pack * kPackBytes));
+    return true;
+  }
+  const uint8_t* slot = g.self().tb_slot(buf, r) + pack * kPackBytes;
+  return SpinUntil(*ctx.guard, *ctx.posted, static_cast<int>(ctx.block), static_cast<int>(r),
+                   "lamport_tb consume", [&] { return PackArrived<D>(ctx, *p = LoadPack(slot)); });
+}
+
+// Clears the previous call's buffer: every peer finished writing it (this rank consumed all of
+// it), and the next writer is a peer at call + 2, which needs this rank's data of call + 1. The
+// own slot was never written.
+template <DType D>
+void TbClear(const BlockContext& ctx, uint32_t prev, size_t prev_packs) {
+  const GroupView& g = *ctx.group;
+  for (uint32_t r = 0; r < g.world; ++r) {
+    if (!TbStaged(r, g.rank)) continue;
+    uint8_t* slot = g.self().tb_slot(prev, r);
+    for (size_t k = ctx.block; k < prev_packs; k += ctx.grid) {
+      ctx.posted->Store(slot + k * kPackBytes, SentinelPack<D>());
+    }
+  }
 }
 
 }  // namespace
@@ -197,27 +239,16 @@ void LamportBlock(const BlockContext& ctx, const CallArgs& a) {
 template <DType D>
 void LamportTbBlock(const BlockContext& ctx, const CallArgs& a) {
   const GroupView& g = *ctx.group;
-  TripleBufferControl* control = g.self().tb_control();
-  const uint32_t buffers = ctx.breaks->two_buffer_rotation ? 2 : 3;
+  RankControl* control = g.self().control();
+  const uint32_t buffers = ctx.breaks->two_buffer_rotation ? 2 : protocol::kTbBuffers;
   // The counter lives in the rank's memory and advances inside the kernel, so graph replays
   // rotate too. Every block reads it before the last block of this call advances it.
-  const uint64_t call = std::atomic_ref<uint64_t>(control->call).load(std::memory_order_acquire);
-  const uint32_t buf = static_cast<uint32_t>(call % buffers);
+  const uint64_t call = std::atomic_ref<uint64_t>(control->tb_call).load(std::memory_order_acquire);
+  const uint32_t buf = protocol::TbBuffer(call, buffers);
   const size_t bytes = static_cast<size_t>(a.m) * a.n * ElemBytes(D);
-  const size_t packs = bytes / kPackBytes;
-
-  // Push: this rank's canonicalised input into slot `rank` of every rank's current buffer. There
-  // is no barrier: a peer can be at most one call ahead, and it writes into a buffer this rank is
-  // not using.
   const uint8_t* input = g.self().input() + a.input_offset;
-  for (size_t k = ctx.block; k < packs; k += ctx.grid) {
-    const Pack p = ProducerValue<D>(ctx, LoadPack(input + k * kPackBytes));
-    for (uint32_t d = 0; d < g.world; ++d) {
-      ctx.posted->Store(g.peers[d].tb_slot(buf, g.rank) + k * kPackBytes, p);
-    }
-  }
-  ctx.posted->Drain();
-  // Consume: per row, every rank's slot, summed in rank order.
+  TbPush<D>(ctx, input, bytes / kPackBytes, buf);
+  // Consume: per row, every rank's contribution, summed in rank order from rank 0's value.
   std::vector<float>& row = RowScratch(a.n);
   const uint32_t packs_per_row = a.n / kPackElems<D>;
   for (uint32_t m = ctx.block; m < a.m; m += ctx.grid) {
@@ -225,12 +256,8 @@ void LamportTbBlock(const BlockContext& ctx, const CallArgs& a) {
       const size_t pack = static_cast<size_t>(m) * packs_per_row + k;
       float acc[kPackElems<D>] = {};
       for (uint32_t r = 0; r < g.world; ++r) {
-        const uint8_t* slot = g.self().tb_slot(buf, r) + pack * kPackBytes;
         Pack p;
-        const bool ok = SpinUntil(*ctx.guard, *ctx.posted, static_cast<int>(ctx.block),
-                                  static_cast<int>(r), "lamport_tb consume",
-                                  [&] { return PackArrived<D>(ctx, p = LoadPack(slot)); });
-        if (!ok) return;
+        if (!TbContribution<D>(ctx, input, buf, r, pack, &p)) return;
         float v[kPackElems<D>];
         UnpackTo<D>(p, v);
         for (uint32_t i = 0; i < kPackElems<D>; ++i) acc[i] = r == 0 ? v[i] : acc[i] + v[i];
@@ -241,22 +268,15 @@ void LamportTbBlock(const BlockContext& ctx, const CallArgs& a) {
     }
     FusedRowEpilogue<D>(row.data(), m, a);
   }
-  // Clear the previous call's buffer: every peer finished writing it (this rank consumed all of
-  // it), and the next writer is a peer at call + 2, which needs this rank's data of call + 1.
-  const uint32_t prev = static_cast<uint32_t>((call + buffers - 1) % buffers);
-  const size_t prev_packs = control->used_bytes[prev] / kPackBytes;
-  for (uint32_t r = 0; r < g.world; ++r) {
-    uint8_t* slot = g.self().tb_slot(prev, r);
-    for (size_t k = ctx.block; k < prev_packs; k += ctx.grid) {
-      ctx.posted->Store(slot + k * kPackBytes, SentinelPack<D>());
-    }
-  }
+  const uint32_t prev = protocol::TbClearedBuffer(call, buffers);
+  TbClear<D>(ctx, prev, control->tb_used_bytes[prev] / kPackBytes);
   // The last block to finish records this call's size and advances the counter.
-  if (std::atomic_ref<uint32_t>(control->blocks_done).fetch_add(1, std::memory_order_acq_rel) + 1 ==
+  if (std::atomic_ref<uint32_t>(control->tb_blocks_done).fetch_add(1, std::memory_order_acq_rel) +
+          1 ==
       ctx.grid) {
-    control->used_bytes[buf] = bytes;
-    std::atomic_ref<uint32_t>(control->blocks_done).store(0, std::memory_order_relaxed);
-    std::atomic_ref<uint64_t>(control->call).store(call + 1, std::memory_order_release);
+    control->tb_used_bytes[buf] = bytes;
+    std::atomic_ref<uint32_t>(control->tb_blocks_done).store(0, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(control->tb_call).store(call + 1, std::memory_order_release);
   }
 }
 

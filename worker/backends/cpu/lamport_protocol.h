@@ -1,9 +1,5 @@
-// The Lamport flag-in-data primitives (DESIGN section 4): the data is the flag.
-//
-// Staging is armed with the sentinel -0.0 in every lane. Producers map -0.0 to +0.0 before they
-// store, so a stored value can never look like the sentinel. Consumers poll a 16-byte pack until
-// no 32-bit word still equals the sentinel word, comparing bits: as floats, +0.0 == -0.0 (and with
-// flush-to-zero, negative subnormals too), which would make real zeros look "not arrived" forever.
+// The Lamport flag-in-data rules (worker/protocol/lamport_word.h) applied to the cpu's Pack, one
+// 32-bit word at a time, exactly as the GPU applies them to a uint4.
 #pragma once
 
 #include <cstdint>
@@ -11,13 +7,11 @@
 
 #include "worker/backends/cpu/elem.h"
 #include "worker/backends/cpu/pack.h"
+#include "worker/protocol/lamport_word.h"
 
 namespace colltest::cpu {
 
-template <DType D>
-constexpr uint32_t SentinelWord() {
-  return D == DType::kFp32 ? Elem<D>::kNegZero : (Elem<D>::kNegZero << 16) | Elem<D>::kNegZero;
-}
+using protocol::SentinelWord;
 
 template <DType D>
 constexpr Pack SentinelPack() {
@@ -28,22 +22,15 @@ constexpr Pack SentinelPack() {
 // Producer side: no lane may leave holding -0.0.
 template <DType D>
 Pack Canonicalize(Pack p) {
-  for (uint32_t& w : p.w) {
-    if constexpr (D == DType::kFp32) {
-      if (w == 0x80000000u) w = 0;
-    } else {
-      if ((w & 0xffffu) == 0x8000u) w &= 0xffff0000u;
-      if ((w >> 16) == 0x8000u) w &= 0x0000ffffu;
-    }
-  }
+  for (uint32_t& w : p.w) w = protocol::CanonicalWord<D>(w);
   return p;
 }
 
-// Consumer side: arrived when no word holds the sentinel bits.
+// Consumer side: arrived when every word has.
 template <DType D>
 bool Arrived(const Pack& p) {
   for (uint32_t w : p.w) {
-    if (w == SentinelWord<D>()) return false;
+    if (!protocol::WordArrived<D>(w)) return false;
   }
   return true;
 }

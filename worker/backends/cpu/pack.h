@@ -5,11 +5,14 @@
 #include <atomic>
 #include <cstdint>
 
+#include "worker/protocol/pack.h"
+
 namespace colltest::cpu {
 
-struct alignas(16) Pack {
+struct alignas(protocol::kPackBytes) Pack {
   uint32_t w[4];
 };
+static_assert(sizeof(Pack) == protocol::kPackBytes);
 
 inline Pack LoadPack(const void* src) {
   auto* words = static_cast<uint32_t*>(const_cast<void*>(src));

@@ -1,12 +1,14 @@
-// Element types and 16-byte packs as the kernels see them, and the Lamport flag-in-data rules
-// (DESIGN section 4): the sentinel is -0.0 in every lane, producers canonicalise -0.0 to +0.0,
-// consumers compare every 32-bit word's BITS with the sentinel (never as floats: +0.0 == -0.0).
+// Element types and 16-byte packs as the kernels see them, and the Lamport flag-in-data rules of
+// worker/protocol/lamport_word.h applied to a uint4, one 32-bit word at a time, exactly as the cpu
+// backend applies them to its Pack.
 #pragma once
 
 #include <cstdint>
 
 #include "worker/backends/gpu/gpu_runtime.h"
 #include "worker/numerics/dtype.h"
+#include "worker/protocol/lamport_word.h"
+#include "worker/protocol/pack.h"
 
 namespace colltest::gpu {
 
@@ -16,34 +18,26 @@ struct DevElem;
 template <>
 struct DevElem<DType::kBf16> {
   static constexpr uint32_t kBits = 16;
-  static constexpr uint32_t kNegZero = 0x8000u;
   __device__ static float ToFloat(uint32_t s) { return Bf16ToFloat(static_cast<uint16_t>(s)); }
   __device__ static uint32_t FromFloat(float f) { return FloatToBf16(f); }
 };
 template <>
 struct DevElem<DType::kFp16> {
   static constexpr uint32_t kBits = 16;
-  static constexpr uint32_t kNegZero = 0x8000u;
   __device__ static float ToFloat(uint32_t s) { return HalfBitsToFloat(static_cast<uint16_t>(s)); }
   __device__ static uint32_t FromFloat(float f) { return FloatToHalfBits(f); }
 };
 template <>
 struct DevElem<DType::kFp32> {
   static constexpr uint32_t kBits = 32;
-  static constexpr uint32_t kNegZero = 0x80000000u;
   __device__ static float ToFloat(uint32_t s) { return __uint_as_float(s); }
   __device__ static uint32_t FromFloat(float f) { return __float_as_uint(f); }
 };
 
-template <DType D>
-inline constexpr uint32_t kElems = D == DType::kFp32 ? 4 : 8;
-
-__device__ __forceinline__ uint32_t Word(const uint4& p, int i) {
-  return i == 0 ? p.x : i == 1 ? p.y : i == 2 ? p.z : p.w;
-}
+using protocol::kPackElems;
 
 template <DType D>
-__device__ __forceinline__ void Unpack(const uint4& p, float (&f)[kElems<D>]) {
+__device__ __forceinline__ void Unpack(const uint4& p, float (&f)[kPackElems<D>]) {
   const uint32_t w[4] = {p.x, p.y, p.z, p.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -58,7 +52,7 @@ __device__ __forceinline__ void Unpack(const uint4& p, float (&f)[kElems<D>]) {
 
 // Rounds every lane to T.
 template <DType D>
-__device__ __forceinline__ uint4 PackOf(const float (&f)[kElems<D>]) {
+__device__ __forceinline__ uint4 PackOf(const float (&f)[kPackElems<D>]) {
   uint32_t w[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -72,40 +66,23 @@ __device__ __forceinline__ uint4 PackOf(const float (&f)[kElems<D>]) {
 }
 
 template <DType D>
-__device__ __forceinline__ constexpr uint32_t SentinelWord() {
-  return D == DType::kFp32 ? DevElem<D>::kNegZero
-                           : (DevElem<D>::kNegZero << 16) | DevElem<D>::kNegZero;
-}
-
-template <DType D>
 __device__ __forceinline__ uint4 SentinelPack() {
-  constexpr uint32_t w = SentinelWord<D>();
+  constexpr uint32_t w = protocol::SentinelWord<D>();
   return make_uint4(w, w, w, w);
-}
-
-template <DType D>
-__device__ __forceinline__ uint32_t CanonicalWord(uint32_t w) {
-  if constexpr (D == DType::kFp32) {
-    return w == 0x80000000u ? 0u : w;
-  } else {
-    if ((w & 0xffffu) == 0x8000u) w &= 0xffff0000u;
-    if ((w >> 16) == 0x8000u) w &= 0x0000ffffu;
-    return w;
-  }
 }
 
 // Producer side: no lane may leave holding -0.0.
 template <DType D>
 __device__ __forceinline__ uint4 Canonicalize(uint4 p) {
-  return make_uint4(CanonicalWord<D>(p.x), CanonicalWord<D>(p.y), CanonicalWord<D>(p.z),
-                    CanonicalWord<D>(p.w));
+  return make_uint4(protocol::CanonicalWord<D>(p.x), protocol::CanonicalWord<D>(p.y),
+                    protocol::CanonicalWord<D>(p.z), protocol::CanonicalWord<D>(p.w));
 }
 
-// Consumer side: arrived when no 32-bit word holds the sentinel bits.
+// Consumer side: arrived when every 32-bit word has.
 template <DType D>
 __device__ __forceinline__ bool Arrived(const uint4& p) {
-  constexpr uint32_t s = SentinelWord<D>();
-  return p.x != s && p.y != s && p.z != s && p.w != s;
+  return protocol::WordArrived<D>(p.x) && protocol::WordArrived<D>(p.y) &&
+         protocol::WordArrived<D>(p.z) && protocol::WordArrived<D>(p.w);
 }
 
 }  // namespace colltest::gpu

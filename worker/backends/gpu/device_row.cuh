@@ -34,7 +34,7 @@ __device__ __forceinline__ V BlockSum(V v) {
 // when its wait gave up. Returns false (block-uniformly) when any thread's wait gave up.
 template <DType D, class SumOf>
 __device__ __forceinline__ bool FusedRow(const CallArgs& a, uint32_t row, SumOf&& sum_of) {
-  constexpr uint32_t E = kElems<D>;
+  constexpr uint32_t E = kPackElems<D>;
   const uint32_t ppr = a.n / E;
   const size_t row_pack = static_cast<size_t>(row) * ppr;
   const uint4* res = static_cast<const uint4*>(a.residual_in) + row_pack;

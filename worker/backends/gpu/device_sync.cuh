@@ -58,11 +58,6 @@ __device__ __forceinline__ bool SpinTick(SpinClock& clk, const DeviceGroup& g, P
   return true;
 }
 
-// Epochs only grow and a peer is at most one barrier ahead: a wrap-safe >=.
-__device__ __forceinline__ bool Reached(uint32_t seen, uint32_t epoch) {
-  return static_cast<int32_t>(seen - epoch) >= 0;
-}
-
 enum class BarrierSlot { kStart, kEnd, kHost };
 
 // Block b of every rank stores its new epoch into slot [b][rank] of every peer's Signal, then waits
@@ -91,7 +86,7 @@ __device__ __forceinline__ bool BlockBarrier(const DeviceGroup& g, BarrierSlot s
                                                      : &self->host[t];
     FenceSystem();
     StoreReleaseSys(out, epoch);
-    while (!Reached(LoadAcquireSys(in), epoch)) {
+    while (!protocol::EpochReached(LoadAcquireSys(in), epoch)) {
       if (!SpinTick(clk, g, phase, static_cast<int>(t), 0)) {
         failed = 1;
         break;

@@ -11,8 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "common/status_macros.h"
 #include "worker/backends/gpu/device_facts.h"
 #include "worker/backends/gpu/stream_wait.h"
+#include "worker/capabilities_json.h"
+#include "worker/case_config.h"
 
 namespace colltest::gpu {
 namespace {
@@ -156,6 +159,18 @@ std::unique_ptr<worker::Backend> CreateGpuBackend(const GpuBackendOptions& optio
   return std::make_unique<GpuBackend>(options);
 }
 
+colltest::worker::v1::Capabilities GpuCapabilities() {
+  colltest::worker::v1::Capabilities caps;
+  for (auto v : {colltest::v1::VARIANT_ONE_STAGE, colltest::v1::VARIANT_TWO_KERNEL,
+                 colltest::v1::VARIANT_LAMPORT, colltest::v1::VARIANT_LAMPORT_TB,
+                 colltest::v1::VARIANT_NCCL, colltest::v1::VARIANT_AUTO}) {
+    caps.add_variants(v);
+  }
+  caps.set_graph_mode(true);
+  caps.set_reports_devices(true);
+  return caps;
+}
+
 std::string ProbeDevicesJson() {
   int count = 0;
   if (GetDeviceCount(&count) != kSuccess || count <= 0) return "";
@@ -167,7 +182,8 @@ std::string ProbeDevicesJson() {
   }
   absl::StrAppend(&json, R"(],"driver_version":")", JsonEscape(DriverVersionText()),
                   R"(","runtime_version":")", JsonEscape(VersionText(&RuntimeVersion)),
-                  R"(","links":)", LinksJson(buses, facts), "}");
+                  R"(","links":)", LinksJson(buses, facts), R"(,"capabilities":)",
+                  worker::CapabilitiesJson(GpuCapabilities()), "}");
   return json;
 }
 
@@ -176,37 +192,43 @@ absl::Status GpuBackend::UseDevice() const {
 }
 
 void GpuBackend::Release() {
-  if (own_ != nullptr) (void)UseDevice();
-  if (stream_ != nullptr) {
-    StreamSynchronize(stream_);
+  // The rank's device first: the handles below release on the current device.
+  if (own_) (void)UseDevice();
+  if (stream_) {
+    (void)StreamSynchronize(stream_.get());
     nccl_.Release();
-    StreamDestroy(stream_);
-    stream_ = nullptr;
-  }
-  for (uint8_t* p : peers_) {
-    if (p != nullptr) IpcCloseMemHandle(p);
+    stream_.reset();
   }
   peers_.clear();
-  if (own_ != nullptr) Free(own_);
-  own_ = nullptr;
-  if (scratch_ != nullptr) Free(scratch_);
-  scratch_ = nullptr;
-  if (hang_host_ != nullptr) FreeHost(hang_host_);
-  hang_host_ = nullptr;
+  own_.reset();
+  scratch_.reset();
+  hang_host_.reset();
+  hang_device_ = nullptr;
   connected_ = false;
+}
+
+absl::Status GpuBackend::AllocateBuffers() {
+  COLLTEST_RETURN_IF_ERROR(
+      GpuOk(AllocateDevice(layout_.total, &own_), "allocate registered buffers"));
+  COLLTEST_RETURN_IF_ERROR(GpuOk(Memset(own_.get(), 0, layout_.total), "zero registered buffers"));
+  // Private buffers: residual slots, outputs, reference outputs (fp32), weight, diff statistics.
+  scratch_bytes_ =
+      3 * layout_.capacity + 2 * 2 * layout_.capacity + kWeightBytes + AlignUp(sizeof(DiffAccum));
+  COLLTEST_RETURN_IF_ERROR(
+      GpuOk(AllocateDevice(scratch_bytes_, &scratch_), "allocate private buffers"));
+  COLLTEST_RETURN_IF_ERROR(
+      GpuOk(AllocateHostMapped(sizeof(HangRecord), &hang_host_), "allocate hang record"));
+  std::memset(hang_host_.get(), 0, sizeof(HangRecord));
+  void* p = nullptr;
+  COLLTEST_RETURN_IF_ERROR(GpuOk(HostGetDevicePointer(&p, hang_host_.get()), "map hang record"));
+  hang_device_ = static_cast<HangRecord*>(p);
+  return GpuOk(CreateStream(&stream_), "create stream");
 }
 
 absl::StatusOr<colltest::worker::v1::InitReply> GpuBackend::Init(
     const colltest::worker::v1::InitRequest& request) {
-  if (own_ != nullptr) return absl::FailedPreconditionError("worker already initialised");
-  if (request.world_size() < 1 || request.world_size() > kMaxRanks) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("world_size = ", request.world_size(), ": must be in 1..", kMaxRanks));
-  }
-  if (request.rank() >= request.world_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank = ", request.rank(), ": must be < world_size"));
-  }
+  if (own_) return absl::FailedPreconditionError("worker already initialised");
+  COLLTEST_RETURN_IF_ERROR(worker::CheckInitRequest(request));
   rank_ = request.rank();
   world_ = request.world_size();
   const int device = static_cast<int>(options_.device);
@@ -214,25 +236,8 @@ absl::StatusOr<colltest::worker::v1::InitReply> GpuBackend::Init(
   DeviceInfo info;
   if (auto s = GpuOk(GetDeviceInfo(device, &info), "device properties"); !s.ok()) return s;
   multiprocessors_ = info.multiprocessors;
-  layout_ =
-      MakeGpuLayout(request.max_case_bytes() > 0 ? request.max_case_bytes() : 32u << 20, world_);
-  void* p = nullptr;
-  if (auto s = GpuOk(Malloc(&p, layout_.total), "allocate registered buffers"); !s.ok()) return s;
-  own_ = static_cast<uint8_t*>(p);
-  if (auto s = GpuOk(Memset(own_, 0, layout_.total), "zero registered buffers"); !s.ok()) return s;
-  // Private buffers: residual slots, outputs, reference outputs (fp32), weight, diff statistics.
-  scratch_bytes_ =
-      3 * layout_.capacity + 2 * 2 * layout_.capacity + kWeightBytes + AlignUp(sizeof(DiffAccum));
-  if (auto s = GpuOk(Malloc(&p, scratch_bytes_), "allocate private buffers"); !s.ok()) return s;
-  scratch_ = static_cast<uint8_t*>(p);
-  if (auto s = GpuOk(HostAllocMapped(&p, sizeof(HangRecord)), "allocate hang record"); !s.ok()) {
-    return s;
-  }
-  hang_host_ = static_cast<HangRecord*>(p);
-  std::memset(hang_host_, 0, sizeof(HangRecord));
-  if (auto s = GpuOk(HostGetDevicePointer(&p, hang_host_), "map hang record"); !s.ok()) return s;
-  hang_device_ = static_cast<HangRecord*>(p);
-  if (auto s = GpuOk(StreamCreate(&stream_), "create stream"); !s.ok()) return s;
+  layout_ = MakeGpuLayout(worker::CaseCapacityBytes(request), world_);
+  if (auto s = AllocateBuffers(); !s.ok()) return s;
   if (SupportedWorld(world_)) {
     if (auto s = GpuOk(SpinKernelBlocksPerSm(world_, 256, &blocks_per_sm_256_), "occupancy");
         !s.ok()) {
@@ -245,7 +250,9 @@ absl::StatusOr<colltest::worker::v1::InitReply> GpuBackend::Init(
   }
 
   IpcMemHandle handle;
-  if (auto s = GpuOk(IpcGetMemHandle(&handle, own_), "export IPC handle"); !s.ok()) return s;
+  if (auto s = GpuOk(IpcGetMemHandle(&handle, own_.get()), "export IPC handle"); !s.ok()) {
+    return s;
+  }
   colltest::worker::v1::InitReply reply;
   auto* h = reply.add_handles();
   h->set_name("rank_buffers");
@@ -255,48 +262,40 @@ absl::StatusOr<colltest::worker::v1::InitReply> GpuBackend::Init(
   reply.set_resident_blocks(SpinLimit(512));
   reply.set_pid(static_cast<uint32_t>(getpid()));
   if (rank_ == 0) reply.set_nccl_unique_id(nccl_.CreateUniqueId());
+  *reply.mutable_capabilities() = GpuCapabilities();
   return reply;
 }
 
 absl::Status GpuBackend::Connect(const colltest::worker::v1::ConnectRequest& request) {
-  if (own_ == nullptr) return absl::FailedPreconditionError("Connect before Init");
+  if (!own_) return absl::FailedPreconditionError("Connect before Init");
   if (auto s = UseDevice(); !s.ok()) return s;
-  if (request.peers_size() != static_cast<int>(world_)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("peers: ", request.peers_size(), " entries for a world of ", world_));
-  }
-  for (uint8_t* p : peers_) {
-    if (p != nullptr) IpcCloseMemHandle(p);
-  }
-  peers_.assign(world_, nullptr);
+  COLLTEST_RETURN_IF_ERROR(worker::CheckConnectRequest(request, world_));
+  peers_.clear();
+  peers_.resize(world_);
   group_ = DeviceGroup{};
   group_.layout = layout_;
   group_.rank = rank_;
   group_.world = world_;
   group_.hang = hang_device_;
-  std::vector<bool> seen(world_, false);
   for (const auto& peer : request.peers()) {
-    if (peer.rank() >= world_ || seen[peer.rank()] || peer.handles_size() != 1 ||
-        peer.handles(0).handle().size() != sizeof(IpcMemHandle) ||
+    // An IPC handle of this runtime to an allocation of this layout.
+    if (peer.handles(0).handle().size() != sizeof(IpcMemHandle) ||
         peer.handles(0).bytes() != layout_.total) {
       return absl::InvalidArgumentError(absl::StrCat("peers: bad entry for rank ", peer.rank()));
     }
-    seen[peer.rank()] = true;
     if (peer.rank() == rank_) {
-      group_.base[rank_] = own_;
+      group_.base[rank_] = own_.get();
       continue;
     }
     // Each peer is opened once and kept for the life of the group.
     IpcMemHandle handle;
     std::memcpy(&handle, peer.handles(0).handle().data(), sizeof handle);
-    void* p = nullptr;
-    if (auto s = GpuOk(IpcOpenMemHandle(&p, handle),
+    if (auto s = GpuOk(OpenIpc(handle, &peers_[peer.rank()]),
                        absl::StrCat("open IPC handle of rank ", peer.rank()).c_str());
         !s.ok()) {
       return s;
     }
-    peers_[peer.rank()] = static_cast<uint8_t*>(p);
-    group_.base[peer.rank()] = static_cast<uint8_t*>(p);
+    group_.base[peer.rank()] = peers_[peer.rank()].get();
   }
   // Every rank joins NCCL's communicator here, at once and outside any capture; a failure only
   // makes the nccl variant UNSUPPORTED with the reason.
@@ -308,7 +307,7 @@ absl::Status GpuBackend::Connect(const colltest::worker::v1::ConnectRequest& req
 absl::StatusOr<bool> GpuBackend::EnsureArmed(colltest::v1::Variant variant, DType dtype,
                                              size_t bytes, uint64_t timeout_ns) {
   // Nothing of earlier calls may land over the arming below.
-  if (auto s = GpuOk(StreamSynchronizeBeating(stream_), "synchronize before arming"); !s.ok())
+  if (auto s = GpuOk(StreamSynchronizeBeating(stream_.get()), "synchronize before arming"); !s.ok())
     return s;
   auto arm = [&](Armed& a, auto&& regions) -> absl::Status {
     if (a.dtype == dtype && a.bytes >= bytes) return absl::OkStatus();
@@ -316,7 +315,8 @@ absl::StatusOr<bool> GpuBackend::EnsureArmed(colltest::v1::Variant variant, DTyp
     const size_t from = a.dtype == dtype ? a.bytes : 0;
     const size_t to = std::max(a.bytes, bytes);
     for (uint8_t* r : regions) {
-      if (auto s = GpuOk(LaunchArm(dtype, r + from, to - from, stream_), "arm staging"); !s.ok()) {
+      if (auto s = GpuOk(LaunchArm(dtype, r + from, to - from, stream_.get()), "arm staging");
+          !s.ok()) {
         return s;
       }
     }
@@ -324,35 +324,35 @@ absl::StatusOr<bool> GpuBackend::EnsureArmed(colltest::v1::Variant variant, DTyp
     return absl::OkStatus();
   };
   if (variant == colltest::v1::VARIANT_LAMPORT) {
-    std::vector<uint8_t*> regions = {own_ + layout_.lamport_offset};
+    std::vector<uint8_t*> regions = {own_.get() + layout_.lamport_offset};
     if (auto s = arm(lamport_armed_, regions); !s.ok()) return s;
   } else if (variant == colltest::v1::VARIANT_LAMPORT_TB) {
     std::vector<uint8_t*> regions;
-    for (uint32_t b = 0; b < 3; ++b) {
+    for (uint32_t b = 0; b < protocol::kTbBuffers; ++b) {
       for (uint32_t r = 0; r < world_; ++r) {
-        regions.push_back(own_ + layout_.tb_offset +
-                          (size_t{b} * world_ + r) * layout_.tb_capacity);
+        regions.push_back(own_.get() + layout_.TbSlotOffset(b, r));
       }
     }
     if (auto s = arm(tb_armed_, regions); !s.ok()) return s;
   }
   // Always meet the peers here: it orders this rank's arming before any peer's first store.
-  if (auto s = GpuOk(LaunchHostBarrier(group_, timeout_ns, stream_), "host barrier"); !s.ok()) {
+  if (auto s = GpuOk(LaunchHostBarrier(group_, timeout_ns, stream_.get()), "host barrier");
+      !s.ok()) {
     return s;
   }
-  if (auto s = GpuOk(StreamSynchronizeBeating(stream_), "host barrier"); !s.ok()) return s;
+  if (auto s = GpuOk(StreamSynchronizeBeating(stream_.get()), "host barrier"); !s.ok()) return s;
   return !HangRecorded();
 }
 
 bool GpuBackend::HangRecorded() const {
-  return static_cast<volatile HangRecord*>(hang_host_)->valid != 0;
+  return static_cast<volatile HangRecord*>(hang_host_.get())->valid != 0;
 }
 
 absl::Status GpuBackend::ClearHang() {
-  std::memset(hang_host_, 0, sizeof(HangRecord));
-  RankControl* control = reinterpret_cast<RankControl*>(own_ + layout_.control_offset);
+  std::memset(hang_host_.get(), 0, sizeof(HangRecord));
+  RankControl* control = reinterpret_cast<RankControl*>(own_.get() + layout_.control_offset);
   // hang_claimed and aborted are adjacent at the end of RankControl.
-  return GpuOk(MemsetAsync(&control->hang_claimed, 0, 2 * sizeof(uint32_t), stream_),
+  return GpuOk(MemsetAsync(&control->hang_claimed, 0, 2 * sizeof(uint32_t), stream_.get()),
                "clear abort flag");
 }
 
@@ -361,19 +361,28 @@ absl::Status GpuBackend::Reset() {
   if (auto s = UseDevice(); !s.ok()) return s;
   if (auto s = GpuOk(DeviceSynchronize(), "synchronize for reset"); !s.ok()) return s;
   // Signal slots, epochs, the lamport_tb counter and the abort flag all restart from zero.
-  if (auto s = GpuOk(Memset(own_, 0, layout_.input_offset), "zero signal and control"); !s.ok()) {
+  if (auto s = GpuOk(Memset(own_.get(), 0, layout_.input_offset), "zero signal and control");
+      !s.ok()) {
     return s;
   }
-  std::memset(hang_host_, 0, sizeof(HangRecord));
-  LaunchArm(lamport_armed_.dtype, own_ + layout_.lamport_offset, lamport_armed_.bytes, stream_);
-  for (uint32_t b = 0; b < 3; ++b) {
+  std::memset(hang_host_.get(), 0, sizeof(HangRecord));
+  if (auto s = GpuOk(LaunchArm(lamport_armed_.dtype, own_.get() + layout_.lamport_offset,
+                               lamport_armed_.bytes, stream_.get()),
+                     "re-arm staging");
+      !s.ok()) {
+    return s;
+  }
+  for (uint32_t b = 0; b < protocol::kTbBuffers; ++b) {
     for (uint32_t r = 0; r < world_; ++r) {
-      LaunchArm(tb_armed_.dtype,
-                own_ + layout_.tb_offset + (size_t{b} * world_ + r) * layout_.tb_capacity,
-                tb_armed_.bytes, stream_);
+      if (auto s = GpuOk(LaunchArm(tb_armed_.dtype, own_.get() + layout_.TbSlotOffset(b, r),
+                                   tb_armed_.bytes, stream_.get()),
+                         "re-arm staging");
+          !s.ok()) {
+        return s;
+      }
     }
   }
-  return GpuOk(StreamSynchronizeBeating(stream_), "re-arm staging");
+  return GpuOk(StreamSynchronizeBeating(stream_.get()), "re-arm staging");
 }
 
 uint32_t GpuBackend::SpinLimit(uint32_t threads) const {

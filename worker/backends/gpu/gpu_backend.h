@@ -10,6 +10,7 @@
 
 #include "worker/backend.h"
 #include "worker/backends/gpu/device_layout.h"
+#include "worker/backends/gpu/gpu_handles.h"
 #include "worker/backends/gpu/gpu_runtime.h"
 #include "worker/backends/gpu/kernels.h"
 #include "worker/backends/gpu/nccl_group.h"
@@ -22,8 +23,13 @@ struct GpuBackendOptions {
 
 std::unique_ptr<worker::Backend> CreateGpuBackend(const GpuBackendOptions& options);
 
-// `{"backend":"cuda","devices":[...],"driver_version":..,"runtime_version":..,"links":[...]}` when
-// devices exist, empty otherwise (server/backend_probe.h reads it). Devices carry index, name,
+// What the GPU backend announces, in its Init reply and in ProbeDevicesJson alike: the four
+// protocol variants, the NCCL/RCCL anchor and the dispatcher, graph capture, real devices.
+colltest::worker::v1::Capabilities GpuCapabilities();
+
+// `{"backend":"cuda","devices":[...],"driver_version":..,"runtime_version":..,"links":[...],
+// "capabilities":{...}}` when devices exist, empty otherwise (server/backend_probe.h reads it;
+// the capabilities are GpuCapabilities(), worker/capabilities_json.h). Devices carry index, name,
 // memory_bytes, uuid, pci_bus_id and serial; links every pair a < b with p2p, performance_rank,
 // native_atomics, kind, hops and lanes (device_facts.h). A failed uuid, bus id, serial, version
 // or link query leaves that field "" / false / 0 rather than failing the probe.
@@ -43,22 +49,16 @@ class GpuBackend final : public worker::Backend {
   void Release() override;
 
  private:
-  struct CaseState;
+  // The backend's CaseRuntime and CaseRules for the case driver (gpu_case_runner.cc).
+  class Runtime;
+  class Rules;
 
   // Arms Lamport staging for `bytes` per rank (never inside a capture), then meets the peers.
   // False when the host barrier hung.
   absl::StatusOr<bool> EnsureArmed(colltest::v1::Variant variant, DType dtype, size_t bytes,
                                    uint64_t timeout_ns);
-  absl::Status Generate(CaseState& cs, uint32_t slot, uint64_t call, uint32_t m);
-  absl::Status Launch(CaseState& cs, colltest::v1::Variant variant, uint32_t m, uint32_t slot);
-  absl::Status Check(CaseState& cs, uint64_t call, uint32_t m);
-  // The check of call `call` (inputs of that call index) at m rows, accumulating into `accum`.
-  static CheckArgs CheckArgsFor(const CaseState& cs, uint64_t call, uint32_t m, DiffAccum* accum);
-  // Folds one accumulator into the case's diff. `values`: out and the reference buffers still hold
-  // the checked call's values (read for the first-bad message); `note` is appended to it.
-  absl::Status FoldDiff(CaseState& cs, const DiffAccum& d, int64_t call, bool values,
-                        const std::string& note);
-  uint32_t GridFor(const CaseState& cs, colltest::v1::Variant variant, uint32_t m) const;
+  // The registered allocation, the private buffers, the hang record and the stream (Init).
+  absl::Status AllocateBuffers();
   uint32_t SpinLimit(uint32_t threads) const;
   bool HangRecorded() const;
   // The current device is per host thread and gRPC serves each call on any thread of its pool:
@@ -70,17 +70,17 @@ class GpuBackend final : public worker::Backend {
   uint32_t rank_ = 0;
   uint32_t world_ = 0;
   GpuLayout layout_;
-  uint8_t* own_ = nullptr;       // the registered allocation
-  std::vector<uint8_t*> peers_;  // opened IPC mappings (nullptr for self)
+  DeviceMemory<uint8_t> own_;               // the registered allocation
+  std::vector<IpcMapping<uint8_t>> peers_;  // opened IPC mappings (none for self)
   DeviceGroup group_{};
-  HangRecord* hang_host_ = nullptr;  // host-mapped
-  HangRecord* hang_device_ = nullptr;
-  Stream stream_ = nullptr;
+  HostMappedMemory<HangRecord> hang_host_;
+  HangRecord* hang_device_ = nullptr;  // hang_host_ as the device sees it
+  StreamHandle stream_;
   int multiprocessors_ = 0;
   int blocks_per_sm_256_ = 0;
   int blocks_per_sm_512_ = 0;
   // Private per-case buffers, sized once for the largest case.
-  uint8_t* scratch_ = nullptr;
+  DeviceMemory<uint8_t> scratch_;
   size_t scratch_bytes_ = 0;
   bool connected_ = false;
   NcclGroup nccl_;  // the `nccl` variant (nccl_group.h)

@@ -8,8 +8,20 @@
 #include <cstdint>
 
 #if defined(__HIPCC__) || defined(COLLTEST_GPU_HIP)
-#include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
+#if defined(__clang__) && __clang_major__ >= 17 && HIP_VERSION_MAJOR < 6
+// ROCm 5's hip_fp16.h calls two reciprocal helpers that clang's HIP wrapper headers declared up to
+// LLVM 16 and no longer do: the gfx942/gfx950 compile with clang-22 (docs/hip.md) needs them here.
+extern "C" {
+__device__ inline _Float16 __llvm_amdgcn_rcp_f16(_Float16 x) {
+  return static_cast<_Float16>(1) / x;
+}
+__device__ inline __2f16 __llvm_amdgcn_rcp_2f16(__2f16 x) {
+  return __2f16{__llvm_amdgcn_rcp_f16(x.x), __llvm_amdgcn_rcp_f16(x.y)};
+}
+}
+#endif
+#include <hip/hip_fp16.h>
 #include <hsa/hsa_ext_amd.h>  // hsa_amd_link_info_type_t, which hipExtGetLinkTypeAndHopCount reports
 #define COLLTEST_GPU_API(x) hip##x
 #define COLLTEST_GPU_VENDOR_HIP 1
@@ -278,10 +290,20 @@ __device__ __forceinline__ uint64_t GlobalTimerNs() {
 #endif
 }
 
-// A 16-byte load that always goes to memory: what a Lamport consumer polls.
+// A 16-byte load that always goes to memory: what a Lamport consumer polls while a peer writes
+// the slot over the link, so no cached copy may answer it.
+// HIP: a volatile load, not __builtin_nontemporal_load. In the gfx942/gfx950 assembly
+// (tests/hip_isa, docs/hip.md) the nontemporal load is a plain load with a streaming hint
+// (`global_load_dwordx4 ... nt`, which the vector L1 may answer from a stale line; AMDGPU's memory
+// model invalidates that L1 only with `buffer_inv sc0`), and where the address is uniform the
+// compiler even turns it into a scalar `s_load_dwordx4` through the scalar cache, or could hoist it
+// out of the loop, as nothing says memory changes under it. The volatile load is
+// `global_load_dwordx4 ... sc0 sc1` (system scope: past L1, and L2 lines of local memory are kept
+// coherent with peers' writes) with `glc` on gfx90a: one 16-byte load, each dword single-copy
+// atomic, which is what the flag-in-data rule reads word by word, as CUDA's ld.volatile does.
 __device__ __forceinline__ uint4 LoadVolatile16(const void* p) {
 #if COLLTEST_GPU_VENDOR_HIP
-  return FromU32x4(__builtin_nontemporal_load(static_cast<const ColltestU32x4*>(p)));
+  return FromU32x4(*static_cast<const volatile ColltestU32x4*>(p));
 #else
   uint4 v;
   asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
@@ -343,8 +365,16 @@ __device__ __forceinline__ void StoreRelaxedSys(uint32_t* p, uint32_t v) {
 #endif
 }
 
+#if COLLTEST_GPU_VENDOR_HIP
+// The fences of __threadfence_system()/__threadfence() as the compiler's builtin: ROCm 5's headers
+// call __atomic_work_item_fence of the device libraries for them, which the gfx942/gfx950 compile
+// (-nogpulib, docs/hip.md) cannot link, and the builtin is what that function expands to.
+__device__ __forceinline__ void FenceSystem() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, ""); }
+__device__ __forceinline__ void FenceDevice() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+#else
 __device__ __forceinline__ void FenceSystem() { __threadfence_system(); }
 __device__ __forceinline__ void FenceDevice() { __threadfence(); }
+#endif
 
 __device__ __forceinline__ float WarpSum(float v) {
   for (int o = kWarpSize / 2; o > 0; o /= 2) {

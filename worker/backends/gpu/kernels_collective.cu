@@ -1,13 +1,16 @@
 // The four protocol variants of the fused all-reduce + residual + RMSNorm on the GPU. The cpu
-// backend's kernels.cc is the executable specification; these follow it step by step. The
-// all-reduce sums in fp32 in rank order starting from rank 0's value and rounds to T, so the
-// all-reduce part is bit-identical across variants.
+// backend's kernels.cc is the executable specification; these follow it step by step, and both
+// take the layout, the Lamport word rules, the partitioning and the lamport_tb rotation from
+// worker/protocol. The all-reduce sums in fp32 in rank order starting from rank 0's value and
+// rounds to T, so the all-reduce part is bit-identical across variants.
 #include <algorithm>
 
 #include "worker/backends/gpu/device_elem.cuh"
 #include "worker/backends/gpu/device_row.cuh"
 #include "worker/backends/gpu/device_sync.cuh"
 #include "worker/backends/gpu/kernels.h"
+#include "worker/protocol/partition.h"
+#include "worker/protocol/triple_buffer.h"
 
 namespace colltest::gpu {
 namespace {
@@ -20,33 +23,24 @@ constexpr uint32_t kMinBlocksPerSm = 2;
 // Packs each thread of a reduce-scatter loads before it stores any: more peer reads in flight.
 constexpr uint32_t kScatterUnroll = 4;
 
-struct Part {
-  size_t begin, end;
-};
-__device__ __forceinline__ Part PartOf(size_t packs, uint32_t world, uint32_t rank) {
-  return {packs * rank / world, packs * (rank + 1) / world};
-}
-__device__ __forceinline__ uint32_t OwnerOf(size_t pack, size_t packs, uint32_t world) {
-  uint32_t r = static_cast<uint32_t>(min(static_cast<size_t>(world - 1), pack * world / packs));
-  while (r + 1 < world && PartOf(packs, world, r + 1).begin <= pack) ++r;
-  while (r > 0 && PartOf(packs, world, r).begin > pack) --r;
-  return r;
-}
+using protocol::OwnerOf;
+using protocol::Part;
+using protocol::PartOf;
+using protocol::TbStaged;
 
 __device__ __forceinline__ uint8_t* Region(const DeviceGroup& g, uint32_t rank, size_t offset) {
   return g.base[rank] + offset;
 }
 __device__ __forceinline__ uint8_t* TbSlot(const DeviceGroup& g, uint32_t rank, uint32_t buffer,
                                            uint32_t src) {
-  return g.base[rank] + g.layout.tb_offset +
-         (static_cast<size_t>(buffer) * g.world + src) * g.layout.tb_capacity;
+  return g.base[rank] + g.layout.TbSlotOffset(buffer, src);
 }
 
 // Pack `pack` summed over every rank's registered input in rank order, rounded to T.
 template <DType D, int W>
 __device__ __forceinline__ uint4 ReducePack(const DeviceGroup& g, size_t input_offset,
                                             size_t pack) {
-  constexpr uint32_t E = kElems<D>;
+  constexpr uint32_t E = kPackElems<D>;
   const size_t off = g.layout.input_offset + input_offset + pack * 16;
   float acc[E];
   Unpack<D>(LoadShared16(g.base[0] + off), acc);
@@ -88,7 +82,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     OneStageKernel(DeviceGroup g, CallArgs a) {
   SpinClock clk = StartClock(a.timeout_ns);
   if (!BlockBarrier(g, BarrierSlot::kStart, clk, Phase::kOneStageStart)) return;
-  const uint32_t ppr = a.n / kElems<D>;
+  const uint32_t ppr = a.n / kPackElems<D>;
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
     FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
       s = ReducePack<D, W>(g, a.input_offset, static_cast<size_t>(row) * ppr + k);
@@ -107,7 +101,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     ReduceScatterKernel(DeviceGroup g, CallArgs a) {
   SpinClock clk = StartClock(a.timeout_ns);
   if (!BlockBarrier(g, BarrierSlot::kStart, clk, Phase::kTwoKernelStart)) return;
-  const size_t packs = static_cast<size_t>(a.m) * a.n / kElems<D>;
+  const size_t packs = static_cast<size_t>(a.m) * a.n / kPackElems<D>;
   const Part part = PartOf(packs, W, g.rank);
   ScatterPart<D, W>(g, a.input_offset, part, [&](size_t k, uint4 p) {
 #pragma unroll
@@ -124,7 +118,7 @@ template <DType D>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     LoadNormKernel(DeviceGroup g, CallArgs a) {
   const uint8_t* tmp = Region(g, g.rank, g.layout.tmp_offset);
-  const uint32_t ppr = a.n / kElems<D>;
+  const uint32_t ppr = a.n / kPackElems<D>;
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
     FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
       s = LoadShared16(tmp + (static_cast<size_t>(row) * ppr + k) * 16);
@@ -140,7 +134,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
   // Acquire/release, not relaxed: this call's producer stores must land after every peer's
   // re-arming stores of the previous call.
   if (!BlockBarrier(g, BarrierSlot::kStart, clk, Phase::kLamportStart)) return;
-  const size_t packs = static_cast<size_t>(a.m) * a.n / kElems<D>;
+  const size_t packs = static_cast<size_t>(a.m) * a.n / kPackElems<D>;
   const Part part = PartOf(packs, W, g.rank);
   // Phase A: reduce this rank's part and push it to every rank's private Lamport staging. No
   // fence and no barrier: the data is its own flag. Peer stores stream past the caches; the copy
@@ -164,7 +158,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
   // Phase B: rows are spread over blocks (block-uniform trip count); each thread spins on its
   // packs, consumes and re-arms them. Each pack is consumed by exactly one thread.
   uint8_t* staging = Region(g, g.rank, g.layout.lamport_offset);
-  const uint32_t ppr = a.n / kElems<D>;
+  const uint32_t ppr = a.n / kPackElems<D>;
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
     const bool ok = FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
       const size_t pack = static_cast<size_t>(row) * ppr + k;
@@ -187,20 +181,20 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
 template <DType D, int W>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     LamportTbKernel(DeviceGroup g, CallArgs a) {
-  constexpr uint32_t E = kElems<D>;
+  constexpr uint32_t E = kPackElems<D>;
   SpinClock clk = StartClock(a.timeout_ns);
   RankControl* control = ControlOf(g);
   // The counter lives on the device and advances inside the kernel, so graph replays rotate too.
   // Every block reads it before the last block of this call advances it.
   const uint64_t call = *reinterpret_cast<volatile uint64_t*>(&control->tb_call);
-  const uint32_t buf = static_cast<uint32_t>(call % 3);
+  const uint32_t buf = protocol::TbBuffer(call);
   const size_t bytes = static_cast<size_t>(a.m) * a.n * (D == DType::kFp32 ? 4 : 2);
   const size_t packs = bytes / 16;
 
   // Push: this rank's canonicalised input into slot `rank` of every PEER's current buffer. No
   // barrier: a peer can be at most one call ahead and writes into a buffer this rank is not using.
-  // The own slot stays armed and unused: the consumer reads this rank's input directly (same
-  // canonicalised bits), which saves a local copy of the input and its clearing.
+  // The own slot stays armed and unused (TbStaged): the consumer reads this rank's input directly
+  // (same canonicalised bits), which saves a local copy of the input and its clearing.
   // skip_canonicalize (injected) pushes -0.0 as is; the own value read below is no flag and
   // keeps its canonicalisation.
   const uint8_t* input = Region(g, g.rank, g.layout.input_offset) + a.input_offset;
@@ -211,7 +205,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     const uint4 p = canonicalize ? Canonicalize<D>(v) : v;
 #pragma unroll
     for (int d = 0; d < W; ++d) {
-      if (d != static_cast<int>(g.rank)) StoreNonTemporal16(TbSlot(g, d, buf, g.rank) + k * 16, p);
+      if (TbStaged(g.rank, d)) StoreNonTemporal16(TbSlot(g, d, buf, g.rank) + k * 16, p);
     }
   }
   // Consume: per row, every rank's slot summed in rank order from rank 0's value.
@@ -223,7 +217,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
 #pragma unroll
       for (int r = 0; r < W; ++r) {
         uint4 p;
-        if (r == static_cast<int>(g.rank)) {
+        if (!TbStaged(r, g.rank)) {
           p = Canonicalize<D>(*reinterpret_cast<const uint4*>(input + pack * 16));
         } else {
           const uint8_t* slot = TbSlot(g, g.rank, buf, r) + pack * 16;
@@ -245,10 +239,10 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
   }
   // Clear the previous call's buffer: every peer finished writing it (this rank consumed all of
   // it) and its next writer is a peer at call + 2, which needs this rank's data of call + 1.
-  const uint32_t prev = static_cast<uint32_t>((call + 2) % 3);
+  const uint32_t prev = protocol::TbClearedBuffer(call);
   const size_t prev_packs = control->tb_used_bytes[prev] / 16;
   for (uint32_t r = 0; r < W; ++r) {
-    if (r == g.rank) continue;  // never written
+    if (!TbStaged(r, g.rank)) continue;  // never written
     uint8_t* slot = TbSlot(g, g.rank, prev, r);
     for (size_t k = blockIdx.x * blockDim.x + threadIdx.x; k < prev_packs; k += stride) {
       Store16(slot + k * 16, SentinelPack<D>());

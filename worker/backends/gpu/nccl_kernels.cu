@@ -8,7 +8,7 @@ namespace {
 
 template <DType D>
 __global__ void __launch_bounds__(512) NormFromSumsKernel(const uint4* sums, CallArgs a) {
-  const uint32_t ppr = a.n / kElems<D>;
+  const uint32_t ppr = a.n / kPackElems<D>;
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
     const uint4* src = sums + static_cast<size_t>(row) * ppr;
     FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {

@@ -1,7 +1,8 @@
-// Names of the public API's enums as they appear on the command line and in every output format.
-// The JSON contract (DESIGN section 10) depends on these spellings, so they live in one place.
-#ifndef COLLTEST_CLIENT_NAMES_H_
-#define COLLTEST_CLIENT_NAMES_H_
+// Names of the public API's enums, written once for every room: the spellings users type on the
+// command line ("one_stage", "eager", "bf16"), which colltestd's messages, the worker's verdicts,
+// the HTTP gateway and every client output format (the JSON contract, DESIGN section 10) repeat,
+// so that a name in a message can be pasted back into a command.
+#pragma once
 
 #include <optional>
 #include <string>
@@ -10,17 +11,20 @@
 #include "absl/strings/string_view.h"
 #include "colltest/v1/colltest.pb.h"
 
-namespace colltest::client {
+namespace colltest::common {
 
-// Lower-case names ("one_stage", "eager", "bf16", ...). An UNSPECIFIED value prints as the value
-// the server treats it as, so outputs never show a name the user cannot pass back in.
+// Lower-case names ("one_stage", "eager", "bf16", ...). An UNSPECIFIED value (or one this build
+// does not know) prints as the value it is treated as (eager, bf16, normal, strict), so outputs
+// never show a name the user cannot pass back in; a variant has no default and prints as
+// "unspecified".
 absl::string_view VariantName(v1::Variant v);
 absl::string_view ModeName(v1::Mode m);
 absl::string_view DTypeName(v1::DType d);
 absl::string_view PatternName(v1::Pattern p);
 absl::string_view ToleranceName(v1::Tolerance t);
 
-// Upper-case names ("OK", "HANG", "DONE", ...), as scripts grep for them.
+// Upper-case names ("OK", "HANG", "DONE", ...), as scripts grep for them; "UNSPECIFIED" for
+// UNSPECIFIED or an unknown value.
 absl::string_view CaseStatusName(v1::CaseStatus s);
 absl::string_view RunStateName(v1::RunState s);
 absl::string_view GroupStateName(v1::GroupState s);
@@ -36,8 +40,8 @@ std::optional<v1::Tolerance> ParseToleranceName(absl::string_view name);
 // "done", "DONE", "interrupted", ...: a run state by its name, in any case.
 std::optional<v1::RunState> ParseRunStateName(absl::string_view name);
 
-// Every name the parsers above accept, in enum order (run states in lower case), for the "did you
-// mean" hints of a mistyped one.
+// Every name the parsers above accept, in enum order (run states in lower case), for "did you
+// mean" hints and for the lists in validation messages.
 std::vector<std::string> VariantNames();
 std::vector<std::string> ModeNames();
 std::vector<std::string> DTypeNames();
@@ -45,6 +49,4 @@ std::vector<std::string> PatternNames();
 std::vector<std::string> ToleranceNames();
 std::vector<std::string> RunStateNames();
 
-}  // namespace colltest::client
-
-#endif  // COLLTEST_CLIENT_NAMES_H_
+}  // namespace colltest::common

@@ -1,4 +1,4 @@
-#include "client/names.h"
+#include "common/names.h"
 
 #include <array>
 #include <utility>
@@ -6,7 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 
-namespace colltest::client {
+namespace colltest::common {
 namespace {
 
 template <typename Enum, size_t N>
@@ -36,6 +36,8 @@ absl::string_view NameOf(const std::array<std::pair<Enum, absl::string_view>, N>
   return fallback;
 }
 
+// One row per enum value but UNSPECIFIED; tests/unit/common/names_test.cc checks every value of
+// each enum has its row, so a value added to the proto fails there until it is named here.
 constexpr std::array<std::pair<v1::Variant, absl::string_view>, 6> kVariants = {{
     {v1::VARIANT_ONE_STAGE, "one_stage"},
     {v1::VARIANT_TWO_KERNEL, "two_kernel"},
@@ -146,4 +148,4 @@ std::vector<std::string> PatternNames() { return NamesOf(kPatterns); }
 std::vector<std::string> ToleranceNames() { return NamesOf(kTolerances); }
 std::vector<std::string> RunStateNames() { return NamesOf(kRunStates); }
 
-}  // namespace colltest::client
+}  // namespace colltest::common

@@ -1,0 +1,107 @@
+#include "common/names.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/descriptor.h"
+#include "gtest/gtest.h"
+
+namespace colltest::common {
+namespace {
+
+using ::google::protobuf::EnumDescriptor;
+
+// The short name of every value of `d` but UNSPECIFIED, in enum order: the proto name without the
+// enum's prefix ("VARIANT_LAMPORT_TB" -> "LAMPORT_TB"). Read from the descriptor, so a value added
+// to the proto is expected here before anyone names it.
+std::vector<std::pair<int, std::string>> ShortNames(const EnumDescriptor* d,
+                                                    absl::string_view prefix) {
+  std::vector<std::pair<int, std::string>> out;
+  for (int i = 0; i < d->value_count(); ++i) {
+    if (d->value(i)->number() == 0) continue;  // UNSPECIFIED
+    std::string name = d->value(i)->name();
+    EXPECT_TRUE(absl::StartsWith(name, prefix)) << name;
+    out.emplace_back(d->value(i)->number(), name.substr(prefix.size()));
+  }
+  return out;
+}
+
+// Every value prints as its lower-case short name, parses back from it in any case, and is listed
+// by `names` in enum order; nothing else parses.
+template <typename Enum>
+void ExpectLowerCaseRoundTrip(const EnumDescriptor* d, absl::string_view prefix,
+                              absl::string_view (*name)(Enum),
+                              std::optional<Enum> (*parse)(absl::string_view),
+                              std::vector<std::string> (*names)()) {
+  SCOPED_TRACE(d->name());
+  std::vector<std::string> expected_names;
+  for (const auto& [number, upper] : ShortNames(d, prefix)) {
+    const Enum value = static_cast<Enum>(number);
+    const std::string lower = absl::AsciiStrToLower(upper);
+    EXPECT_EQ(name(value), lower);
+    EXPECT_EQ(parse(lower), value) << lower;
+    EXPECT_EQ(parse(upper), value) << upper;
+    expected_names.push_back(lower);
+  }
+  EXPECT_EQ(names(), expected_names);
+  EXPECT_EQ(parse("unspecified"), std::nullopt);
+  EXPECT_EQ(parse(""), std::nullopt);
+}
+
+template <typename Enum>
+void ExpectUpperCaseNames(const EnumDescriptor* d, absl::string_view prefix,
+                          absl::string_view (*name)(Enum)) {
+  SCOPED_TRACE(d->name());
+  for (const auto& [number, upper] : ShortNames(d, prefix)) {
+    EXPECT_EQ(name(static_cast<Enum>(number)), upper);
+  }
+  EXPECT_EQ(name(static_cast<Enum>(0)), "UNSPECIFIED");
+}
+
+TEST(NamesTest, EveryLowerCaseNameRoundTrips) {
+  ExpectLowerCaseRoundTrip(v1::Variant_descriptor(), "VARIANT_", &VariantName, &ParseVariantName,
+                           &VariantNames);
+  ExpectLowerCaseRoundTrip(v1::Mode_descriptor(), "MODE_", &ModeName, &ParseModeName, &ModeNames);
+  ExpectLowerCaseRoundTrip(v1::DType_descriptor(), "DTYPE_", &DTypeName, &ParseDTypeName,
+                           &DTypeNames);
+  ExpectLowerCaseRoundTrip(v1::Pattern_descriptor(), "PATTERN_", &PatternName, &ParsePatternName,
+                           &PatternNames);
+  ExpectLowerCaseRoundTrip(v1::Tolerance_descriptor(), "TOLERANCE_", &ToleranceName,
+                           &ParseToleranceName, &ToleranceNames);
+}
+
+TEST(NamesTest, EveryUpperCaseNameIsTheProtoName) {
+  ExpectUpperCaseNames(v1::CaseStatus_descriptor(), "CASE_STATUS_", &CaseStatusName);
+  ExpectUpperCaseNames(v1::RunState_descriptor(), "RUN_STATE_", &RunStateName);
+  ExpectUpperCaseNames(v1::GroupState_descriptor(), "GROUP_STATE_", &GroupStateName);
+  ExpectUpperCaseNames(v1::CompareVerdict_descriptor(), "COMPARE_VERDICT_", &CompareVerdictName);
+}
+
+TEST(NamesTest, RunStatesParseInAnyCaseAndListInLowerCase) {
+  for (const auto& [number, upper] : ShortNames(v1::RunState_descriptor(), "RUN_STATE_")) {
+    const auto state = static_cast<v1::RunState>(number);
+    EXPECT_EQ(ParseRunStateName(upper), state);
+    EXPECT_EQ(ParseRunStateName(absl::AsciiStrToLower(upper)), state);
+  }
+  EXPECT_EQ(ParseRunStateName("Done"), v1::RUN_STATE_DONE);
+  EXPECT_EQ(ParseRunStateName("unspecified"), std::nullopt);
+  EXPECT_THAT(RunStateNames(), ::testing::Contains("interrupted"));
+}
+
+// An UNSPECIFIED value prints as what the server treats it as, so it can be typed back in.
+TEST(NamesTest, UnspecifiedPrintsAsItsDefault) {
+  EXPECT_EQ(VariantName(v1::VARIANT_UNSPECIFIED), "unspecified");
+  EXPECT_EQ(ModeName(v1::MODE_UNSPECIFIED), "eager");
+  EXPECT_EQ(DTypeName(v1::DTYPE_UNSPECIFIED), "bf16");
+  EXPECT_EQ(PatternName(v1::PATTERN_UNSPECIFIED), "normal");
+  EXPECT_EQ(ToleranceName(v1::TOLERANCE_UNSPECIFIED), "strict");
+  EXPECT_EQ(DTypeName(static_cast<v1::DType>(99)), "bf16");
+}
+
+}  // namespace
+}  // namespace colltest::common

@@ -1,0 +1,16 @@
+// A backend's capabilities (colltest.worker.v1.Capabilities, the same message its Init reply
+// carries) as the JSON object `colltest-worker --probe` prints, which colltestd reads before any
+// worker is started (server/backend_probe.h):
+//   {"variants":["one_stage",...],"uses_shared_memory_segments":true,"graph_mode":false,
+//    "reports_devices":false}
+#pragma once
+
+#include <string>
+
+#include "colltest/v1/worker.pb.h"
+
+namespace colltest::worker {
+
+std::string CapabilitiesJson(const colltest::worker::v1::Capabilities& capabilities);
+
+}  // namespace colltest::worker
