@@ -63,11 +63,8 @@ absl::StatusOr<colltest::worker::v1::InitReply> CpuBackend::Init(
 absl::Status CpuBackend::Connect(const colltest::worker::v1::ConnectRequest& request) {
   if (own_.data() == nullptr) return absl::FailedPreconditionError("Connect before Init");
   COLLTEST_RETURN_IF_ERROR(worker::CheckConnectRequest(request, world_));
-  peers_.clear();
-  peers_.resize(world_);
-  group_ = GroupView{};
-  group_.rank = rank_;
-  group_.world = world_;
+  peers_ = std::vector<ShmSegment>(world_);  // opened below, kept for the life of the group
+  group_ = GroupView{rank_, world_, {}};
   for (const auto& peer : request.peers()) {
     uint8_t* base;
     if (peer.rank() == rank_) {

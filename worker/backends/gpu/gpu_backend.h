@@ -40,13 +40,14 @@ class GpuBackend final : public worker::Backend {
   explicit GpuBackend(const GpuBackendOptions& options) : options_(options) {}
   ~GpuBackend() override { Release(); }
 
+  // In the order gpu_backend.cc defines them; RunCase is in gpu_case_runner.cc.
+  void Release() override;
   absl::StatusOr<colltest::worker::v1::InitReply> Init(
       const colltest::worker::v1::InitRequest& request) override;
   absl::Status Connect(const colltest::worker::v1::ConnectRequest& request) override;
+  absl::Status Reset() override;
   absl::StatusOr<colltest::v1::RankResult> RunCase(
       const colltest::worker::v1::CaseRequest& request) override;
-  absl::Status Reset() override;
-  void Release() override;
 
  private:
   // The backend's CaseRuntime and CaseRules for the case driver (gpu_case_runner.cc).
