@@ -1,4 +1,5 @@
-// Process exit codes of the CLI (DESIGN section 7): scripts branch on them, so they are fixed.
+// Process exit codes of the CLI (docs/design.md section 7): scripts branch on them, so they
+// are fixed.
 //
 //   0  every case OK or UNSUPPORTED; for `compare`, no regression
 //   1  some case WRONG

@@ -28,7 +28,7 @@ std::string FormatRun(const v1::RunResult& run, OutputFormat format,
                       TableWidth width = TableWidth::kFit);
 
 std::string FormatRunTable(const v1::RunResult& run, TableWidth width = TableWidth::kFit);
-// DESIGN section 10: one object with run_id, backend, state and a `cases` array.
+// docs/design.md section 10: one object with run_id, backend, state and a `cases` array.
 std::string FormatRunJson(const v1::RunResult& run);
 std::string FormatRunCsv(const v1::RunResult& run);
 std::string FormatRunJunit(const v1::RunResult& run);

@@ -1,6 +1,6 @@
 // The comparison of two runs as JSON, alone (`compare`) or inside a run's report
-// (`--compare-baseline`). Like the run JSON (DESIGN section 10), fields may be added, never renamed
-// or removed.
+// (`--compare-baseline`). Like the run JSON (docs/design.md section 10), fields may be added, never
+// renamed or removed.
 #include <string>
 
 #include "client/format.h"

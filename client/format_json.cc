@@ -1,5 +1,5 @@
-// The JSON contract of DESIGN section 10. Scripts and CI parse it: fields may be added, never
-// renamed or removed.
+// The JSON contract of docs/design.md section 10. Scripts and CI parse it: fields may be added,
+// never renamed or removed.
 #include "client/format_json.h"
 
 #include <cstdint>

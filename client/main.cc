@@ -1,4 +1,4 @@
-// colltest: command-line client of colltestd (DESIGN sections 9 and 10).
+// colltest: command-line client of colltestd (docs/design.md sections 9 and 10).
 #include <iostream>
 #include <string>
 #include <vector>

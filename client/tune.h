@@ -1,5 +1,6 @@
-// The crossover table of `colltest tune` (DESIGN section 4): the fastest variant per m, built from
-// one sweep, written as the JSON that colltestd reads to resolve `auto`, and shown as a text table.
+// The crossover table of `colltest tune` (docs/design.md section 4): the fastest variant per m,
+// built from one sweep, written as the JSON that colltestd reads to resolve `auto`, and shown as a
+// text table.
 #ifndef COLLTEST_CLIENT_TUNE_H_
 #define COLLTEST_CLIENT_TUNE_H_
 

@@ -1,6 +1,6 @@
-// The fault grammar (DESIGN section 7): the one parser of SweepSpec.fault and HealthRequest.fault,
-// used by the CLI (syntax), colltestd (up front, against the request's world size) and the worker
-// (which runs the fault). A fault is one of
+// The fault grammar (docs/design.md section 7): the one parser of SweepSpec.fault and
+// HealthRequest.fault, used by the CLI (syntax), colltestd (up front, against the request's world
+// size) and the worker (which runs the fault). A fault is one of
 //   missing_rank:R  delay_rank:R:US  skip_rearm  poison_staging  skip_canonicalize
 //   crash_rank:R    hang_end_sync:R  stall_rank:R
 // with exactly those arguments, R a decimal rank in [0, world), US a decimal number of

@@ -1,4 +1,4 @@
-// Prometheus metrics of colltestd (DESIGN.md section 9): cases run, hangs with their culprit,
+// Prometheus metrics of colltestd (docs/design.md section 9): cases run, hangs with their culprit,
 // latencies, worker restarts, group health, the run queue and health checks, rendered as the
 // Prometheus text format for the HTTP port (http/gateway.h). Names follow Prometheus' own
 // conventions (base units, counters ending in _total) so that `promtool check metrics` accepts a

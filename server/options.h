@@ -1,5 +1,5 @@
-// colltestd's command line. The flag names are a public interface (DESIGN.md section 10): scripts
-// and unit files depend on them, so add flags but never rename one.
+// colltestd's command line. The flag names are a public interface (docs/design.md section 10):
+// scripts and unit files depend on them, so add flags but never rename one.
 #pragma once
 
 #include <cstdint>

@@ -64,6 +64,22 @@ absl::Status OnEveryRank(absl::Span<const std::unique_ptr<WorkerProcess>> ranks,
   return absl::OkStatus();
 }
 
+// Every rank must launch the same grid (docs/design.md section 4), and a backend clamps its grid
+// to the blocks its device keeps co-resident: ranks on devices that hold different numbers (mixed
+// models, MIG slices of different sizes) would wait at a barrier for blocks that never run. Such a
+// group is refused before any case, naming the two ranks.
+absl::Status SameResidentBlocksOnEveryRank(absl::Span<const InitReply> replies) {
+  for (size_t rank = 1; rank < replies.size(); ++rank) {
+    if (replies[rank].resident_blocks() == replies[0].resident_blocks()) continue;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rank ", rank, " (", replies[rank].device_name(), ") keeps ",
+        replies[rank].resident_blocks(), " blocks co-resident and rank 0 (",
+        replies[0].device_name(), ") ", replies[0].resident_blocks(),
+        ": the devices of a group must be alike, since every rank launches the same grid"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status Rendezvous(absl::Span<const std::unique_ptr<WorkerProcess>> ranks,
@@ -87,6 +103,7 @@ absl::Status Rendezvous(absl::Span<const std::unique_ptr<WorkerProcess>> ranks,
         return s;
       });
   if (!status.ok()) return status;
+  if (absl::Status alike = SameResidentBlocksOnEveryRank(init_replies); !alike.ok()) return alike;
 
   ConnectRequest table;
   for (uint32_t rank = 0; rank < world; ++rank) {

@@ -1,8 +1,8 @@
-// The measured crossover tables that `auto` dispatches with (DESIGN section 4). `colltest tune`
-// sweeps the variants at one (backend, world, dtype, mode, n) and writes a table of the fastest
-// variant per m; colltestd loads every table of its --tune-dir at start and resolves `auto` on
-// the controller, so the workers only ever run concrete variants and the result says which one
-// (CaseResult.resolved_variant) and from which table row (the message).
+// The measured crossover tables that `auto` dispatches with (docs/design.md section 4).
+// `colltest tune` sweeps the variants at one (backend, world, dtype, mode, n) and writes a table of
+// the fastest variant per m; colltestd loads every table of its --tune-dir at start and resolves
+// `auto` on the controller, so the workers only ever run concrete variants and the result says
+// which one (CaseResult.resolved_variant) and from which table row (the message).
 #pragma once
 
 #include <cstdint>

@@ -41,7 +41,8 @@ bool IsLamport(Variant v) {
   return v == colltest::v1::VARIANT_LAMPORT || v == colltest::v1::VARIANT_LAMPORT_TB;
 }
 
-// m of stress call `i`: changes between calls (DESIGN: the stale-staging scenario).
+// m of stress call `i`: changes between calls (the stale-staging scenario of
+// docs/design.md section 4).
 uint32_t StressRows(uint64_t seed, uint64_t i, uint32_t max_m, uint32_t salt) {
   return 1 + static_cast<uint32_t>(HashCoords(seed, i, salt, 0, 0) % max_m);
 }
@@ -80,7 +81,8 @@ class Driver {
 };
 
 absl::StatusOr<bool> Driver::Arm() {
-  // DESIGN section 4: arming is never captured; a replay would re-arm under the peers' stores.
+  // docs/design.md section 4: arming is never captured; a replay would re-arm under the
+  // peers' stores.
   if (capturing_) return absl::InternalError("arming inside a capture");
   return rt_.Arm();
 }

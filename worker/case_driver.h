@@ -1,7 +1,8 @@
-// One case driver for every backend (DESIGN section 6): the validation prefix, the faults that end
-// a case before it starts, arming, warm-up, the eager, graph and stress loops with their Lamport
-// interleaving, timing, and the hang message live here once. A backend implements CaseRuntime,
-// the few operations whose meaning differs between a GPU stream and the cpu backend's threads.
+// One case driver for every backend (docs/design.md section 6): the validation prefix, the faults
+// that end a case before it starts, arming, warm-up, the eager, graph and stress loops with their
+// Lamport interleaving, timing, and the hang message live here once. A backend implements
+// CaseRuntime, the few operations whose meaning differs between a GPU stream and the cpu backend's
+// threads.
 #pragma once
 
 #include <cstddef>
@@ -92,7 +93,8 @@ class CaseRuntime {
  public:
   virtual ~CaseRuntime() = default;
   // Arms the Lamport staging the case needs and meets the peers; true when that barrier hung.
-  // The driver never calls it inside a capture (DESIGN section 4: arming is never captured).
+  // The driver never calls it inside a capture (docs/design.md section 4: arming is
+  // never captured).
   virtual absl::StatusOr<bool> Arm() = 0;
   // Inputs of call index `call` with `m` rows into input slot `slot`.
   virtual absl::Status Generate(uint32_t slot, uint64_t call, uint32_t m) = 0;

@@ -1,6 +1,7 @@
-// Fault injection for a case (DESIGN section 7), parsed from CaseRequest.fault with the shared
-// fault grammar (common/fault_spec.h). colltestd checks a fault up front and forwards it only when
-// started with --allow-fault-injection; the worker parses it again because it must know what to do.
+// Fault injection for a case (docs/design.md section 7), parsed from CaseRequest.fault with the
+// shared fault grammar (common/fault_spec.h). colltestd checks a fault up front and forwards it
+// only when started with --allow-fault-injection; the worker parses it again because it must know
+// what to do.
 #pragma once
 
 #include <cstdint>

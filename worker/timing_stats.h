@@ -1,4 +1,4 @@
-// Per-rank latency statistics over the timed calls (DESIGN section 6).
+// Per-rank latency statistics over the timed calls (docs/design.md section 6).
 #pragma once
 
 #include <vector>

@@ -225,7 +225,7 @@ INSTANTIATE_TEST_SUITE_P(Lamport, GpuStressTest,
                                   v1::Mode_Name(i.param.mode);
                          });
 
-// ---- Fault injection (DESIGN section 7): the cpu backend's faults, names and meaning ----------
+// ---- Fault injection (docs/design.md section 7): the cpu backend's faults, names and meaning ----
 
 constexpr uint32_t kFaultTimeoutMs = 1000;
 // Past the timeout, so that the peer gives up first; one variant per mode, as the delayed rank's

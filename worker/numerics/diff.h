@@ -1,4 +1,4 @@
-// Compares a rank's outputs with the reference and keeps the DESIGN section 5 statistics.
+// Compares a rank's outputs with the reference and keeps the docs/design.md section 5 statistics.
 #pragma once
 
 #include <cstdint>

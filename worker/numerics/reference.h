@@ -1,5 +1,5 @@
-// Independent host reference of the fused op (DESIGN section 3): the all-reduce in fp32 in rank
-// order rounded to T, the residual add rounded to T, and the RMSNorm in fp64 rounded to T.
+// Independent host reference of the fused op (docs/design.md section 3): the all-reduce in fp32 in
+// rank order rounded to T, the residual add rounded to T, and the RMSNorm in fp64 rounded to T.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Tolerance profiles by name (DESIGN section 5).
+// Tolerance profiles by name (docs/design.md section 5).
 #pragma once
 
 #include <cstdint>

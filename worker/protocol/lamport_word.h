@@ -1,5 +1,5 @@
-// The Lamport flag-in-data rules (DESIGN section 4) on one 32-bit word, so that the cpu's Pack
-// and the GPU's uint4 apply the same rules to each of their four words: the data is the flag.
+// The Lamport flag-in-data rules (docs/design.md section 4) on one 32-bit word, so that the cpu's
+// Pack and the GPU's uint4 apply the same rules to each of their four words: the data is the flag.
 //
 // Staging is armed with the sentinel -0.0 in every lane. Producers map -0.0 to +0.0 before they
 // store, so a stored value can never look like the sentinel. Consumers poll a pack until no word

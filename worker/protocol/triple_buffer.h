@@ -1,7 +1,8 @@
-// lamport_tb's rotation rules (DESIGN-level note: docs/protocol.md). Three staging buffers per
-// rank, rotated per call by a counter in the rank's RankControl; each call pushes into and
-// consumes buffer call % 3 and, at its end, clears the previous call's buffer, whose next writer
-// is a peer at call + 2 (a peer is at most one call ahead, since it needs this rank's data).
+// lamport_tb's rotation rules (docs/design.md section 4; details in docs/protocol.md). Three
+// staging buffers per rank, rotated per call by a counter in the rank's RankControl; each call
+// pushes into and consumes buffer call % 3 and, at its end, clears the previous call's buffer,
+// whose next writer is a peer at call + 2 (a peer is at most one call ahead, since it needs this
+// rank's data).
 #pragma once
 
 #include <cstdint>

@@ -68,7 +68,7 @@ TEST(FormatRunJsonTest, RunWithoutMachineStillHasTheKey) {
 
 TEST(FormatRunJsonTest, CaseCarriesEveryContractField) {
   Json c = Parse(testing::SampleRun())["cases"][0];
-  // DESIGN section 10: the fields every case carries at least.
+  // docs/design.md section 10: the fields every case carries at least.
   for (const char* field :
        {"variant", "mode", "world", "m", "n", "dtype", "pattern", "status", "message", "median_us",
         "p10_us", "p90_us", "busbw_gbps", "mismatches", "max_abs_err", "max_ulp", "ranks"}) {

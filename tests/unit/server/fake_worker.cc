@@ -21,6 +21,7 @@
 //   FAKE_WORKER_FAIL_INIT_DEVICE=D  Init fails on device D
 //   FAKE_WORKER_NO_READY=1          never writes the ready line
 //   FAKE_WORKER_EXIT_BEFORE_READY=1 exits with status 7 instead of serving
+//   FAKE_WORKER_SMALL_DEVICE=D      device D keeps fewer blocks co-resident than the others
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -99,6 +100,9 @@ class FakeWorker final : public wv1::Worker::Service {
     }
     if (rank_ == 0) reply->set_nccl_unique_id(kNcclId);
     reply->set_device_name("fake");
+    const char* small = getenv("FAKE_WORKER_SMALL_DEVICE");
+    const bool is_small = small != nullptr && absl::StrCat(request->device()) == small;
+    reply->set_resident_blocks(is_small ? 66 : 132);
     reply->set_pid(static_cast<uint32_t>(getpid()));
     reply->mutable_capabilities()->set_uses_shared_memory_segments(true);
     return grpc::Status::OK;

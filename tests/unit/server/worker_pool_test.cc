@@ -489,6 +489,18 @@ TEST_F(WorkerPoolTest, InitFailureNamesTheRankAndLeavesNothing) {
   EXPECT_THAT(OurShm(), IsEmpty());
 }
 
+// The grid is the same on every rank only when every device keeps as many blocks co-resident.
+TEST_F(WorkerPoolTest, DevicesThatKeepFewerBlocksCoResidentAreRefusedNamingTheRank) {
+  ScopedEnv env("FAKE_WORKER_SMALL_DEVICE", "1");
+  const absl::StatusOr<std::vector<RankResult>> results = Pool().RunCase({0, 1}, Case());
+  ASSERT_FALSE(results.ok());
+  EXPECT_EQ(results.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(results.status().message(),
+              HasSubstr("rank 1 (fake) keeps 66 blocks co-resident and rank 0 (fake) 132"));
+  EXPECT_TRUE(NoChildren());
+  EXPECT_THAT(OurShm(), IsEmpty());
+}
+
 TEST_F(WorkerPoolTest, WorkerThatExitsBeforeItIsReadyIsReported) {
   ScopedEnv env("FAKE_WORKER_EXIT_BEFORE_READY", "1");
   const absl::StatusOr<std::vector<RankResult>> results = Pool().RunCase({0, 1}, Case());

@@ -1,6 +1,6 @@
 // The case driver (worker/case_driver.h) over a fake runtime that logs every operation: the order
 // of warm-up, timed calls, checks and the stress interleaving, and the rule that arming is never
-// captured (DESIGN section 4).
+// captured (docs/design.md section 4).
 #include "worker/case_driver.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Mutation checks: each protocol rule of DESIGN section 4, broken on purpose by a test-only
+// Mutation checks: each protocol rule of docs/design.md section 4, broken on purpose by a test-only
 // switch, must make the cpu backend report WRONG or HANG (never pass, never get stuck). The same
 // scenarios pass with the rule intact (cpu_protocol_test), so these tests show that the suite
 // would catch a regression of each rule. CpuRules checks a rule directly where a rank can report
@@ -101,8 +101,8 @@ std::set<uint32_t> Grids(const std::vector<colltest::v1::RankResult>& results) {
   return grids;
 }
 
-// DESIGN section 4, "the grid must be the same on every rank": for every variant and grid knob,
-// the four ranks of a group report one grid (and the case passes).
+// docs/design.md section 4, "the grid must be the same on every rank": for every variant and grid
+// knob, the four ranks of a group report one grid (and the case passes).
 TEST(CpuRules, SameGridOnEveryRank) {
   CpuGroup group(4, {}, /*resident_blocks=*/4);
   for (auto v : {colltest::v1::VARIANT_ONE_STAGE, colltest::v1::VARIANT_TWO_KERNEL,

@@ -36,7 +36,7 @@ bool BlockBarrier(const BlockContext& ctx, BarrierSlot slot, const char* phase) 
   Signal* self = ctx.group->self().signal();
   const bool start = slot == BarrierSlot::kStart;
   // The participants of a block barrier are block `block` of every rank: each passes it the same
-  // number of times (the block-uniform trip count of DESIGN section 4), once per phase.
+  // number of times (the block-uniform trip count of docs/design.md section 4), once per phase.
   // divergent_trip_count (tests only) gives block 0 of the last rank a second trip.
   const bool extra_trip =
       ctx.breaks->divergent_trip_count && ctx.block == 0 && ctx.group->rank + 1 == ctx.group->world;

@@ -1,4 +1,4 @@
-// Per-block barriers across ranks through the Signal slots (DESIGN section 4).
+// Per-block barriers across ranks through the Signal slots (docs/design.md section 4).
 //
 // Block b of every rank stores its new epoch into slot [b][rank] of every peer's Signal, then
 // waits until every peer's epoch in its own Signal reached it. The store is a release: it first

@@ -1,5 +1,6 @@
 // The cpu backend: each rank is a worker process, its registered buffers live in POSIX shared
-// memory, blocks are threads, and the protocols are the GPU kernels' own (DESIGN section 8).
+// memory, blocks are threads, and the protocols are the GPU kernels' own
+// (docs/design.md section 8).
 #pragma once
 
 #include <chrono>

@@ -1,7 +1,7 @@
 // The four protocol variants of the fused all-reduce + residual + RMSNorm, one block at a time.
 // Each function is the body of one "kernel" for block ctx.block of ctx.grid, run on every rank.
-// Arithmetic follows DESIGN section 3 in every variant: the all-reduce sums in fp32 in rank order
-// and rounds to T, so the all-reduce part is bit-identical across variants.
+// Arithmetic follows docs/design.md section 3 in every variant: the all-reduce sums in fp32 in rank
+// order and rounds to T, so the all-reduce part is bit-identical across variants.
 #pragma once
 
 #include <cstddef>

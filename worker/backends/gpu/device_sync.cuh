@@ -1,7 +1,7 @@
-// Bounded spinning, hang records and the per-block barriers across ranks (DESIGN sections 4, 7).
-// Every device wait goes through SpinTick: every few hundred polls it reads the global timer and
-// the rank's abort flag, and past the call's deadline it records who waited for whom in
-// host-mapped memory, raises the abort flag for the other blocks and gives up.
+// Bounded spinning, hang records and the per-block barriers across ranks
+// (docs/design.md sections 4, 7). Every device wait goes through SpinTick: every few hundred polls
+// it reads the global timer and the rank's abort flag, and past the call's deadline it records who
+// waited for whom in host-mapped memory, raises the abort flag for the other blocks and gives up.
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,7 @@ enum class Kind : uint8_t { kOneStage, kReduceScatter, kLoadNorm, kLamport, kLam
 // A row is held in registers: at most this many 16-byte packs per thread.
 inline constexpr uint32_t kMaxRowPacks = 8;
 
-// Injected faults the kernels obey (DESIGN section 7, worker/fault_plan.h); 0 outside fault
+// Injected faults the kernels obey (docs/design.md section 7, worker/fault_plan.h); 0 outside fault
 // injection. A kernel parameter, so a test of it is uniform and costs no memory access.
 enum FaultFlags : uint32_t {
   kFaultSkipCanonicalize = 1u << 0,  // Lamport producers store -0.0 as is
@@ -76,7 +76,7 @@ Error LaunchGenerate(const GenerateArgs& args, Stream stream);
 Error LaunchWeight(DType dtype, Pattern pattern, uint64_t seed, uint32_t n, void* weight,
                    Stream stream);
 
-// Device-side diff statistics of one check (DESIGN section 5), accumulated with atomics.
+// Device-side diff statistics of one check (docs/design.md section 5), accumulated with atomics.
 struct DiffAccum {
   unsigned long long mismatches;
   unsigned long long checked;
