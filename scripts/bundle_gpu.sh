@@ -8,10 +8,11 @@ build_dir="${BUILD_DIR:-build-gpu}"
 out=out/gpu-bundle
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLLTEST_GPU=cuda \
   "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags,-rpath,'\$ORIGIN/../lib'"
-cmake --build "$build_dir" -j "${JOBS:-2}" --target colltestd colltest-worker colltest gpu_test
+cmake --build "$build_dir" -j "${JOBS:-2}" --target colltestd colltest-worker colltest gpu_test \
+  one_device_group_test
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
-bins=(colltestd colltest-worker colltest gpu_test)
+bins=(colltestd colltest-worker colltest gpu_test one_device_group_test)
 for b in "${bins[@]}"; do
   cp "$build_dir/bin/$b" "$out/bin/"
   strip "$out/bin/$b"

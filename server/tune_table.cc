@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/element_size.h"
 #include "common/names.h"
 #include "nlohmann/json.hpp"
@@ -35,6 +36,26 @@ std::optional<v1::Variant> ConcreteVariantNamed(const std::string& name) {
 std::string Describe(const TuneTable& t) {
   return absl::StrCat(t.backend, " W=", t.world, " ", common::DTypeName(t.dtype), " ",
                       common::ModeName(t.mode), " n=", t.n);
+}
+
+// The variant with the least time interpolated linearly in bytes between rows `lo` and `hi`
+// (lo.bytes < bytes < hi.bytes), among those both rows measured; none when they share none.
+std::optional<AutoChoice> Interpolated(const TuneTable::Row& lo, const TuneTable::Row& hi,
+                                       uint64_t bytes, const std::string& table) {
+  const double f = static_cast<double>(bytes - lo.bytes) / static_cast<double>(hi.bytes - lo.bytes);
+  std::optional<std::pair<v1::Variant, double>> best;
+  for (const auto& [v, lo_us] : lo.us) {
+    const auto at_hi =
+        std::find_if(hi.us.begin(), hi.us.end(), [v = v](const auto& e) { return e.first == v; });
+    if (at_hi == hi.us.end()) continue;
+    const double us = lo_us + f * (at_hi->second - lo_us);
+    if (!best || us < best->second) best = std::make_pair(v, us);
+  }
+  if (!best) return std::nullopt;
+  return AutoChoice{best->first,
+                    absl::StrCat(common::VariantName(best->first), ": ", table,
+                                 ", interpolated between rows m=", lo.m, " and m=", hi.m, " (",
+                                 absl::StrFormat("%.2f", best->second), " us)")};
 }
 
 }  // namespace
@@ -75,6 +96,16 @@ absl::StatusOr<TuneTable> ParseTuneTable(const std::string& text, const std::str
     const std::optional<v1::Variant> best = ConcreteVariantNamed(r.value("best", ""));
     if (!best) return bad(absl::StrCat("rows[m=", row.m, "].best: not a variant that runs"));
     row.best = *best;
+    if (r.contains("us") && r["us"].is_object()) {
+      for (const auto& [name, us] : r["us"].items()) {
+        const std::optional<v1::Variant> v = ConcreteVariantNamed(name);
+        if (!v || !us.is_number() || us.get<double>() <= 0) {
+          return bad(absl::StrCat("rows[m=", row.m, "].us.", name,
+                                  ": must name a variant that runs and hold a time > 0"));
+        }
+        row.us.emplace_back(*v, us.get<double>());
+      }
+    }
     t.rows.push_back(row);
   }
   std::sort(t.rows.begin(), t.rows.end(),
@@ -120,13 +151,19 @@ std::optional<AutoChoice> TuneTables::Resolve(const std::string& backend, uint32
   if (chosen == nullptr) return std::nullopt;
   const uint64_t bytes = uint64_t{m} * n * common::ElementBytes(dtype);
   const TuneTable::Row* row = &chosen->rows.front();
+  const TuneTable::Row* above = nullptr;
   for (const TuneTable::Row& r : chosen->rows) {
     if (r.bytes <= bytes) row = &r;
+    if (r.bytes > bytes && above == nullptr) above = &r;
   }
-  return AutoChoice{row->best,
-                    absl::StrCat(common::VariantName(row->best), ": tune table ",
-                                 std::filesystem::path(chosen->source).filename().string(), " (",
-                                 Describe(*chosen), "), row m=", row->m, " (", row->bytes, " B)")};
+  const std::string table =
+      absl::StrCat("tune table ", std::filesystem::path(chosen->source).filename().string(), " (",
+                   Describe(*chosen), ")");
+  if (row->bytes < bytes && above != nullptr) {
+    if (std::optional<AutoChoice> c = Interpolated(*row, *above, bytes, table)) return c;
+  }
+  return AutoChoice{row->best, absl::StrCat(common::VariantName(row->best), ": ", table,
+                                            ", row m=", row->m, " (", row->bytes, " B)")};
 }
 
 }  // namespace colltest::server

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -31,6 +32,9 @@ struct TuneTable {
     uint32_t m = 0;
     uint64_t bytes = 0;  // m * n * element size: the per-rank input, the seed's gate unit
     colltest::v1::Variant best = colltest::v1::VARIANT_UNSPECIFIED;
+    // The measured median us per call of each variant at this row ("us" in the file; may be
+    // absent in tables written before it was recorded).
+    std::vector<std::pair<colltest::v1::Variant, double>> us;
   };
   std::vector<Row> rows;  // ascending bytes
 };
@@ -53,8 +57,11 @@ class TuneTables {
   static absl::StatusOr<TuneTables> LoadDir(const std::string& dir);
 
   // The variant for a case: the table of the same backend, world and dtype (same mode preferred,
-  // then the nearest n), and in it the row with the largest byte size not above the case's (the
-  // first row below the smallest). None when no table matches.
+  // then the nearest n). Between two rows that both carry every variant's time, the variant whose
+  // time, interpolated linearly in bytes, is the least (a crossover between two rows is then
+  // found where the times cross, not at the next row); otherwise, and outside the table, the row
+  // with the largest byte size not above the case's (the first row below the smallest). None when
+  // no table matches.
   std::optional<AutoChoice> Resolve(const std::string& backend, uint32_t world,
                                     colltest::v1::DType dtype, colltest::v1::Mode mode, uint32_t m,
                                     uint32_t n) const;

@@ -4,9 +4,9 @@
 # same box measured with torch (tests/gpu/anchors.py -> anchors.json), then the health check,
 # recovery and metrics (tests/gpu/health_on_box.py), stopping running cases and SIGTERM
 # (tests/gpu/cancel_on_box.py), JSON under $OUT, and tables printed last
-# (graph mode: each variant against the anchors; the fault matrix). STAGE=test|bench|all|cancel|neighbour
+# (graph mode: each variant against the anchors; the fault matrix). STAGE=test|bench|all|cancel|neighbour|kernels
 # (default all; cancel: only tests/gpu/cancel_on_box.py and the SIGTERM check; neighbour: only
-# tests/gpu/neighbour_on_box.py);
+# tests/gpu/neighbour_on_box.py; kernels: only tests/gpu/one_device_group_test.cc, one GPU enough);
 # BENCH_M (rows), BENCH_MODES ("graph eager"), ANCHORS=0 (skip the anchors) narrow a run. The test
 # stage also writes the fault matrix (fault_matrix.json), printed as a table at the very end.
 set -uo pipefail
@@ -15,7 +15,7 @@ bundle="${BUNDLE:-out/gpu-bundle}"
 bin="$(cd "$bundle/bin" && pwd)"
 out="${OUT:-/tmp/colltest-out}"
 stage="${STAGE:-all}"
-bench_m="${BENCH_M:-1,8,16,32,64,128,256,1024}"
+bench_m="${BENCH_M:-1,8,16,32,64,128,256,512,1024}"
 mkdir -p "$out"
 export COLLTEST_BIN_DIR="$bin"
 { nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader;
@@ -56,6 +56,20 @@ sigterm_check() {
     | tee "$out/sigterm.txt"
 }
 
+# The kernels with every rank of a group on one GPU (tests/gpu/one_device_group_test.cc): W = 2, 4
+# and 8 on any box, one GPU enough. STAGE=kernels runs only this.
+kernels_check() {
+  timeout "${KERNELS_TIMEOUT:-400}" "$bin/one_device_group_test" \
+    --gtest_output="json:$out/one_device_group_test.json" >"$out/one_device_group_test.log" 2>&1
+  echo "one_device_group_test rc=$?"
+  grep -E '^\[ +(OK|FAILED|PASSED|SKIPPED) +\]|Failure|Value of|Which is|Expected' \
+    "$out/one_device_group_test.log" | head -60
+}
+if [ "$stage" = "kernels" ]; then
+  kernels_check
+  exit 0
+fi
+
 if [ "$stage" = "cancel" ]; then
   # Only the cancel and SIGTERM checks below (STAGE=cancel).
   start_daemon health --allow-fault-injection --http 127.0.0.1:0
@@ -86,6 +100,7 @@ stop_daemon
 
 rc_test=0
 if [ "$stage" != "bench" ]; then
+  kernels_check
   rm -f "$out/fault_matrix.json"  # the table at the end is this run's or none
   COLLTEST_FAULT_MATRIX_OUT="$out/fault_matrix.json" \
     timeout "${TEST_TIMEOUT:-240}" "$bin/gpu_test" --gtest_output="json:$out/gpu_test.json" \
@@ -191,14 +206,30 @@ if [ "$stage" = "all" ] || [ "$stage" = "tune" ]; then
   stop_daemon
   mkdir -p "$out/tune_dir" && cp "$table" "$out/tune_dir/"
   start_daemon auto --tune-dir "$out/tune_dir"
-  timeout 120 "$bin/colltest" --server "$addr" sweep --world "$world" --n 7168 --dtype bf16 \
-    --m 1,8,64,256,1024 --variants auto --modes graph --pattern integers --format json \
-    --out "$out/auto.json" 2>/dev/null
+  # `auto` against every fixed variant in the same sweep, at rows of the table and at m between
+  # them (AUTO_M): within 3% of the best everywhere.
+  timeout 240 "$bin/colltest" --server "$addr" sweep --world "$world" --n 7168 --dtype bf16 \
+    --m "${AUTO_M:-1,3,8,24,64,96,256,384,700,1024,1500}" \
+    --variants auto,one_stage,two_kernel,lamport,lamport_tb --modes graph --pattern integers \
+    --warmup 20 --iters 200 --format json --out "$out/auto.json" 2>/dev/null
   echo "auto rc=$?"
   python3 - "$out/auto.json" <<'PY'
 import json, sys
+by_m = {}
 for c in json.load(open(sys.argv[1]))["cases"]:
-    print(f'auto m={c["m"]}: {c["status"]} -> {c["resolved_variant"]} {c["median_us"]:.2f} us')
+    by_m.setdefault(c["m"], []).append(c)
+print("\nauto against the best fixed variant (graph, same sweep); ratio = auto / best")
+for m in sorted(by_m):
+    fixed = [c for c in by_m[m] if c["variant"] != "auto" and c["status"] == "OK"]
+    auto = [c for c in by_m[m] if c["variant"] == "auto"]
+    if not fixed or not auto or auto[0]["status"] != "OK":
+        print(f"auto m={m}: {auto[0]['status'] if auto else 'missing'}"); continue
+    best = min(fixed, key=lambda c: c["median_us"])
+    a = auto[0]
+    ratio = a["median_us"] / best["median_us"]
+    print(f'auto m={m}: -> {a["resolved_variant"]} {a["median_us"]:.2f} us; best '
+          f'{best["variant"]} {best["median_us"]:.2f} us; ratio {ratio:.3f} '
+          f'{"OK" if ratio <= 1.03 else "OVER 3%"}')
 PY
   stop_daemon
 fi
@@ -239,5 +270,9 @@ for r in rows:
 print(f"{len(rows)} rows, {bad} not as expected")
 PY
 fi
-python3 bench/render_results.py "$out" >"$out/tables.md" 2>/dev/null || true
+# Every table as Markdown, the targets table printed (bench/NOTES.md), and the plot of us per call
+# against m where the box has matplotlib (else: render_results.py DIR --plot=FILE after the run).
+python3 bench/render_results.py "$out" --plot="$out/us_per_call.png" >"$out/tables.md" 2>"$out/render.err" ||
+  python3 bench/render_results.py "$out" >"$out/tables.md" 2>/dev/null || true
+sed -n '/^### Targets/,/^$/p; /^| m | best variant/,/^$/p' "$out/tables.md" | uniq
 exit $rc_test

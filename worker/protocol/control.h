@@ -35,7 +35,10 @@ template <class L>
 struct alignas(L::kAlign) RankControl {
   uint64_t tb_call;                    // lamport_tb calls completed
   uint64_t tb_used_bytes[kTbBuffers];  // bytes each source rank pushed into each buffer
-  uint32_t tb_blocks_done;             // blocks of the current lamport_tb call that finished
+  // Blocks of the current lamport_tb call that read tb_call: each counts itself in right after
+  // reading it, and block 0 advances tb_call at its end once every block has (so no block can
+  // read the advanced value), then zeroes this.
+  uint32_t tb_blocks;
   // The GPU's device-side hang record: the first block to time out claims it, and the abort flag
   // makes every spinning block of the rank give up. The cpu keeps both in its SpinGuard instead.
   uint32_t hang_claimed;

@@ -76,6 +76,38 @@ TEST(TuneTableTest, ResolvesTheRowAtOrBelowTheCasesBytes) {
   EXPECT_FALSE(tables.Resolve("hip", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168).has_value());
 }
 
+// Measured on 2 x H200 (tune/tune_cuda_h200_w2_bf16_graph_n7168.json): at m = 700 the row at or
+// below (m = 512, lamport 36.60 us, one_stage 37.03) names lamport, which took 48.83 us there
+// against one_stage's 45.57; the times interpolated between m = 512 and 1024 cross before 700.
+TEST(TuneTableTest, BetweenRowsTheLeastInterpolatedTimeWins) {
+  const std::string json = R"({"kind": "colltest-tune-table", "version": 1, "backend": "cuda",
+    "world": 2, "dtype": "bf16", "mode": "graph", "n": 7168, "rows": [
+      {"m": 512, "best": "lamport", "us": {"one_stage": 37.03, "lamport": 36.60}},
+      {"m": 1024, "best": "one_stage", "us": {"one_stage": 58.87, "lamport": 68.60}}]})";
+  TuneTables tables({*ParseTuneTable(json, "t.json")});
+  auto pick = [&](uint32_t m) {
+    return *tables.Resolve("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, m, 7168);
+  };
+  EXPECT_EQ(pick(512).variant, v1::VARIANT_LAMPORT);  // a row: its measured best
+  EXPECT_EQ(pick(520).variant, v1::VARIANT_LAMPORT);  // lamport 37.10, one_stage 37.37
+  EXPECT_EQ(pick(700).variant, v1::VARIANT_ONE_STAGE);
+  EXPECT_THAT(pick(700).why, HasSubstr("one_stage: tune table t.json (cuda W=2 bf16 graph "
+                                       "n=7168), interpolated between rows m=512 and m=1024 ("
+                                       "45.05"));
+  EXPECT_EQ(pick(4096).variant, v1::VARIANT_ONE_STAGE);  // above the table: its last row
+}
+
+TEST(TuneTableTest, ATimeThatIsNoVariantOrNoPositiveNumberIsRefused) {
+  for (const std::string us : {R"({"auto": 3.0})", R"({"lamport": -1})", R"({"lamport": "x"})"}) {
+    const std::string json = R"({"kind": "colltest-tune-table", "version": 1, "backend": "cuda",
+      "world": 2, "dtype": "bf16", "n": 8, "rows": [{"m": 1, "best": "lamport", "us": )" +
+                             us + "}]}";
+    absl::StatusOr<TuneTable> t = ParseTuneTable(json, "bad.json");
+    ASSERT_FALSE(t.ok()) << us;
+    EXPECT_THAT(t.status().message(), HasSubstr("tune table bad.json: rows[m=1].us."));
+  }
+}
+
 TEST(TuneTableTest, PrefersTheSameModeThenTheNearestHiddenSize) {
   TuneTables tables({*ParseTuneTable(Table(2, "eager"), "eager.json"),
                      *ParseTuneTable(Table(2, "graph", 4096), "graph_4096.json"),

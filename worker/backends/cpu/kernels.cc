@@ -242,8 +242,10 @@ void LamportTbBlock(const BlockContext& ctx, const CallArgs& a) {
   RankControl* control = g.self().control();
   const uint32_t buffers = ctx.breaks->two_buffer_rotation ? 2 : protocol::kTbBuffers;
   // The counter lives in the rank's memory and advances inside the kernel, so graph replays
-  // rotate too. Every block reads it before the last block of this call advances it.
+  // rotate too. Each block reads it and then counts itself in; block 0 advances it at its end once
+  // every block has (as the GPU kernel does: no fence and atomic at every block's end).
   const uint64_t call = std::atomic_ref<uint64_t>(control->tb_call).load(std::memory_order_acquire);
+  std::atomic_ref<uint32_t>(control->tb_blocks).fetch_add(1, std::memory_order_release);
   const uint32_t buf = protocol::TbBuffer(call, buffers);
   const size_t bytes = static_cast<size_t>(a.m) * a.n * ElemBytes(D);
   const uint8_t* input = g.self().input() + a.input_offset;
@@ -270,14 +272,17 @@ void LamportTbBlock(const BlockContext& ctx, const CallArgs& a) {
   }
   const uint32_t prev = protocol::TbClearedBuffer(call, buffers);
   TbClear<D>(ctx, prev, control->tb_used_bytes[prev] / kPackBytes);
-  // The last block to finish records this call's size and advances the counter.
-  if (std::atomic_ref<uint32_t>(control->tb_blocks_done).fetch_add(1, std::memory_order_acq_rel) +
-          1 ==
-      ctx.grid) {
-    control->tb_used_bytes[buf] = bytes;
-    std::atomic_ref<uint32_t>(control->tb_blocks_done).store(0, std::memory_order_relaxed);
-    std::atomic_ref<uint64_t>(control->tb_call).store(call + 1, std::memory_order_release);
+  if (ctx.block != 0) return;
+  // Block 0 records this call's size and advances the counter once every block read it.
+  if (!SpinUntil(*ctx.guard, *ctx.posted, 0, -1, "lamport_tb consume", [&] {
+        return std::atomic_ref<uint32_t>(control->tb_blocks).load(std::memory_order_acquire) ==
+               ctx.grid;
+      })) {
+    return;
   }
+  control->tb_used_bytes[buf] = bytes;
+  std::atomic_ref<uint32_t>(control->tb_blocks).store(0, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(control->tb_call).store(call + 1, std::memory_order_release);
 }
 
 void ArmStaging(DType dtype, uint8_t* staging, size_t bytes) {

@@ -20,6 +20,15 @@ __device__ __forceinline__ RankControl* ControlOf(const DeviceGroup& g) {
   return reinterpret_cast<RankControl*>(g.base[g.rank] + g.layout.control_offset);
 }
 
+// The prologue of a kernel launched with LaunchEarly: wait until the kernels before it in the
+// stream completed (their stores visible), then let the next early-launched kernel be scheduled
+// (it only waits, in this same prologue, until this one completes). Before the deadline starts:
+// time spent waiting for an earlier kernel is not this kernel's wait.
+__device__ __forceinline__ void EnterEarlyLaunched() {
+  GridDependencyWait();
+  LaunchDependents();
+}
+
 struct SpinClock {
   uint64_t deadline_ns;
   uint32_t polls;

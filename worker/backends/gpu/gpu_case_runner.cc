@@ -174,7 +174,15 @@ class GpuBackend::Rules final : public worker::CaseRules {
     }
     const uint32_t threads = ThreadsOf(req);
     const uint32_t row_packs = req.n() / PackElems(plan.shape.dtype);
-    if (row_packs > kMaxRowPacks * threads) {
+    if (plan.variant == colltest::v1::VARIANT_LAMPORT_TB) {
+      TbShape tb;
+      if (LamportTbBlockShape(b_.world_, plan.shape.dtype, req.n(), tpb, &tb) != kSuccess ||
+          tb.blocks_per_sm <= 0) {
+        return absl::StrCat(name, ": a row of ", row_packs, " packs exceeds ", kMaxRowPacks,
+                            " packs per thread at ", tpb != 0 ? tpb : kMaxTbThreads,
+                            " threads per block");
+      }
+    } else if (row_packs > kMaxRowPacks * threads) {
       return absl::StrCat(name, ": a row of ", row_packs, " packs exceeds ", kMaxRowPacks,
                           " packs per thread at ", threads, " threads per block");
     }
@@ -247,6 +255,7 @@ class GpuBackend::Runtime final : public worker::CaseRuntime {
   ToleranceProfile profile_;
   std::vector<DiffAccum> read_;  // accumulators as last read
   GraphExecHandle exec_;
+  TbShape tb_;  // lamport_tb's own block shape (Prepare)
   // hang_end_sync fired on this rank: it launches no further call, as the cpu backend's rank
   // stops after the call that skipped its end barrier.
   bool stopped_ = false;
@@ -274,6 +283,11 @@ GpuBackend::Runtime::Runtime(GpuBackend& b, const worker::CasePlan& plan)
 
 absl::Status GpuBackend::Runtime::Prepare() {
   COLLTEST_RETURN_IF_ERROR(b_.ClearHang());
+  if (p_.variant == colltest::v1::VARIANT_LAMPORT_TB) {
+    COLLTEST_RETURN_IF_ERROR(GpuOk(
+        LamportTbBlockShape(b_.world_, s_.dtype, s_.n, p_.req->knobs().threads_per_block(), &tb_),
+        "lamport_tb block shape"));
+  }
   return GpuOk(LaunchWeight(s_.dtype, s_.pattern, s_.seed, s_.n, weight_, stream()),
                "generate weight");
 }
@@ -308,9 +322,17 @@ uint32_t GpuBackend::Runtime::Grid(Variant variant, uint32_t m) const {
     case colltest::v1::VARIANT_TWO_KERNEL:
       g = std::min(part_blocks, static_cast<uint32_t>(std::max(2, b_.multiprocessors_) / 2));
       break;
-    case colltest::v1::VARIANT_LAMPORT_TB:
-      g = std::max<uint32_t>(m, static_cast<uint32_t>((packs + threads_ - 1) / threads_));
-      break;
+    case colltest::v1::VARIANT_LAMPORT_TB: {
+      // One row per block: a block pushes, clears and consumes its rows in turn, so more
+      // co-resident blocks than rows buy nothing. Its own occupancy: its block is sized to the row.
+      const uint32_t resident = static_cast<uint32_t>(std::max(tb_.blocks_per_sm, 1)) *
+                                static_cast<uint32_t>(b_.multiprocessors_);
+      g = std::min(m, std::min(resident, kMaxBlocks));
+      if (p_.req->knobs().grid_blocks() > 0) {
+        g = std::min({p_.req->knobs().grid_blocks(), resident, kMaxBlocks});
+      }
+      return std::max(1u, g);
+    }
     default:
       g = std::max(m, part_blocks);
       break;
@@ -400,7 +422,7 @@ absl::Status GpuBackend::Runtime::Launch(Variant variant, uint32_t m, uint32_t s
       e = LaunchCollective(Kind::kLamport, t, group, a, grid, threads_, stream());
       break;
     case colltest::v1::VARIANT_LAMPORT_TB:
-      e = LaunchCollective(Kind::kLamportTb, t, group, a, grid, threads_, stream());
+      e = LaunchCollective(Kind::kLamportTb, t, group, a, grid, tb_.threads, stream());
       break;
     case colltest::v1::VARIANT_NCCL: {
       // NCCL sums this call's registered input slot into its staging; our norm kernel follows.

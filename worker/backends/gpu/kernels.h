@@ -43,6 +43,39 @@ struct CallArgs {
 // Whether W is a world size the kernels are instantiated for.
 bool SupportedWorld(uint32_t world);
 
+// lamport_tb's block shape (kernels_lamport_tb.cu). A thread owns one 16-byte pack of each row
+// where a row has at most kMaxTbThreads packs, else the fewest of 1, 2, 4 or 8 that fit: its row
+// stays in registers without the spills of a fixed 512-thread block holding up to 8 packs.
+inline constexpr uint32_t kMaxTbThreads = 1024;
+// Packs per thread for rows of `row_packs` packs at `threads` threads: 1, 2, 4 or 8; 0 when a row
+// does not fit.
+constexpr uint32_t TbPacksPerThread(uint32_t row_packs, uint32_t threads) {
+  if (threads == 0) return 0;
+  const uint32_t need = (row_packs + threads - 1) / threads;
+  for (uint32_t p = 1; p <= kMaxRowPacks; p *= 2) {
+    if (need <= p) return p;
+  }
+  return 0;
+}
+// The thread count for rows of `row_packs` packs: the fewest packs per thread that keep a block
+// within kMaxTbThreads, rounded up to whole warps.
+constexpr uint32_t TbThreads(uint32_t row_packs, uint32_t warp) {
+  uint32_t p = 1;
+  while (p < kMaxRowPacks && (row_packs + p - 1) / p > kMaxTbThreads) p *= 2;
+  const uint32_t t = (row_packs + p - 1) / p;
+  return t < warp ? warp : (t + warp - 1) / warp * warp;
+}
+struct TbShape {
+  uint32_t threads = 0;
+  uint32_t packs_per_thread = 0;
+  int blocks_per_sm = 0;  // co-resident blocks of that kernel at that thread count
+};
+// threads_knob: 0 picks TbThreads; otherwise that many threads.
+Error LamportTbBlockShape(uint32_t world, DType dtype, uint32_t n, uint32_t threads_knob,
+                          TbShape* shape);
+Error LaunchLamportTb(DType dtype, const DeviceGroup& group, const CallArgs& args, uint32_t grid,
+                      uint32_t threads, Stream stream);
+
 // Co-resident blocks per multiprocessor of the smallest-occupancy spinning kernel at `threads`.
 Error SpinKernelBlocksPerSm(uint32_t world, uint32_t threads, int* blocks);
 

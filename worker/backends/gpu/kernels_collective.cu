@@ -1,8 +1,8 @@
-// The four protocol variants of the fused all-reduce + residual + RMSNorm on the GPU. The cpu
-// backend's kernels.cc is the executable specification; these follow it step by step, and both
-// take the layout, the Lamport word rules, the partitioning and the lamport_tb rotation from
-// worker/protocol. The all-reduce sums in fp32 in rank order starting from rank 0's value and
-// rounds to T, so the all-reduce part is bit-identical across variants.
+// one_stage, two_kernel and lamport: the fused all-reduce + residual + RMSNorm on the GPU
+// (lamport_tb is kernels_lamport_tb.cu). The cpu backend's kernels.cc is the executable
+// specification; these follow it step by step, and both take the layout, the Lamport word rules
+// and the partitioning from worker/protocol. The all-reduce sums in fp32 in rank order starting
+// from rank 0's value and rounds to T, so the all-reduce part is bit-identical across variants.
 #include <algorithm>
 
 #include "worker/backends/gpu/device_elem.cuh"
@@ -10,7 +10,6 @@
 #include "worker/backends/gpu/device_sync.cuh"
 #include "worker/backends/gpu/kernels.h"
 #include "worker/protocol/partition.h"
-#include "worker/protocol/triple_buffer.h"
 
 namespace colltest::gpu {
 namespace {
@@ -26,14 +25,9 @@ constexpr uint32_t kScatterUnroll = 4;
 using protocol::OwnerOf;
 using protocol::Part;
 using protocol::PartOf;
-using protocol::TbStaged;
 
 __device__ __forceinline__ uint8_t* Region(const DeviceGroup& g, uint32_t rank, size_t offset) {
   return g.base[rank] + offset;
-}
-__device__ __forceinline__ uint8_t* TbSlot(const DeviceGroup& g, uint32_t rank, uint32_t buffer,
-                                           uint32_t src) {
-  return g.base[rank] + g.layout.TbSlotOffset(buffer, src);
 }
 
 // Pack `pack` summed over every rank's registered input in rank order, rounded to T.
@@ -80,6 +74,7 @@ __device__ __forceinline__ void ScatterPart(const DeviceGroup& g, size_t input_o
 template <DType D, int W>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     OneStageKernel(DeviceGroup g, CallArgs a) {
+  EnterEarlyLaunched();
   SpinClock clk = StartClock(a.timeout_ns);
   if (!BlockBarrier(g, BarrierSlot::kStart, clk, Phase::kOneStageStart)) return;
   const uint32_t ppr = a.n / kPackElems<D>;
@@ -99,6 +94,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
 template <DType D, int W>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     ReduceScatterKernel(DeviceGroup g, CallArgs a) {
+  EnterEarlyLaunched();
   SpinClock clk = StartClock(a.timeout_ns);
   if (!BlockBarrier(g, BarrierSlot::kStart, clk, Phase::kTwoKernelStart)) return;
   const size_t packs = static_cast<size_t>(a.m) * a.n / kPackElems<D>;
@@ -117,6 +113,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
 template <DType D>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     LoadNormKernel(DeviceGroup g, CallArgs a) {
+  EnterEarlyLaunched();
   const uint8_t* tmp = Region(g, g.rank, g.layout.tmp_offset);
   const uint32_t ppr = a.n / kPackElems<D>;
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
@@ -130,6 +127,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
 template <DType D, int W>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     LamportKernel(DeviceGroup g, CallArgs a) {
+  EnterEarlyLaunched();
   SpinClock clk = StartClock(a.timeout_ns);
   // Acquire/release, not relaxed: this call's producer stores must land after every peer's
   // re-arming stores of the previous call.
@@ -178,108 +176,22 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
   }
 }
 
-template <DType D, int W>
-__global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
-    LamportTbKernel(DeviceGroup g, CallArgs a) {
-  constexpr uint32_t E = kPackElems<D>;
-  SpinClock clk = StartClock(a.timeout_ns);
-  RankControl* control = ControlOf(g);
-  // The counter lives on the device and advances inside the kernel, so graph replays rotate too.
-  // Every block reads it before the last block of this call advances it.
-  const uint64_t call = *reinterpret_cast<volatile uint64_t*>(&control->tb_call);
-  const uint32_t buf = protocol::TbBuffer(call);
-  const size_t bytes = static_cast<size_t>(a.m) * a.n * (D == DType::kFp32 ? 4 : 2);
-  const size_t packs = bytes / 16;
-
-  // Push: this rank's canonicalised input into slot `rank` of every PEER's current buffer. No
-  // barrier: a peer can be at most one call ahead and writes into a buffer this rank is not using.
-  // The own slot stays armed and unused (TbStaged): the consumer reads this rank's input directly
-  // (same canonicalised bits), which saves a local copy of the input and its clearing.
-  // skip_canonicalize (injected) pushes -0.0 as is; the own value read below is no flag and
-  // keeps its canonicalisation.
-  const uint8_t* input = Region(g, g.rank, g.layout.input_offset) + a.input_offset;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  const bool canonicalize = (a.faults & kFaultSkipCanonicalize) == 0;
-  for (size_t k = blockIdx.x * blockDim.x + threadIdx.x; k < packs; k += stride) {
-    const uint4 v = *reinterpret_cast<const uint4*>(input + k * 16);
-    const uint4 p = canonicalize ? Canonicalize<D>(v) : v;
-#pragma unroll
-    for (int d = 0; d < W; ++d) {
-      if (TbStaged(g.rank, d)) StoreNonTemporal16(TbSlot(g, d, buf, g.rank) + k * 16, p);
-    }
-  }
-  // Consume: per row, every rank's slot summed in rank order from rank 0's value.
-  const uint32_t ppr = a.n / E;
-  for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
-    const bool ok = FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
-      const size_t pack = static_cast<size_t>(row) * ppr + k;
-      float acc[E];
-#pragma unroll
-      for (int r = 0; r < W; ++r) {
-        uint4 p;
-        if (!TbStaged(r, g.rank)) {
-          p = Canonicalize<D>(*reinterpret_cast<const uint4*>(input + pack * 16));
-        } else {
-          const uint8_t* slot = TbSlot(g, g.rank, buf, r) + pack * 16;
-          for (;;) {
-            p = LoadVolatile16(slot);
-            if (Arrived<D>(p)) break;
-            if (!SpinTick(clk, g, Phase::kLamportTbConsume, r, pack)) return false;
-          }
-        }
-        float v[E];
-        Unpack<D>(p, v);
-#pragma unroll
-        for (uint32_t e = 0; e < E; ++e) acc[e] = r == 0 ? v[e] : acc[e] + v[e];
-      }
-      s = PackOf<D>(acc);
-      return true;
-    });
-    if (!ok) return;
-  }
-  // Clear the previous call's buffer: every peer finished writing it (this rank consumed all of
-  // it) and its next writer is a peer at call + 2, which needs this rank's data of call + 1.
-  const uint32_t prev = protocol::TbClearedBuffer(call);
-  const size_t prev_packs = control->tb_used_bytes[prev] / 16;
-  for (uint32_t r = 0; r < W; ++r) {
-    if (!TbStaged(r, g.rank)) continue;  // never written
-    uint8_t* slot = TbSlot(g, g.rank, prev, r);
-    for (size_t k = blockIdx.x * blockDim.x + threadIdx.x; k < prev_packs; k += stride) {
-      Store16(slot + k * 16, SentinelPack<D>());
-    }
-  }
-  // The last block to finish records this call's size and advances the counter.
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    FenceDevice();
-    if (atomicAdd(&control->tb_blocks_done, 1u) + 1 == gridDim.x) {
-      control->tb_used_bytes[buf] = bytes;
-      control->tb_blocks_done = 0;
-      FenceDevice();
-      *reinterpret_cast<volatile uint64_t*>(&control->tb_call) = call + 1;
-    }
-  }
-}
-
+// Every collective kernel is launched early (LaunchEarly): its launch overlaps the previous
+// kernel's tail, and it waits for that kernel in EnterEarlyLaunched before touching memory.
 template <DType D, int W>
 Error LaunchTyped(Kind kind, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
                   uint32_t threads, Stream s) {
   switch (kind) {
     case Kind::kOneStage:
-      OneStageKernel<D, W><<<grid, threads, 0, s>>>(g, a);
-      break;
+      return LaunchEarly(OneStageKernel<D, W>, grid, threads, s, g, a);
     case Kind::kReduceScatter:
-      ReduceScatterKernel<D, W><<<grid, threads, 0, s>>>(g, a);
-      break;
+      return LaunchEarly(ReduceScatterKernel<D, W>, grid, threads, s, g, a);
     case Kind::kLoadNorm:
-      LoadNormKernel<D><<<grid, threads, 0, s>>>(g, a);
-      break;
+      return LaunchEarly(LoadNormKernel<D>, grid, threads, s, g, a);
     case Kind::kLamport:
-      LamportKernel<D, W><<<grid, threads, 0, s>>>(g, a);
-      break;
+      return LaunchEarly(LamportKernel<D, W>, grid, threads, s, g, a);
     case Kind::kLamportTb:
-      LamportTbKernel<D, W><<<grid, threads, 0, s>>>(g, a);
-      break;
+      return LaunchLamportTb(D, g, a, grid, threads, s);
   }
   return GetLastError();
 }
@@ -315,9 +227,6 @@ int MinBlocksPerSm(uint32_t threads) {
   take(LamportKernel<DType::kBf16, W>);
   take(LamportKernel<DType::kFp16, W>);
   take(LamportKernel<DType::kFp32, W>);
-  take(LamportTbKernel<DType::kBf16, W>);
-  take(LamportTbKernel<DType::kFp16, W>);
-  take(LamportTbKernel<DType::kFp32, W>);
   return best;
 }
 

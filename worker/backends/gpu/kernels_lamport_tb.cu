@@ -1,0 +1,332 @@
+// lamport_tb on the GPU: the triple-buffered Lamport all-reduce fused with residual + RMSNorm, in
+// one kernel with no barrier (docs/design.md section 4, docs/protocol.md, bench/NOTES.md for what
+// each choice below bought on 2 x H200). The cpu backend's LamportTbBlock is its specification.
+//
+// Per row, each thread owns P packs (one where the row has at most kMaxTbThreads packs: n = 7168
+// bf16 runs 896 threads) and, for each: loads its own input and residual, pushes the canonical
+// input into its slot of every peer's current buffer, clears the same pack of the previous
+// buffer, then polls every peer's slot in one loop and sums in rank order. Rows are pipelined
+// (push row i, consume row i), so a block's later rows' pushes overlap its peers' polls.
+#include <algorithm>
+
+#include "worker/backends/gpu/device_elem.cuh"
+#include "worker/backends/gpu/device_row.cuh"
+#include "worker/backends/gpu/device_sync.cuh"
+#include "worker/backends/gpu/kernels.h"
+#include "worker/protocol/triple_buffer.h"
+
+namespace colltest::gpu {
+namespace {
+
+using protocol::TbStaged;
+
+__device__ __forceinline__ uint8_t* TbSlot(const DeviceGroup& g, uint32_t rank, uint32_t buffer,
+                                           uint32_t src) {
+  return g.base[rank] + g.layout.TbSlotOffset(buffer, src);
+}
+
+// What every block of one call agrees on.
+struct TbCall {
+  uint64_t call;
+  uint32_t buf;          // pushed into and consumed
+  uint32_t prev;         // cleared
+  size_t prev_packs;     // packs the previous call used in `prev`
+  const uint8_t* input;  // this rank's registered input slot
+};
+
+// Pushes pack `pack` (already loaded) to every peer and re-arms the same pack of the previous
+// buffer's peer slots. The own value is returned canonical: it is what this rank sums.
+template <DType D, int W>
+__device__ __forceinline__ uint4 PushAndClear(const DeviceGroup& g, const TbCall& c, size_t pack,
+                                              uint4 own, bool canonicalize) {
+  const uint4 canonical = Canonicalize<D>(own);
+  const uint4 pushed = canonicalize ? canonical : own;  // skip_canonicalize (injected)
+#pragma unroll
+  for (int d = 0; d < W; ++d) {
+    if (TbStaged(g.rank, d)) StoreNonTemporal16(TbSlot(g, d, c.buf, g.rank) + pack * 16, pushed);
+  }
+  if (pack < c.prev_packs) {
+#pragma unroll
+    for (int r = 0; r < W; ++r) {
+      if (TbStaged(r, g.rank)) Store16(TbSlot(g, g.rank, c.prev, r) + pack * 16, SentinelPack<D>());
+    }
+  }
+  return canonical;
+}
+
+// Polls every peer's slot of pack `pack` in one loop until all arrived, keeping each value where
+// the rank-order sum reads it. False when the wait gave up.
+template <DType D, int W>
+__device__ __forceinline__ bool PollPeers(const DeviceGroup& g, const TbCall& c, SpinClock& clk,
+                                          size_t pack, uint4 (&v)[W]) {
+  uint32_t missing = 0;
+#pragma unroll
+  for (int r = 0; r < W; ++r) {
+    if (TbStaged(r, g.rank)) missing |= 1u << r;
+  }
+  for (;;) {
+#pragma unroll
+    for (int r = 0; r < W; ++r) {
+      if ((missing & (1u << r)) == 0) continue;
+      const uint4 p = LoadVolatile16(TbSlot(g, g.rank, c.buf, r) + pack * 16);
+      if (Arrived<D>(p)) {
+        v[r] = p;
+        missing &= ~(1u << r);
+      }
+    }
+    if (missing == 0) return true;
+    if (!SpinTick(clk, g, Phase::kLamportTbConsume, __ffs(missing) - 1, pack)) return false;
+  }
+}
+
+// The row's values each thread keeps between the phases of TbRow. With one pack per thread they
+// all stay in registers (58 registers for bf16 at W = 2, no spills, with ptxas -v); with more,
+// holding them spilled hundreds of bytes per thread, so the own input, the residual and the
+// weight are loaded again where used (cache hits) and the sums read back from residual_out.
+template <int P>
+struct TbHeld {
+  static constexpr bool kHold = P == 1;
+  uint4 own[P];
+  uint4 res[P];
+  uint4 sum[P];
+  uint4 w[P];
+};
+
+// Sum in rank order of the peers' values and this rank's canonical own value, plus the residual,
+// rounded to T at each step as every variant does. Accumulates the sum of squares.
+template <DType D, int W>
+__device__ __forceinline__ uint4 RowValue(const CallArgs& a, uint4 (&v)[W], uint4 res,
+                                          float& sumsq) {
+  constexpr uint32_t E = kPackElems<D>;
+  float acc[E], x[E];
+  Unpack<D>(v[0], acc);
+#pragma unroll
+  for (int r = 1; r < W; ++r) {
+    Unpack<D>(v[r], x);
+#pragma unroll
+    for (uint32_t e = 0; e < E; ++e) acc[e] += x[e];
+  }
+  uint4 sum = PackOf<D>(acc);  // the all-reduce, rounded to T
+  if (a.residual) {
+    Unpack<D>(sum, acc);
+    Unpack<D>(res, x);
+#pragma unroll
+    for (uint32_t e = 0; e < E; ++e) acc[e] += x[e];
+    sum = PackOf<D>(acc);
+  }
+  Unpack<D>(sum, acc);
+#pragma unroll
+  for (uint32_t e = 0; e < E; ++e) sumsq += acc[e] * acc[e];
+  return sum;
+}
+
+// One row: push and clear every pack of the thread, then per pack poll, sum and add the
+// residual, then RMSNorm. Block-uniform result (false: some thread's wait gave up).
+template <DType D, int W, int P>
+__device__ __forceinline__ bool TbRow(const DeviceGroup& g, const CallArgs& a, const TbCall& c,
+                                      SpinClock& clk, uint32_t row, TbHeld<P>& h) {
+  constexpr uint32_t E = kPackElems<D>;
+  constexpr bool kHold = TbHeld<P>::kHold;
+  // Unrolled only where the held arrays need constant indices: unrolling P = 4 or 8 packs of
+  // address arithmetic spilled (ptxas -v).
+  constexpr int kUnroll = kHold ? P : 1;
+  const uint32_t ppr = a.n / E;
+  const size_t row_pack = static_cast<size_t>(row) * ppr;
+  const bool canonicalize = (a.faults & kFaultSkipCanonicalize) == 0;
+  const uint4* input = reinterpret_cast<const uint4*>(c.input) + row_pack;
+  const uint4* residual = static_cast<const uint4*>(a.residual_in) + row_pack;
+  uint4* residual_out = static_cast<uint4*>(a.residual_out) + row_pack;
+#pragma unroll kUnroll
+  for (int i = 0; i < P; ++i) {
+    const uint32_t k = threadIdx.x + i * blockDim.x;
+    if (k >= ppr) continue;
+    const uint4 own = input[k];
+    if (kHold && a.residual) h.res[i] = residual[k];  // in flight while this rank pushes
+    const uint4 canonical = PushAndClear<D, W>(g, c, row_pack + k, own, canonicalize);
+    if (kHold) h.own[i] = canonical;
+  }
+  float sumsq = 0.f;
+  int failed = 0;
+#pragma unroll kUnroll
+  for (int i = 0; i < P; ++i) {
+    const uint32_t k = threadIdx.x + i * blockDim.x;
+    if (k >= ppr || failed) continue;
+    uint4 v[W];
+    if (!PollPeers<D, W>(g, c, clk, row_pack + k, v)) {
+      failed = 1;
+      continue;
+    }
+    const uint4 own = kHold ? h.own[i] : Canonicalize<D>(input[k]);
+#pragma unroll
+    for (int r = 0; r < W; ++r) {
+      if (!TbStaged(r, g.rank)) v[r] = own;
+    }
+    const uint4 res = kHold || !a.residual ? h.res[i] : residual[k];
+    const uint4 sum = RowValue<D, W>(a, v, res, sumsq);
+    residual_out[k] = sum;
+    if (kHold) h.sum[i] = sum;
+  }
+  if (__syncthreads_or(failed)) return false;
+  const float inv = 1.0f / sqrtf(BlockSum(sumsq) / static_cast<float>(a.n) + a.eps);
+  const uint4* weight = static_cast<const uint4*>(a.weight);
+#pragma unroll kUnroll
+  for (int i = 0; i < P; ++i) {
+    const uint32_t k = threadIdx.x + i * blockDim.x;
+    if (k >= ppr) continue;
+    float x[E], wf[E];
+    Unpack<D>(kHold ? h.sum[i] : residual_out[k], x);
+    Unpack<D>(kHold ? h.w[i] : weight[k], wf);
+#pragma unroll
+    for (uint32_t e = 0; e < E; ++e) x[e] = x[e] * inv * wf[e];
+    static_cast<uint4*>(a.out)[row_pack + k] = PackOf<D>(x);
+  }
+  return true;
+}
+
+template <DType D, int W, int P>
+__global__ void __launch_bounds__(kMaxTbThreads, 1) LamportTbKernel(DeviceGroup g, CallArgs a) {
+  const uint32_t ppr = a.n / kPackElems<D>;
+  // Before the wait only what no kernel of this stream writes during the case: the weight.
+  TbHeld<P> h;
+  if constexpr (TbHeld<P>::kHold) {
+    if (threadIdx.x < ppr) h.w[0] = static_cast<const uint4*>(a.weight)[threadIdx.x];
+  }
+  EnterEarlyLaunched();
+  SpinClock clk = StartClock(a.timeout_ns);
+  RankControl* control = ControlOf(g);
+  // The counter lives on the device and advances inside the kernel, so graph replays rotate too.
+  // Each block reads it, then counts itself in; block 0 advances it once every block has.
+  // One thread reads it for the block: a thread of a late warp reading it on its own could see
+  // the value block 0 advanced after this block counted itself in.
+  __shared__ uint64_t block_call;
+  if (threadIdx.x == 0) {
+    block_call = *reinterpret_cast<volatile uint64_t*>(&control->tb_call);
+    AtomicAddReleaseDevice(&control->tb_blocks, 1u);
+  }
+  __syncthreads();
+  TbCall c;
+  c.call = block_call;
+  c.buf = protocol::TbBuffer(c.call);
+  c.prev = protocol::TbClearedBuffer(c.call);
+  c.prev_packs = control->tb_used_bytes[c.prev] / 16;
+  c.input = g.base[g.rank] + g.layout.input_offset + a.input_offset;
+  for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
+    if (!TbRow<D, W, P>(g, a, c, clk, row, h)) return;
+  }
+  // The previous buffer beyond this call's rows (it may have been larger).
+  const size_t packs = static_cast<size_t>(a.m) * ppr;
+  for (size_t k = packs + blockIdx.x * blockDim.x + threadIdx.x; k < c.prev_packs;
+       k += static_cast<size_t>(gridDim.x) * blockDim.x) {
+#pragma unroll
+    for (int r = 0; r < W; ++r) {
+      if (TbStaged(r, g.rank)) Store16(TbSlot(g, g.rank, c.prev, r) + k * 16, SentinelPack<D>());
+    }
+  }
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  // Every block is co-resident and counts itself in at its start: this wait is short.
+  while (LoadAcquireDevice(&control->tb_blocks) != gridDim.x) {
+    if (!SpinTick(clk, g, Phase::kLamportTbConsume, -1, 0)) return;
+  }
+  control->tb_used_bytes[c.buf] = packs * 16;
+  control->tb_blocks = 0;
+  *reinterpret_cast<volatile uint64_t*>(&control->tb_call) = c.call + 1;
+}
+
+template <DType D, int W, int P>
+Error Launch(const DeviceGroup& g, const CallArgs& a, uint32_t grid, uint32_t threads, Stream s) {
+  return LaunchEarly(LamportTbKernel<D, W, P>, grid, threads, s, g, a);
+}
+
+template <DType D, int W>
+Error LaunchPacks(uint32_t packs_per_thread, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
+                  uint32_t threads, Stream s) {
+  switch (packs_per_thread) {
+    case 1:
+      return Launch<D, W, 1>(g, a, grid, threads, s);
+    case 2:
+      return Launch<D, W, 2>(g, a, grid, threads, s);
+    case 4:
+      return Launch<D, W, 4>(g, a, grid, threads, s);
+    default:
+      return Launch<D, W, 8>(g, a, grid, threads, s);
+  }
+}
+
+template <int W>
+Error LaunchWorld(DType dtype, uint32_t packs_per_thread, const DeviceGroup& g, const CallArgs& a,
+                  uint32_t grid, uint32_t threads, Stream s) {
+  switch (dtype) {
+    case DType::kBf16:
+      return LaunchPacks<DType::kBf16, W>(packs_per_thread, g, a, grid, threads, s);
+    case DType::kFp16:
+      return LaunchPacks<DType::kFp16, W>(packs_per_thread, g, a, grid, threads, s);
+    default:
+      return LaunchPacks<DType::kFp32, W>(packs_per_thread, g, a, grid, threads, s);
+  }
+}
+
+template <DType D, int W>
+Error Occupancy(uint32_t packs_per_thread, uint32_t threads, int* blocks) {
+  const int t = static_cast<int>(threads);
+  switch (packs_per_thread) {
+    case 1:
+      return OccupancyBlocksPerSm(blocks, LamportTbKernel<D, W, 1>, t);
+    case 2:
+      return OccupancyBlocksPerSm(blocks, LamportTbKernel<D, W, 2>, t);
+    case 4:
+      return OccupancyBlocksPerSm(blocks, LamportTbKernel<D, W, 4>, t);
+    default:
+      return OccupancyBlocksPerSm(blocks, LamportTbKernel<D, W, 8>, t);
+  }
+}
+
+template <int W>
+Error OccupancyWorld(DType dtype, uint32_t packs_per_thread, uint32_t threads, int* blocks) {
+  switch (dtype) {
+    case DType::kBf16:
+      return Occupancy<DType::kBf16, W>(packs_per_thread, threads, blocks);
+    case DType::kFp16:
+      return Occupancy<DType::kFp16, W>(packs_per_thread, threads, blocks);
+    default:
+      return Occupancy<DType::kFp32, W>(packs_per_thread, threads, blocks);
+  }
+}
+
+}  // namespace
+
+Error LaunchLamportTb(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
+                      uint32_t threads, Stream s) {
+  const uint32_t p = TbPacksPerThread(a.n / PackElems(dtype), threads);
+  if (p == 0) return COLLTEST_GPU_API(ErrorInvalidValue);
+  switch (g.world) {
+    case 2:
+      return LaunchWorld<2>(dtype, p, g, a, grid, threads, s);
+    case 4:
+      return LaunchWorld<4>(dtype, p, g, a, grid, threads, s);
+    case 8:
+      return LaunchWorld<8>(dtype, p, g, a, grid, threads, s);
+    default:
+      return COLLTEST_GPU_API(ErrorInvalidValue);
+  }
+}
+
+Error LamportTbBlockShape(uint32_t world, DType dtype, uint32_t n, uint32_t threads_knob,
+                          TbShape* shape) {
+  const uint32_t ppr = n / PackElems(dtype);
+  shape->threads = threads_knob != 0 ? threads_knob : TbThreads(ppr, kWarpSize);
+  shape->packs_per_thread = TbPacksPerThread(ppr, shape->threads);
+  if (shape->packs_per_thread == 0) return COLLTEST_GPU_API(ErrorInvalidValue);
+  switch (world) {
+    case 2:
+      return OccupancyWorld<2>(dtype, shape->packs_per_thread, shape->threads,
+                               &shape->blocks_per_sm);
+    case 4:
+      return OccupancyWorld<4>(dtype, shape->packs_per_thread, shape->threads,
+                               &shape->blocks_per_sm);
+    default:
+      return OccupancyWorld<8>(dtype, shape->packs_per_thread, shape->threads,
+                               &shape->blocks_per_sm);
+  }
+}
+
+}  // namespace colltest::gpu
