@@ -16,7 +16,7 @@ def load(name):
     return json.load(open(p)) if os.path.exists(p) else None
 
 
-VARIANTS = ["one_stage", "two_kernel", "lamport", "lamport_tb", "nccl"]
+VARIANTS = ["one_stage", "two_kernel", "lamport", "lamport_tb", "lamport_two_shot", "nccl"]
 
 for mode in ("graph", "eager"):
     bench = load(f"bench_{mode}.json")
@@ -44,7 +44,7 @@ for mode in ("graph", "eager"):
 # the fastest all-reduce-only anchor (NCCL, symmetric-memory one-shot and two-shot) over it (at
 # least 1.4 for m <= 128, 1.15 above), and the best eager time within 3.5 us of the best graph one.
 TARGET_US = {1: 4.0, 8: 4.3, 16: 4.5, 32: 5.0, 64: 6.2, 128: 8.5, 256: 14.0, 512: 25.0, 1024: 46.0}
-FUSED = ["one_stage", "two_kernel", "lamport", "lamport_tb"]
+FUSED = ["one_stage", "two_kernel", "lamport", "lamport_tb", "lamport_two_shot"]
 
 
 def best_of(name):

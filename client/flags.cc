@@ -110,7 +110,8 @@ absl::StatusOr<std::vector<Enum>> ParseNameList(absl::string_view flag, absl::st
 }
 
 constexpr absl::string_view kVariantsExpected =
-    "a comma-separated list of one_stage, two_kernel, lamport, lamport_tb, nccl, auto, or all";
+    "a comma-separated list of one_stage, two_kernel, lamport, lamport_tb, lamport_two_shot, nccl, "
+    "auto, or all";
 constexpr absl::string_view kModesExpected = "a comma-separated list of eager, graph, or all";
 
 // The names `health --level` takes, as in `dcgmi diag -r 1|2|3` but spelled out.
@@ -271,7 +272,7 @@ absl::StatusOr<std::vector<uint32_t>> ParseUint32ListFlag(absl::string_view flag
 absl::StatusOr<std::vector<v1::Variant>> ParseVariantsFlag(absl::string_view flag,
                                                            absl::string_view text) {
   std::vector<v1::Variant> all;
-  for (int v = v1::VARIANT_ONE_STAGE; v <= v1::VARIANT_AUTO; ++v) {
+  for (int v = v1::VARIANT_ONE_STAGE; v <= v1::Variant_MAX; ++v) {
     all.push_back(static_cast<v1::Variant>(v));
   }
   return ParseNameList<v1::Variant>(flag, text, "variant", common::ParseVariantName, all,
@@ -416,8 +417,12 @@ absl::StatusOr<v1::SweepSpec> BuildTuneSpec(const TuneFlags& flags) {
     status.Update(
         absl::InvalidArgumentError("--world: required: the number of ranks the table is for"));
   }
-  status.Update(
-      ApplyFlag(flags.world, "--world", world, [&](uint32_t v) { spec.set_world_size(v); }));
+  status.Update(ApplyFlag(flags.world, "--world", world, [&](uint32_t v) {
+    spec.set_world_size(v);
+    // Two trips that halve nothing at 2 ranks (each moves the whole input once, as lamport_tb):
+    // tuned where it moves fewer bytes than one-shot (docs/protocol.md).
+    if (v >= 4) spec.add_variants(v1::VARIANT_LAMPORT_TWO_SHOT);
+  }));
   status.Update(ApplyFlag(flags.n, "--n", one_n, [&](uint32_t v) { spec.set_n(0, v); }));
   status.Update(ApplyFlag(flags.dtype, "--dtype", dtype, [&](v1::DType v) { spec.set_dtype(v); }));
   status.Update(ApplyFlag(flags.m, "--m", ParseUint32ListFlag, [&](std::vector<uint32_t> v) {

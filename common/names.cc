@@ -38,13 +38,14 @@ absl::string_view NameOf(const std::array<std::pair<Enum, absl::string_view>, N>
 
 // One row per enum value but UNSPECIFIED; tests/unit/common/names_test.cc checks every value of
 // each enum has its row, so a value added to the proto fails there until it is named here.
-constexpr std::array<std::pair<v1::Variant, absl::string_view>, 6> kVariants = {{
+constexpr std::array<std::pair<v1::Variant, absl::string_view>, 7> kVariants = {{
     {v1::VARIANT_ONE_STAGE, "one_stage"},
     {v1::VARIANT_TWO_KERNEL, "two_kernel"},
     {v1::VARIANT_LAMPORT, "lamport"},
     {v1::VARIANT_LAMPORT_TB, "lamport_tb"},
     {v1::VARIANT_NCCL, "nccl"},
     {v1::VARIANT_AUTO, "auto"},
+    {v1::VARIANT_LAMPORT_TWO_SHOT, "lamport_two_shot"},
 }};
 
 constexpr std::array<std::pair<v1::Mode, absl::string_view>, 2> kModes = {{

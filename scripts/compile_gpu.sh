@@ -64,6 +64,7 @@ compile_hip() {
 # one that links. The ISA check then reads gpu_runtime.h's primitives in the gfx942/gfx950
 # assembly (tests/hip_isa/check_isa.py).
 hip_mi_sources=(worker/backends/gpu/kernels_collective.cu worker/backends/gpu/kernels_lamport_tb.cu
+  worker/backends/gpu/kernels_lamport_two_shot.cu
   worker/backends/gpu/kernels_support.cu
   worker/backends/gpu/nccl_kernels.cu)
 hip_mi_flags=(-std=c++17 -x hip --rocm-path=/usr -nogpulib -D__AMDGCN_WAVEFRONT_SIZE=64 -O3

@@ -35,9 +35,10 @@ std::string ModeLabel(v1::Mode m) {
 constexpr std::array<v1::CaseStatus, 5> kStatuses = {v1::CASE_STATUS_OK, v1::CASE_STATUS_WRONG,
                                                      v1::CASE_STATUS_HANG, v1::CASE_STATUS_ERROR,
                                                      v1::CASE_STATUS_UNSUPPORTED};
-constexpr std::array<v1::Variant, 6> kVariants = {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL,
-                                                  v1::VARIANT_LAMPORT,   v1::VARIANT_LAMPORT_TB,
-                                                  v1::VARIANT_NCCL,      v1::VARIANT_AUTO};
+constexpr std::array<v1::Variant, 7> kVariants = {
+    v1::VARIANT_ONE_STAGE,  v1::VARIANT_TWO_KERNEL,       v1::VARIANT_LAMPORT,
+    v1::VARIANT_LAMPORT_TB, v1::VARIANT_LAMPORT_TWO_SHOT, v1::VARIANT_NCCL,
+    v1::VARIANT_AUTO};
 constexpr std::array<v1::Mode, 2> kModes = {v1::MODE_EAGER, v1::MODE_GRAPH};
 
 constexpr std::array<v1::GroupState, 3> kGroupStates = {

@@ -27,7 +27,7 @@ std::optional<v1::DType> DTypeNamed(const std::string& name) {
 
 std::optional<v1::Variant> ConcreteVariantNamed(const std::string& name) {
   for (v1::Variant v : {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
-                        v1::VARIANT_LAMPORT_TB, v1::VARIANT_NCCL}) {
+                        v1::VARIANT_LAMPORT_TB, v1::VARIANT_LAMPORT_TWO_SHOT, v1::VARIANT_NCCL}) {
     if (common::VariantName(v) == name) return v;
   }
   return std::nullopt;

@@ -38,7 +38,8 @@ constexpr OtherCall kOtherCalls[] = {
 constexpr uint32_t kOtherCount = static_cast<uint32_t>(std::size(kOtherCalls));
 
 bool IsLamport(Variant v) {
-  return v == colltest::v1::VARIANT_LAMPORT || v == colltest::v1::VARIANT_LAMPORT_TB;
+  return v == colltest::v1::VARIANT_LAMPORT || v == colltest::v1::VARIANT_LAMPORT_TB ||
+         v == colltest::v1::VARIANT_LAMPORT_TWO_SHOT;
 }
 
 // m of stress call `i`: changes between calls (the stale-staging scenario of
@@ -305,8 +306,10 @@ absl::StatusOr<PlannedCase> PlanCase(const colltest::worker::v1::CaseRequest& re
   COLLTEST_ASSIGN_OR_RETURN(plan.shape, ShapeOf(req, world, req.m()));
   plan.elem = ElemBytes(plan.shape.dtype);
   COLLTEST_ASSIGN_OR_RETURN(plan.bytes, CaseBytes(req, plan.shape, rules.capacity()));
-  if (plan.variant == colltest::v1::VARIANT_LAMPORT_TB && plan.bytes > rules.tb_capacity()) {
-    return refused(absl::StrCat("lamport_tb: ", plan.bytes,
+  if ((plan.variant == colltest::v1::VARIANT_LAMPORT_TB ||
+       plan.variant == colltest::v1::VARIANT_LAMPORT_TWO_SHOT) &&
+      plan.bytes > rules.tb_capacity()) {
+    return refused(absl::StrCat(common::VariantName(plan.variant), ": ", plan.bytes,
                                 " bytes per rank exceed its triple-buffer capacity of ",
                                 rules.tb_capacity(), " bytes"));
   }

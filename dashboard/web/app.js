@@ -57,7 +57,8 @@ function fmtTime(unixMs) {
 
 // Enums arrive by name ("VARIANT_LAMPORT_TB"); numbers are accepted too. Absent = value 0.
 const ENUMS = {
-  VARIANT: ['UNSPECIFIED', 'ONE_STAGE', 'TWO_KERNEL', 'LAMPORT', 'LAMPORT_TB', 'NCCL', 'AUTO'],
+  VARIANT: ['UNSPECIFIED', 'ONE_STAGE', 'TWO_KERNEL', 'LAMPORT', 'LAMPORT_TB', 'NCCL', 'AUTO',
+    'LAMPORT_TWO_SHOT'],
   MODE: ['UNSPECIFIED', 'EAGER', 'GRAPH'],
   DTYPE: ['UNSPECIFIED', 'BF16', 'FP16', 'FP32'],
   CASE_STATUS: ['UNSPECIFIED', 'OK', 'WRONG', 'HANG', 'ERROR', 'UNSUPPORTED'],
@@ -636,7 +637,7 @@ function renderCasesTable(cases) {
 
 const VARIANT_COLORS = {
   one_stage: '#1f77b4', two_kernel: '#ff7f0e', lamport: '#2ca02c', lamport_tb: '#d62728',
-  nccl: '#444444', auto: '#9467bd',
+  nccl: '#444444', auto: '#9467bd', lamport_two_shot: '#8c564b',
 };
 const ANCHOR_VARIANT = 'nccl';
 

@@ -42,7 +42,8 @@ def _add_sweep_flags(sweep):
     sweep.add_argument("--m", type=_uint_list, required=True, help="rows (tokens), e.g. 1,8,64")
     sweep.add_argument("--n", type=_uint_list, required=True, help="hidden sizes, e.g. 7168")
     sweep.add_argument("--variants", required=True,
-                       help="one_stage,two_kernel,lamport,lamport_tb,nccl,auto or all")
+                       help="one_stage,two_kernel,lamport,lamport_tb,lamport_two_shot,nccl,auto "
+                            "or all")
     sweep.add_argument("--modes", help="eager,graph")
     sweep.add_argument("--dtype", help="bf16|fp16|fp32")
     sweep.add_argument("--pattern", help="normal|integers|neg_zero|large|denormal|same")

@@ -73,7 +73,7 @@ TEST_P(GpuMatrixTest, EveryVariantModeAndShapeIsOkOrUnsupported) {
   spec.set_dtype(GetParam().dtype);
   spec.set_pattern(GetParam().pattern);
   for (auto v : {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
-                 v1::VARIANT_LAMPORT_TB}) {
+                 v1::VARIANT_LAMPORT_TB, v1::VARIANT_LAMPORT_TWO_SHOT}) {
     spec.add_variants(v);
   }
   spec.add_modes(v1::MODE_EAGER);
@@ -83,7 +83,7 @@ TEST_P(GpuMatrixTest, EveryVariantModeAndShapeIsOkOrUnsupported) {
   spec.set_tolerance(v1::TOLERANCE_STRICT);
   spec.set_timeout_ms(5000);
   const v1::RunResult r = Run(spec);
-  ASSERT_EQ(r.cases_size(), 11 * 4 * 4 * 2) << r.message();
+  ASSERT_EQ(r.cases_size(), 11 * 4 * 5 * 2) << r.message();
   int ok = 0, unsupported = 0;
   for (const v1::CaseResult& c : r.cases()) {
     if (c.status() == v1::CASE_STATUS_UNSUPPORTED) {
@@ -215,15 +215,17 @@ TEST_P(GpuStressTest, FiveThousandCallsAllCorrect) {
   RecordProperty("checked", std::to_string(c.ranks(0).diff().checked()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Lamport, GpuStressTest,
-                         ::testing::Values(StressParam{v1::VARIANT_LAMPORT, v1::MODE_EAGER},
-                                           StressParam{v1::VARIANT_LAMPORT, v1::MODE_GRAPH},
-                                           StressParam{v1::VARIANT_LAMPORT_TB, v1::MODE_EAGER},
-                                           StressParam{v1::VARIANT_LAMPORT_TB, v1::MODE_GRAPH}),
-                         [](const ::testing::TestParamInfo<StressParam>& i) {
-                           return v1::Variant_Name(i.param.variant) + "_" +
-                                  v1::Mode_Name(i.param.mode);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Lamport, GpuStressTest,
+    ::testing::Values(StressParam{v1::VARIANT_LAMPORT, v1::MODE_EAGER},
+                      StressParam{v1::VARIANT_LAMPORT, v1::MODE_GRAPH},
+                      StressParam{v1::VARIANT_LAMPORT_TB, v1::MODE_EAGER},
+                      StressParam{v1::VARIANT_LAMPORT_TB, v1::MODE_GRAPH},
+                      StressParam{v1::VARIANT_LAMPORT_TWO_SHOT, v1::MODE_EAGER},
+                      StressParam{v1::VARIANT_LAMPORT_TWO_SHOT, v1::MODE_GRAPH}),
+    [](const ::testing::TestParamInfo<StressParam>& i) {
+      return v1::Variant_Name(i.param.variant) + "_" + v1::Mode_Name(i.param.mode);
+    });
 
 // ---- Fault injection (docs/design.md section 7): the cpu backend's faults, names and meaning ----
 
@@ -244,7 +246,7 @@ struct FaultRow {
 
 std::vector<FaultRow> FaultMatrix() {
   const v1::Variant all[] = {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
-                             v1::VARIANT_LAMPORT_TB};
+                             v1::VARIANT_LAMPORT_TB, v1::VARIANT_LAMPORT_TWO_SHOT};
   const std::string delay = "delay_rank:1:" + std::to_string(kFaultDelayUs);
   std::vector<FaultRow> rows;
   for (v1::Mode mode : {v1::MODE_EAGER, v1::MODE_GRAPH}) {
@@ -256,8 +258,9 @@ std::vector<FaultRow> FaultMatrix() {
     rows.push_back({delay, eager ? v1::VARIANT_ONE_STAGE : v1::VARIANT_LAMPORT, mode,
                     v1::PATTERN_INTEGERS, v1::CASE_STATUS_HANG, 1, ""});
     // As on the cpu backend, staging faults act only where their staging exists: skip_rearm and
-    // poison_staging on lamport (lamport_tb clears whole buffers, it re-arms no consumed pack),
-    // skip_canonicalize on both Lamport variants; elsewhere the case is simply OK.
+    // poison_staging on lamport (lamport_tb and lamport_two_shot clear whole buffers, they re-arm
+    // no consumed pack), skip_canonicalize on the three Lamport variants; elsewhere the case is
+    // simply OK.
     for (v1::Variant v : all) {
       const bool lamport = v == v1::VARIANT_LAMPORT;
       for (const char* f : {"skip_rearm", "poison_staging"}) {
@@ -265,9 +268,10 @@ std::vector<FaultRow> FaultMatrix() {
                         lamport ? v1::CASE_STATUS_WRONG : v1::CASE_STATUS_OK, -1,
                         lamport ? "outside tolerance" : ""});
       }
-      const char* phase = lamport                       ? "lamport phase B"
-                          : v == v1::VARIANT_LAMPORT_TB ? "lamport_tb consume"
-                                                        : "";
+      const char* phase = lamport                             ? "lamport phase B"
+                          : v == v1::VARIANT_LAMPORT_TB       ? "lamport_tb consume"
+                          : v == v1::VARIANT_LAMPORT_TWO_SHOT ? "lamport_two_shot reduce"
+                                                              : "";
       rows.push_back({"skip_canonicalize", v, mode, v1::PATTERN_NEG_ZERO,
                       *phase != 0 ? v1::CASE_STATUS_HANG : v1::CASE_STATUS_OK, -1, phase});
     }

@@ -42,7 +42,8 @@ struct Shape {
 };
 
 std::string KindName(Kind k) {
-  static const char* names[] = {"one_stage", "two_kernel", "load_norm", "lamport", "lamport_tb"};
+  static const char* names[] = {"one_stage", "two_kernel", "load_norm",
+                                "lamport",   "lamport_tb", "lamport_two_shot"};
   return names[static_cast<int>(k)];
 }
 
@@ -248,7 +249,7 @@ void RunShape(const Shape& s) {
       ASSERT_EQ(bad[q], 0u) << Describe(s, m) << " rank " << q << " call " << call - 1;
     }
   }
-  if (s.kind == Kind::kLamportTb) {
+  if (s.kind == Kind::kLamportTb || s.kind == Kind::kLamportTwoShot) {
     for (uint32_t q = 0; q < s.world; ++q) EXPECT_EQ(group.TbCall(q), s.ms.size());
   }
 }
@@ -269,7 +270,8 @@ TEST_P(EveryVariant, ExactAtEveryWorldAndDtype) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, EveryVariant,
                          ::testing::Combine(::testing::Values(Kind::kOneStage, Kind::kReduceScatter,
-                                                              Kind::kLamport, Kind::kLamportTb),
+                                                              Kind::kLamport, Kind::kLamportTb,
+                                                              Kind::kLamportTwoShot),
                                             ::testing::Values(2u, 4u, 8u)),
                          [](const ::testing::TestParamInfo<EveryVariant::ParamType>& info) {
                            return KindName(std::get<0>(info.param)) + "_W" +
@@ -319,6 +321,17 @@ TEST(LamportTb, GraphReplaysRotateAndStayExact) {
   for (uint32_t q = 0; q < kWorld; ++q) {
     EXPECT_EQ(bad[q], 0u) << "rank " << q;
     EXPECT_EQ(group.TbCall(q), 1 + kCallsPerGraph * kReplays);
+  }
+}
+
+// lamport_two_shot at 4 and 8 ranks over many calls of varying m, its reason to exist: each call
+// re-arms what the previous one wrote, whatever their sizes.
+TEST(LamportTwoShot, ManyCallsOfVaryingSizeAtFourAndEightRanks) {
+  std::vector<uint32_t> ms;
+  for (uint32_t i = 0; i < 30; ++i) ms.push_back(1 + (i * 37) % 300);
+  for (uint32_t world : {4u, 8u}) {
+    RunShape({Kind::kLamportTwoShot, DType::kBf16, world, 4096, ms});
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 

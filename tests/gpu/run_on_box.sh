@@ -94,7 +94,7 @@ fi
 # A first look that takes seconds: every variant at three shapes, both modes.
 start_daemon smoke
 timeout 120 "$bin/colltest" --server "$addr" run --world 2 --n 7168 --dtype bf16 --m 1,64,256 \
-  --variants one_stage,two_kernel,lamport,lamport_tb,nccl --modes eager,graph --timeout 2s \
+  --variants one_stage,two_kernel,lamport,lamport_tb,lamport_two_shot,nccl --modes eager,graph --timeout 2s \
   --pattern integers --format table 2>&1 | tee "$out/smoke.txt" | tail -40
 stop_daemon
 
@@ -119,7 +119,7 @@ if [ "$stage" != "test" ]; then
   echo "devices over HTTP rc=$?"
   for mode in ${BENCH_MODES:-graph eager}; do
     timeout 200 "$bin/colltest" --server "$addr" sweep --world 2 --n 7168 --dtype bf16 \
-      --m "$bench_m" --variants one_stage,two_kernel,lamport,lamport_tb,nccl \
+      --m "$bench_m" --variants one_stage,two_kernel,lamport,lamport_tb,lamport_two_shot,nccl \
       --modes "$mode" --warmup 20 --iters 200 --format json --out "$out/bench_$mode.json" \
       2>"$out/bench_$mode.err"
     echo "bench $mode rc=$?"
@@ -146,7 +146,7 @@ for mode in ("graph", "eager"):
         v = c.get("variant"); m = c.get("m")
         s = c.get("status")
         table.setdefault(m, {})[v] = f'{c.get("median_us", 0):.2f}' if s == "OK" else s
-    vs = ["one_stage", "two_kernel", "lamport", "lamport_tb", "nccl"]
+    vs = ["one_stage", "two_kernel", "lamport", "lamport_tb", "lamport_two_shot", "nccl"]
     print(f"\n{mode}: median us/call, W=2 n=7168 bf16")
     print("m".rjust(6), *[v.rjust(11) for v in vs])
     for m in sorted(table):
@@ -158,7 +158,7 @@ for mode in ("graph", "eager"):
 bench = os.path.join(out, "bench_graph.json")
 anchors = os.path.join(out, "anchors.json")
 if os.path.exists(bench) and os.path.exists(anchors):
-    vs = ["one_stage", "two_kernel", "lamport", "lamport_tb", "nccl"]
+    vs = ["one_stage", "two_kernel", "lamport", "lamport_tb", "lamport_two_shot", "nccl"]
     us = {}
     for c in json.load(open(bench)).get("cases", []):
         if c.get("status") == "OK" and c.get("mode") == "graph":
@@ -169,7 +169,7 @@ if os.path.exists(bench) and os.path.exists(anchors):
     fmt = lambda v: "-" if v is None else f"{v:.2f}"
     print("\ngraph vs anchors (same run): us/call; ratio = variant / fastest anchor "
           "(/b: NCCL AR + rms_norm; /ar: fastest all-reduce only, a or c)")
-    short = {"one_stage": "1stg", "two_kernel": "2krn", "lamport": "lamp", "lamport_tb": "ltb",
+    short = {"one_stage": "1stg", "two_kernel": "2krn", "lamport": "lamp", "lamport_tb": "ltb", "lamport_two_shot": "l2sh",
              "nccl": "nccl"}
     head = ["m"] + vs + [h for _, h in acols] + [f"{short[v]}/b" for v in vs] + \
            [f"{short[v]}/ar" for v in vs]
@@ -210,7 +210,7 @@ if [ "$stage" = "all" ] || [ "$stage" = "tune" ]; then
   # them (AUTO_M): within 3% of the best everywhere.
   timeout 240 "$bin/colltest" --server "$addr" sweep --world "$world" --n 7168 --dtype bf16 \
     --m "${AUTO_M:-1,3,8,24,64,96,256,384,700,1024,1500}" \
-    --variants auto,one_stage,two_kernel,lamport,lamport_tb --modes graph --pattern integers \
+    --variants auto,one_stage,two_kernel,lamport,lamport_tb,lamport_two_shot --modes graph --pattern integers \
     --warmup 20 --iters 200 --format json --out "$out/auto.json" 2>/dev/null
   echo "auto rc=$?"
   python3 - "$out/auto.json" <<'PY'

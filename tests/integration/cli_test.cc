@@ -68,7 +68,7 @@ TEST_F(Cli, AcceptanceSweepAtWorldEightIsExact) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(code, 0) << out;
   const nlohmann::json doc = nlohmann::json::parse(out.substr(out.find("\n{") + 1));
-  ASSERT_EQ(doc["cases"].size(), 3u * 4u);
+  ASSERT_EQ(doc["cases"].size(), 3u * 5u);
   for (const auto& c : doc["cases"]) {
     EXPECT_EQ(c["status"], "OK") << c.dump();
     EXPECT_EQ(c["mismatches"], 0) << c.dump();

@@ -135,7 +135,8 @@ TEST_P(FaultInjection, GivesTheFailureItNamesAndTheServerGoesOn) {
 }
 
 std::string FaultName(const ::testing::TestParamInfo<std::tuple<int, Fault>>& info) {
-  std::string name = absl::StrCat("W", std::get<0>(info.param), "_", std::get<1>(info.param).spec);
+  std::string name = absl::StrCat("W", std::get<0>(info.param), "_", std::get<1>(info.param).spec,
+                                  "_", colltest::v1::Variant_Name(std::get<1>(info.param).variant));
   for (char& ch : name) {
     if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
@@ -186,6 +187,12 @@ INSTANTIATE_TEST_SUITE_P(
                   colltest::v1::CASE_STATUS_WRONG, "outside tolerance", 200},
             Fault{"skip_canonicalize", colltest::v1::VARIANT_LAMPORT_TB,
                   colltest::v1::PATTERN_NEG_ZERO, colltest::v1::CASE_STATUS_HANG, "lamport_tb"},
+            Fault{"missing_rank:5", colltest::v1::VARIANT_LAMPORT_TWO_SHOT,
+                  colltest::v1::PATTERN_INTEGERS, colltest::v1::CASE_STATUS_HANG,
+                  "rank 5 never arrived"},
+            Fault{"skip_canonicalize", colltest::v1::VARIANT_LAMPORT_TWO_SHOT,
+                  colltest::v1::PATTERN_NEG_ZERO, colltest::v1::CASE_STATUS_HANG,
+                  "lamport_two_shot"},
             Fault{"crash_rank:7", colltest::v1::VARIANT_LAMPORT, colltest::v1::PATTERN_INTEGERS,
                   colltest::v1::CASE_STATUS_ERROR, "rank 7 (pid"},
             Fault{"hang_end_sync:6", colltest::v1::VARIANT_TWO_KERNEL,

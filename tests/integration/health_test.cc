@@ -101,8 +101,8 @@ TEST(Health, HealthyGroupAndEveryPairAreOk) {
     EXPECT_EQ(p.status(), v1::CASE_STATUS_OK) << p.message();
     EXPECT_EQ(p.cases(), 4u);
   }
-  // Group profile: 4 variants x 2 shapes; each pair: 2 variants x 2 shapes.
-  EXPECT_EQ(health.cases_size(), 8 + 6 * 4);
+  // Group profile: the cpu backend's 5 variants x 2 shapes; each pair: 2 variants x 2 shapes.
+  EXPECT_EQ(health.cases_size(), 10 + 6 * 4);
   for (const v1::CaseResult& c : health.cases()) EXPECT_EQ(c.pattern(), v1::PATTERN_NEG_ZERO);
   EXPECT_EQ(health.run_ids_size(), 7);
   EXPECT_FALSE(health.groups().empty());

@@ -24,10 +24,13 @@ using colltest::v1::RunRequest;
 using colltest::v1::RunResult;
 using colltest::v1::SweepSpec;
 
-const std::vector<colltest::v1::Variant> kAllVariants = {
-    colltest::v1::VARIANT_ONE_STAGE, colltest::v1::VARIANT_TWO_KERNEL,
-    colltest::v1::VARIANT_LAMPORT,   colltest::v1::VARIANT_LAMPORT_TB,
-    colltest::v1::VARIANT_NCCL,      colltest::v1::VARIANT_AUTO};
+const std::vector<colltest::v1::Variant> kAllVariants = {colltest::v1::VARIANT_ONE_STAGE,
+                                                         colltest::v1::VARIANT_TWO_KERNEL,
+                                                         colltest::v1::VARIANT_LAMPORT,
+                                                         colltest::v1::VARIANT_LAMPORT_TB,
+                                                         colltest::v1::VARIANT_LAMPORT_TWO_SHOT,
+                                                         colltest::v1::VARIANT_NCCL,
+                                                         colltest::v1::VARIANT_AUTO};
 
 bool IsGpuOnly(colltest::v1::Variant v) {
   return v == colltest::v1::VARIANT_NCCL || v == colltest::v1::VARIANT_AUTO;
@@ -111,7 +114,7 @@ TEST_P(Matrix, EveryVariantShapeAndPattern) {
     spec.set_timeout_ms(20000);
     auto r = RunSweep(*daemon_, spec);
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->cases_size(), 4 * 2 * 6);
+    EXPECT_EQ(r->cases_size(), 4 * 2 * 7);
     ExpectAllPass(*r);
   }
 }

@@ -824,7 +824,7 @@ TEST_F(CommandsTest, TuneWithoutAnyRowIsThreeAndWritesNothing) {
   EXPECT_FALSE(Exists(path));
   EXPECT_THAT(err_, HasSubstr("colltest: warning: no tune row for m=1: no variant OK (one_stage "
                               "UNSUPPORTED, two_kernel UNSUPPORTED, lamport UNSUPPORTED, "
-                              "lamport_tb UNSUPPORTED)\n"));
+                              "lamport_tb UNSUPPORTED, lamport_two_shot UNSUPPORTED)\n"));
   EXPECT_THAT(err_, HasSubstr("colltest: warning: no tune row for m=64: "));
   EXPECT_THAT(err_, HasSubstr("colltest: FAILED_PRECONDITION: run r-tune: no m had an OK variant: "
                               "no tune table written\n"));

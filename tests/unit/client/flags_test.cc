@@ -141,12 +141,12 @@ TEST(BuildSweepSpecTest, UseServerVariantsTakesListDevicesOrder) {
   EXPECT_THAT(spec.variants(), ElementsAre(v1::VARIANT_LAMPORT, v1::VARIANT_ONE_STAGE));
 }
 
-TEST(ParseVariantsFlagTest, AllIsAllSixInEnumOrder) {
+TEST(ParseVariantsFlagTest, AllIsAllSevenInEnumOrder) {
   absl::StatusOr<std::vector<v1::Variant>> variants = ParseVariantsFlag("--variants", "all");
   ASSERT_TRUE(variants.ok()) << variants.status();
-  EXPECT_THAT(*variants,
-              ElementsAre(v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
-                          v1::VARIANT_LAMPORT_TB, v1::VARIANT_NCCL, v1::VARIANT_AUTO));
+  EXPECT_THAT(*variants, ElementsAre(v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL,
+                                     v1::VARIANT_LAMPORT, v1::VARIANT_LAMPORT_TB, v1::VARIANT_NCCL,
+                                     v1::VARIANT_AUTO, v1::VARIANT_LAMPORT_TWO_SHOT));
 }
 
 TEST(BuildSweepSpecTest, AllModesIsEagerAndGraph) {
@@ -581,6 +581,16 @@ TEST(BuildTuneSpecTest, Defaults) {
   EXPECT_EQ(spec->stress_calls(), 0u);
   EXPECT_EQ(spec->fault(), "");
   EXPECT_FALSE(spec->has_knobs());
+}
+
+TEST(BuildTuneSpecTest, FourRanksOrMoreAlsoTuneTheTwoShotVariant) {
+  TuneFlags flags;
+  flags.world = "4";
+  absl::StatusOr<v1::SweepSpec> spec = BuildTuneSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->variants(),
+              ElementsAre(v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
+                          v1::VARIANT_LAMPORT_TB, v1::VARIANT_LAMPORT_TWO_SHOT));
 }
 
 TEST(BuildTuneSpecTest, TranslatesEveryFlag) {

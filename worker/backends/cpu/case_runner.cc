@@ -316,6 +316,9 @@ void CpuBackend::Runtime::LaunchTyped(Variant variant, const CallArgs& args, uin
     case colltest::v1::VARIANT_LAMPORT_TB:
       launch(&LamportTbBlock<D>);
       break;
+    case colltest::v1::VARIANT_LAMPORT_TWO_SHOT:
+      launch(&LamportTwoShotBlock<D>);
+      break;
     default:
       break;
   }

@@ -19,7 +19,8 @@ std::unique_ptr<worker::Backend> CreateCpuBackend(const CpuBackendOptions& optio
 colltest::worker::v1::Capabilities CpuCapabilities() {
   colltest::worker::v1::Capabilities caps;
   for (auto v : {colltest::v1::VARIANT_ONE_STAGE, colltest::v1::VARIANT_TWO_KERNEL,
-                 colltest::v1::VARIANT_LAMPORT, colltest::v1::VARIANT_LAMPORT_TB}) {
+                 colltest::v1::VARIANT_LAMPORT, colltest::v1::VARIANT_LAMPORT_TB,
+                 colltest::v1::VARIANT_LAMPORT_TWO_SHOT}) {
     caps.add_variants(v);
   }
   caps.set_uses_shared_memory_segments(true);  // Init's handle names the segment
@@ -98,14 +99,18 @@ std::vector<uint8_t*> CpuBackend::ArmedRegions(colltest::v1::Variant variant) co
 bool CpuBackend::EnsureArmed(colltest::v1::Variant variant, DType dtype, size_t bytes) {
   // Host synchronisation: nothing of earlier calls may land over the arming below.
   pending_.Drain();
-  if (variant == colltest::v1::VARIANT_LAMPORT || variant == colltest::v1::VARIANT_LAMPORT_TB) {
+  if (variant == colltest::v1::VARIANT_LAMPORT || variant == colltest::v1::VARIANT_LAMPORT_TB ||
+      variant == colltest::v1::VARIANT_LAMPORT_TWO_SHOT) {
     Armed& a = variant == colltest::v1::VARIANT_LAMPORT ? lamport_armed_ : tb_armed_;
-    if (a.dtype != dtype || a.bytes < bytes) {
+    // lamport_tb and lamport_two_shot share the triple buffer but write different parts of it and
+    // clear only what they wrote: the first call of the other one re-arms it whole.
+    const bool same_user = a.user == variant || variant == colltest::v1::VARIANT_LAMPORT;
+    if (a.dtype != dtype || a.bytes < bytes || !same_user) {
       // A new dtype has a different sentinel: re-arm everything armed so far.
-      const size_t from = a.dtype == dtype ? a.bytes : 0;
+      const size_t from = a.dtype == dtype && same_user ? a.bytes : 0;
       const size_t to = std::max(a.bytes, bytes);
       for (uint8_t* region : ArmedRegions(variant)) ArmStaging(dtype, region + from, to - from);
-      a = {dtype, to};
+      a = {dtype, to, variant};
     }
   }
   // Always meet the peers here, armed or not: it orders this rank's arming before any peer's

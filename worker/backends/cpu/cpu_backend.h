@@ -78,6 +78,8 @@ class CpuBackend final : public worker::Backend {
   struct Armed {
     DType dtype = DType::kBf16;
     size_t bytes = 0;
+    // The variant that armed the triple buffer last (lamport_tb or lamport_two_shot).
+    colltest::v1::Variant user = colltest::v1::VARIANT_UNSPECIFIED;
   };
   Armed lamport_armed_;
   Armed tb_armed_;

@@ -120,15 +120,15 @@ void TbPush(const BlockContext& ctx, const uint8_t* input, size_t packs, uint32_
 // wait gave up.
 template <DType D>
 bool TbContribution(const BlockContext& ctx, const uint8_t* input, uint32_t buf, uint32_t r,
-                    size_t pack, Pack* p) {
+                    size_t pack, Pack* p, const char* phase) {
   const GroupView& g = *ctx.group;
   if (!TbStaged(r, g.rank)) {
     *p = Canonicalize<D>(LoadPack(input + pack * kPackBytes));
     return true;
   }
   const uint8_t* slot = g.self().tb_slot(buf, r) + pack * kPackBytes;
-  return SpinUntil(*ctx.guard, *ctx.posted, static_cast<int>(ctx.block), static_cast<int>(r),
-                   "lamport_tb consume", [&] { return PackArrived<D>(ctx, *p = LoadPack(slot)); });
+  return SpinUntil(*ctx.guard, *ctx.posted, static_cast<int>(ctx.block), static_cast<int>(r), phase,
+                   [&] { return PackArrived<D>(ctx, *p = LoadPack(slot)); });
 }
 
 // Clears the previous call's buffer: every peer finished writing it (this rank consumed all of
@@ -144,6 +144,72 @@ void TbClear(const BlockContext& ctx, uint32_t prev, size_t prev_packs) {
       ctx.posted->Store(slot + k * kPackBytes, SentinelPack<D>());
     }
   }
+}
+
+// lamport_two_shot clears what the previous call wrote into this rank's buffer: each peer's slot
+// over this rank's part (the scatter) and the own slot over everything (the gather).
+template <DType D>
+void TwoShotClear(const BlockContext& ctx, uint32_t prev, size_t prev_packs) {
+  const GroupView& g = *ctx.group;
+  const Part part = PartOf(prev_packs, g.world, g.rank);
+  for (uint32_t r = 0; r < g.world; ++r) {
+    uint8_t* slot = g.self().tb_slot(prev, r);
+    const size_t begin = TbStaged(r, g.rank) ? part.begin : 0;
+    const size_t end = TbStaged(r, g.rank) ? part.end : prev_packs;
+    for (size_t k = begin + ctx.block; k < end; k += ctx.grid) {
+      ctx.posted->Store(slot + k * kPackBytes, SentinelPack<D>());
+    }
+  }
+}
+
+// The rotation counter of lamport_tb and lamport_two_shot: each block reads it and then counts
+// itself in; block 0 advances it at its end once every block has (as the GPU kernels do: no fence
+// and atomic at every block's end).
+uint64_t TbEnter(const BlockContext& ctx, RankControl* control) {
+  const uint64_t call = std::atomic_ref<uint64_t>(control->tb_call).load(std::memory_order_acquire);
+  std::atomic_ref<uint32_t>(control->tb_blocks).fetch_add(1, std::memory_order_release);
+  return call;
+}
+
+// Block 0 records this call's size and advances the counter once every block read it.
+void TbAdvance(const BlockContext& ctx, RankControl* control, uint64_t call, uint32_t buf,
+               size_t bytes, const char* phase) {
+  if (ctx.block != 0) return;
+  if (!SpinUntil(*ctx.guard, *ctx.posted, 0, -1, phase, [&] {
+        return std::atomic_ref<uint32_t>(control->tb_blocks).load(std::memory_order_acquire) ==
+               ctx.grid;
+      })) {
+    return;
+  }
+  control->tb_used_bytes[buf] = bytes;
+  std::atomic_ref<uint32_t>(control->tb_blocks).store(0, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(control->tb_call).store(call + 1, std::memory_order_release);
+}
+
+// Rank-order fp32 sum of every rank's contribution to `pack` (TbContribution), rounded to T.
+template <DType D>
+bool TbSum(const BlockContext& ctx, const uint8_t* input, uint32_t buf, size_t pack,
+           const char* phase, float (&sum)[kPackElems<D>]) {
+  for (uint32_t r = 0; r < ctx.group->world; ++r) {
+    Pack p;
+    if (!TbContribution<D>(ctx, input, buf, r, pack, &p, phase)) return false;
+    float v[kPackElems<D>];
+    UnpackTo<D>(p, v);
+    for (uint32_t i = 0; i < kPackElems<D>; ++i) sum[i] = r == 0 ? v[i] : sum[i] + v[i];
+  }
+  for (uint32_t i = 0; i < kPackElems<D>; ++i)
+    sum[i] = Elem<D>::ToFloat(Elem<D>::FromFloat(sum[i]));
+  return true;
+}
+
+template <DType D>
+Pack PackOf(const float (&f)[kPackElems<D>]) {
+  using S = typename Elem<D>::Storage;
+  S lanes[kPackElems<D>];
+  for (uint32_t i = 0; i < kPackElems<D>; ++i) lanes[i] = Elem<D>::FromFloat(f[i]);
+  Pack p;
+  std::memcpy(p.w, lanes, sizeof lanes);
+  return p;
 }
 
 }  // namespace
@@ -242,10 +308,8 @@ void LamportTbBlock(const BlockContext& ctx, const CallArgs& a) {
   RankControl* control = g.self().control();
   const uint32_t buffers = ctx.breaks->two_buffer_rotation ? 2 : protocol::kTbBuffers;
   // The counter lives in the rank's memory and advances inside the kernel, so graph replays
-  // rotate too. Each block reads it and then counts itself in; block 0 advances it at its end once
-  // every block has (as the GPU kernel does: no fence and atomic at every block's end).
-  const uint64_t call = std::atomic_ref<uint64_t>(control->tb_call).load(std::memory_order_acquire);
-  std::atomic_ref<uint32_t>(control->tb_blocks).fetch_add(1, std::memory_order_release);
+  // rotate too.
+  const uint64_t call = TbEnter(ctx, control);
   const uint32_t buf = protocol::TbBuffer(call, buffers);
   const size_t bytes = static_cast<size_t>(a.m) * a.n * ElemBytes(D);
   const uint8_t* input = g.self().input() + a.input_offset;
@@ -256,33 +320,67 @@ void LamportTbBlock(const BlockContext& ctx, const CallArgs& a) {
   for (uint32_t m = ctx.block; m < a.m; m += ctx.grid) {
     for (uint32_t k = 0; k < packs_per_row; ++k) {
       const size_t pack = static_cast<size_t>(m) * packs_per_row + k;
-      float acc[kPackElems<D>] = {};
-      for (uint32_t r = 0; r < g.world; ++r) {
-        Pack p;
-        if (!TbContribution<D>(ctx, input, buf, r, pack, &p)) return;
-        float v[kPackElems<D>];
-        UnpackTo<D>(p, v);
-        for (uint32_t i = 0; i < kPackElems<D>; ++i) acc[i] = r == 0 ? v[i] : acc[i] + v[i];
-      }
-      for (uint32_t i = 0; i < kPackElems<D>; ++i) {
-        row[k * kPackElems<D> + i] = Elem<D>::ToFloat(Elem<D>::FromFloat(acc[i]));
-      }
+      float sum[kPackElems<D>];
+      if (!TbSum<D>(ctx, input, buf, pack, "lamport_tb consume", sum)) return;
+      std::memcpy(row.data() + k * kPackElems<D>, sum, sizeof sum);
     }
     FusedRowEpilogue<D>(row.data(), m, a);
   }
   const uint32_t prev = protocol::TbClearedBuffer(call, buffers);
   TbClear<D>(ctx, prev, control->tb_used_bytes[prev] / kPackBytes);
-  if (ctx.block != 0) return;
-  // Block 0 records this call's size and advances the counter once every block read it.
-  if (!SpinUntil(*ctx.guard, *ctx.posted, 0, -1, "lamport_tb consume", [&] {
-        return std::atomic_ref<uint32_t>(control->tb_blocks).load(std::memory_order_acquire) ==
-               ctx.grid;
-      })) {
-    return;
+  TbAdvance(ctx, control, call, buf, bytes, "lamport_tb consume");
+}
+
+template <DType D>
+void LamportTwoShotBlock(const BlockContext& ctx, const CallArgs& a) {
+  const GroupView& g = *ctx.group;
+  RankControl* control = g.self().control();
+  const uint64_t call = TbEnter(ctx, control);
+  const uint32_t buf = protocol::TbBuffer(call);
+  const size_t bytes = static_cast<size_t>(a.m) * a.n * ElemBytes(D);
+  const size_t packs = bytes / kPackBytes;
+  const uint8_t* input = g.self().input() + a.input_offset;
+  // Scatter: pack k to its owner's slot `rank`; the own part stays in the input (TbStaged).
+  for (size_t k = ctx.block; k < packs; k += ctx.grid) {
+    const uint32_t owner = OwnerOf(k, packs, g.world);
+    if (!TbStaged(g.rank, owner)) continue;
+    const Pack p = ProducerValue<D>(ctx, LoadPack(input + k * kPackBytes));
+    ctx.posted->Store(g.peers[owner].tb_slot(buf, g.rank) + k * kPackBytes, p);
   }
-  control->tb_used_bytes[buf] = bytes;
-  std::atomic_ref<uint32_t>(control->tb_blocks).store(0, std::memory_order_relaxed);
-  std::atomic_ref<uint64_t>(control->tb_call).store(call + 1, std::memory_order_release);
+  ctx.posted->Drain();
+  // Reduce the own part in rank order and push the sum, canonical (it is a flag again), into
+  // every rank's gather slot: slot `d` of rank d's buffer, which lamport_tb leaves unused.
+  const Part part = PartOf(packs, g.world, g.rank);
+  for (size_t k = part.begin + ctx.block; k < part.end; k += ctx.grid) {
+    float sum[kPackElems<D>];
+    if (!TbSum<D>(ctx, input, buf, k, "lamport_two_shot reduce", sum)) return;
+    const Pack p = ProducerValue<D>(ctx, PackOf<D>(sum));
+    for (uint32_t d = 0; d < g.world; ++d) {
+      ctx.posted->Store(g.peers[d].tb_slot(buf, d) + k * kPackBytes, p);
+    }
+  }
+  ctx.posted->Drain();
+  // Consume: per row, the sums from the own gather slot.
+  const uint8_t* gather = g.self().tb_slot(buf, g.rank);
+  std::vector<float>& row = RowScratch(a.n);
+  const uint32_t packs_per_row = a.n / kPackElems<D>;
+  for (uint32_t m = ctx.block; m < a.m; m += ctx.grid) {
+    for (uint32_t k = 0; k < packs_per_row; ++k) {
+      const size_t pack = static_cast<size_t>(m) * packs_per_row + k;
+      Pack p;
+      if (!SpinUntil(
+              *ctx.guard, *ctx.posted, static_cast<int>(ctx.block),
+              static_cast<int>(OwnerOf(pack, packs, g.world)), "lamport_two_shot gather",
+              [&] { return PackArrived<D>(ctx, p = LoadPack(gather + pack * kPackBytes)); })) {
+        return;
+      }
+      UnpackTo<D>(p, row.data() + k * kPackElems<D>);
+    }
+    FusedRowEpilogue<D>(row.data(), m, a);
+  }
+  TwoShotClear<D>(ctx, protocol::TbClearedBuffer(call),
+                  control->tb_used_bytes[protocol::TbClearedBuffer(call)] / kPackBytes);
+  TbAdvance(ctx, control, call, buf, bytes, "lamport_two_shot gather");
 }
 
 void ArmStaging(DType dtype, uint8_t* staging, size_t bytes) {
@@ -307,7 +405,8 @@ void ArmStaging(DType dtype, uint8_t* staging, size_t bytes) {
   template void ReduceScatterBlock<D>(const BlockContext&, const CallArgs&); \
   template void LoadNormBlock<D>(const BlockContext&, const CallArgs&);      \
   template void LamportBlock<D>(const BlockContext&, const CallArgs&);       \
-  template void LamportTbBlock<D>(const BlockContext&, const CallArgs&);
+  template void LamportTbBlock<D>(const BlockContext&, const CallArgs&);     \
+  template void LamportTwoShotBlock<D>(const BlockContext&, const CallArgs&);
 COLLTEST_INSTANTIATE(DType::kBf16)
 COLLTEST_INSTANTIATE(DType::kFp16)
 COLLTEST_INSTANTIATE(DType::kFp32)

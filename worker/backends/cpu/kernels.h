@@ -1,4 +1,4 @@
-// The four protocol variants of the fused all-reduce + residual + RMSNorm, one block at a time.
+// The five protocol variants of the fused all-reduce + residual + RMSNorm, one block at a time.
 // Each function is the body of one "kernel" for block ctx.block of ctx.grid, run on every rank.
 // Arithmetic follows docs/design.md section 3 in every variant: the all-reduce sums in fp32 in rank
 // order and rounds to T, so the all-reduce part is bit-identical across variants.
@@ -35,6 +35,8 @@ template <DType D>
 void LamportBlock(const BlockContext& ctx, const CallArgs& args);
 template <DType D>
 void LamportTbBlock(const BlockContext& ctx, const CallArgs& args);
+template <DType D>
+void LamportTwoShotBlock(const BlockContext& ctx, const CallArgs& args);
 
 // Host-side arming of `bytes` bytes of Lamport staging with the sentinel.
 void ArmStaging(DType dtype, uint8_t* staging, size_t bytes);

@@ -31,7 +31,9 @@ enum class Phase : int32_t {
   kLamportPhaseB,
   kLamportTbConsume,
   kHostBarrier,
-  kFaultHangEndSync,  // not a wait: a rank that stopped by injected fault (hang_end_sync)
+  kFaultHangEndSync,      // not a wait: a rank that stopped by injected fault (hang_end_sync)
+  kLamportTwoShotReduce,  // an owner waits for a peer's chunk
+  kLamportTwoShotGather,  // a rank waits for an owner's sum
 };
 
 // Written by the device into host-mapped pinned memory; `valid` is stored last.

@@ -163,7 +163,8 @@ colltest::worker::v1::Capabilities GpuCapabilities() {
   colltest::worker::v1::Capabilities caps;
   for (auto v : {colltest::v1::VARIANT_ONE_STAGE, colltest::v1::VARIANT_TWO_KERNEL,
                  colltest::v1::VARIANT_LAMPORT, colltest::v1::VARIANT_LAMPORT_TB,
-                 colltest::v1::VARIANT_NCCL, colltest::v1::VARIANT_AUTO}) {
+                 colltest::v1::VARIANT_LAMPORT_TWO_SHOT, colltest::v1::VARIANT_NCCL,
+                 colltest::v1::VARIANT_AUTO}) {
     caps.add_variants(v);
   }
   caps.set_graph_mode(true);
@@ -310,9 +311,12 @@ absl::StatusOr<bool> GpuBackend::EnsureArmed(colltest::v1::Variant variant, DTyp
   if (auto s = GpuOk(StreamSynchronizeBeating(stream_.get()), "synchronize before arming"); !s.ok())
     return s;
   auto arm = [&](Armed& a, auto&& regions) -> absl::Status {
-    if (a.dtype == dtype && a.bytes >= bytes) return absl::OkStatus();
+    // lamport_tb and lamport_two_shot share the triple buffer but write different parts of it and
+    // clear only what they wrote: the first call of the other one re-arms it whole.
+    const bool same_user = a.user == variant || variant == colltest::v1::VARIANT_LAMPORT;
+    if (a.dtype == dtype && a.bytes >= bytes && same_user) return absl::OkStatus();
     // A new dtype has a different sentinel: re-arm everything armed so far.
-    const size_t from = a.dtype == dtype ? a.bytes : 0;
+    const size_t from = a.dtype == dtype && same_user ? a.bytes : 0;
     const size_t to = std::max(a.bytes, bytes);
     for (uint8_t* r : regions) {
       if (auto s = GpuOk(LaunchArm(dtype, r + from, to - from, stream_.get()), "arm staging");
@@ -320,13 +324,14 @@ absl::StatusOr<bool> GpuBackend::EnsureArmed(colltest::v1::Variant variant, DTyp
         return s;
       }
     }
-    a = {dtype, to};
+    a = {dtype, to, variant};
     return absl::OkStatus();
   };
   if (variant == colltest::v1::VARIANT_LAMPORT) {
     std::vector<uint8_t*> regions = {own_.get() + layout_.lamport_offset};
     if (auto s = arm(lamport_armed_, regions); !s.ok()) return s;
-  } else if (variant == colltest::v1::VARIANT_LAMPORT_TB) {
+  } else if (variant == colltest::v1::VARIANT_LAMPORT_TB ||
+             variant == colltest::v1::VARIANT_LAMPORT_TWO_SHOT) {
     std::vector<uint8_t*> regions;
     for (uint32_t b = 0; b < protocol::kTbBuffers; ++b) {
       for (uint32_t r = 0; r < world_; ++r) {

@@ -54,6 +54,10 @@ const char* PhaseName(int32_t phase) {
       return "host barrier";
     case Phase::kFaultHangEndSync:
       return "fault: hang_end_sync";
+    case Phase::kLamportTwoShotReduce:
+      return "lamport_two_shot reduce";
+    case Phase::kLamportTwoShotGather:
+      return "lamport_two_shot gather";
     default:
       return "unknown";
   }
@@ -423,6 +427,9 @@ absl::Status GpuBackend::Runtime::Launch(Variant variant, uint32_t m, uint32_t s
       break;
     case colltest::v1::VARIANT_LAMPORT_TB:
       e = LaunchCollective(Kind::kLamportTb, t, group, a, grid, tb_.threads, stream());
+      break;
+    case colltest::v1::VARIANT_LAMPORT_TWO_SHOT:
+      e = LaunchCollective(Kind::kLamportTwoShot, t, group, a, grid, threads_, stream());
       break;
     case colltest::v1::VARIANT_NCCL: {
       // NCCL sums this call's registered input slot into its staging; our norm kernel follows.

@@ -13,7 +13,14 @@
 
 namespace colltest::gpu {
 
-enum class Kind : uint8_t { kOneStage, kReduceScatter, kLoadNorm, kLamport, kLamportTb };
+enum class Kind : uint8_t {
+  kOneStage,
+  kReduceScatter,
+  kLoadNorm,
+  kLamport,
+  kLamportTb,
+  kLamportTwoShot
+};
 
 // A row is held in registers: at most this many 16-byte packs per thread.
 inline constexpr uint32_t kMaxRowPacks = 8;
@@ -75,6 +82,11 @@ Error LamportTbBlockShape(uint32_t world, DType dtype, uint32_t n, uint32_t thre
                           TbShape* shape);
 Error LaunchLamportTb(DType dtype, const DeviceGroup& group, const CallArgs& args, uint32_t grid,
                       uint32_t threads, Stream stream);
+
+// lamport_two_shot (kernels_lamport_two_shot.cu): the grid and threads of the other variants.
+Error LaunchLamportTwoShot(DType dtype, const DeviceGroup& group, const CallArgs& args,
+                           uint32_t grid, uint32_t threads, Stream stream);
+Error LamportTwoShotBlocksPerSm(uint32_t world, uint32_t threads, int* blocks);
 
 // Co-resident blocks per multiprocessor of the smallest-occupancy spinning kernel at `threads`.
 Error SpinKernelBlocksPerSm(uint32_t world, uint32_t threads, int* blocks);

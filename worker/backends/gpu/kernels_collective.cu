@@ -192,6 +192,8 @@ Error LaunchTyped(Kind kind, const DeviceGroup& g, const CallArgs& a, uint32_t g
       return LaunchEarly(LamportKernel<D, W>, grid, threads, s, g, a);
     case Kind::kLamportTb:
       return LaunchLamportTb(D, g, a, grid, threads, s);
+    case Kind::kLamportTwoShot:
+      return LaunchLamportTwoShot(D, g, a, grid, threads, s);
   }
   return GetLastError();
 }
@@ -227,7 +229,9 @@ int MinBlocksPerSm(uint32_t threads) {
   take(LamportKernel<DType::kBf16, W>);
   take(LamportKernel<DType::kFp16, W>);
   take(LamportKernel<DType::kFp32, W>);
-  return best;
+  int two_shot = 0;
+  if (LamportTwoShotBlocksPerSm(W, threads, &two_shot) != kSuccess) two_shot = 0;
+  return std::min(best, two_shot);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "worker/backends/gpu/device_elem.cuh"
 #include "worker/backends/gpu/device_row.cuh"
 #include "worker/backends/gpu/device_sync.cuh"
+#include "worker/backends/gpu/device_tb.cuh"
 #include "worker/backends/gpu/kernels.h"
 #include "worker/protocol/triple_buffer.h"
 
@@ -19,20 +20,6 @@ namespace colltest::gpu {
 namespace {
 
 using protocol::TbStaged;
-
-__device__ __forceinline__ uint8_t* TbSlot(const DeviceGroup& g, uint32_t rank, uint32_t buffer,
-                                           uint32_t src) {
-  return g.base[rank] + g.layout.TbSlotOffset(buffer, src);
-}
-
-// What every block of one call agrees on.
-struct TbCall {
-  uint64_t call;
-  uint32_t buf;          // pushed into and consumed
-  uint32_t prev;         // cleared
-  size_t prev_packs;     // packs the previous call used in `prev`
-  const uint8_t* input;  // this rank's registered input slot
-};
 
 // Pushes pack `pack` (already loaded) to every peer and re-arms the same pack of the previous
 // buffer's peer slots. The own value is returned canonical: it is what this rank sums.
@@ -52,31 +39,6 @@ __device__ __forceinline__ uint4 PushAndClear(const DeviceGroup& g, const TbCall
     }
   }
   return canonical;
-}
-
-// Polls every peer's slot of pack `pack` in one loop until all arrived, keeping each value where
-// the rank-order sum reads it. False when the wait gave up.
-template <DType D, int W>
-__device__ __forceinline__ bool PollPeers(const DeviceGroup& g, const TbCall& c, SpinClock& clk,
-                                          size_t pack, uint4 (&v)[W]) {
-  uint32_t missing = 0;
-#pragma unroll
-  for (int r = 0; r < W; ++r) {
-    if (TbStaged(r, g.rank)) missing |= 1u << r;
-  }
-  for (;;) {
-#pragma unroll
-    for (int r = 0; r < W; ++r) {
-      if ((missing & (1u << r)) == 0) continue;
-      const uint4 p = LoadVolatile16(TbSlot(g, g.rank, c.buf, r) + pack * 16);
-      if (Arrived<D>(p)) {
-        v[r] = p;
-        missing &= ~(1u << r);
-      }
-    }
-    if (missing == 0) return true;
-    if (!SpinTick(clk, g, Phase::kLamportTbConsume, __ffs(missing) - 1, pack)) return false;
-  }
 }
 
 // The row's values each thread keeps between the phases of TbRow. With one pack per thread they
@@ -152,7 +114,7 @@ __device__ __forceinline__ bool TbRow(const DeviceGroup& g, const CallArgs& a, c
     const uint32_t k = threadIdx.x + i * blockDim.x;
     if (k >= ppr || failed) continue;
     uint4 v[W];
-    if (!PollPeers<D, W>(g, c, clk, row_pack + k, v)) {
+    if (!PollPeers<D, W>(g, c, clk, row_pack + k, Phase::kLamportTbConsume, v)) {
       failed = 1;
       continue;
     }
@@ -193,23 +155,7 @@ __global__ void __launch_bounds__(kMaxTbThreads, 1) LamportTbKernel(DeviceGroup 
   }
   EnterEarlyLaunched();
   SpinClock clk = StartClock(a.timeout_ns);
-  RankControl* control = ControlOf(g);
-  // The counter lives on the device and advances inside the kernel, so graph replays rotate too.
-  // Each block reads it, then counts itself in; block 0 advances it once every block has.
-  // One thread reads it for the block: a thread of a late warp reading it on its own could see
-  // the value block 0 advanced after this block counted itself in.
-  __shared__ uint64_t block_call;
-  if (threadIdx.x == 0) {
-    block_call = *reinterpret_cast<volatile uint64_t*>(&control->tb_call);
-    AtomicAddReleaseDevice(&control->tb_blocks, 1u);
-  }
-  __syncthreads();
-  TbCall c;
-  c.call = block_call;
-  c.buf = protocol::TbBuffer(c.call);
-  c.prev = protocol::TbClearedBuffer(c.call);
-  c.prev_packs = control->tb_used_bytes[c.prev] / 16;
-  c.input = g.base[g.rank] + g.layout.input_offset + a.input_offset;
+  const TbCall c = TbEnter(g, a);
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
     if (!TbRow<D, W, P>(g, a, c, clk, row, h)) return;
   }
@@ -222,14 +168,7 @@ __global__ void __launch_bounds__(kMaxTbThreads, 1) LamportTbKernel(DeviceGroup 
       if (TbStaged(r, g.rank)) Store16(TbSlot(g, g.rank, c.prev, r) + k * 16, SentinelPack<D>());
     }
   }
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  // Every block is co-resident and counts itself in at its start: this wait is short.
-  while (LoadAcquireDevice(&control->tb_blocks) != gridDim.x) {
-    if (!SpinTick(clk, g, Phase::kLamportTbConsume, -1, 0)) return;
-  }
-  control->tb_used_bytes[c.buf] = packs * 16;
-  control->tb_blocks = 0;
-  *reinterpret_cast<volatile uint64_t*>(&control->tb_call) = c.call + 1;
+  TbAdvance(g, c, packs, clk, Phase::kLamportTbConsume);
 }
 
 template <DType D, int W, int P>

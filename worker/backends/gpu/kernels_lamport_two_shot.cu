@@ -1,0 +1,183 @@
+// lamport_two_shot on the GPU: the two-shot Lamport all-reduce fused with residual + RMSNorm, over
+// lamport_tb's triple buffer and counter, in one kernel with no barrier (docs/protocol.md). The
+// cpu backend's LamportTwoShotBlock is its specification.
+//
+// Rank j owns part j of the packs (PartOf). Scatter: every rank pushes each pack of its input
+// that another rank owns into slot `rank` of the owner's buffer. Reduce: the owner polls its
+// peers' slots over its part, sums in rank order with its own input, and pushes the canonical sum
+// into slot d of every rank d's buffer (the gather slot, which lamport_tb leaves unused). Norm:
+// every rank polls its gather slot row by row. Each rank moves (W - 1) / W of its input out and
+// as much of the sums in: two one-way trips instead of one-shot's W - 1 full inputs per rank.
+#include "worker/backends/gpu/device_elem.cuh"
+#include "worker/backends/gpu/device_row.cuh"
+#include "worker/backends/gpu/device_sync.cuh"
+#include "worker/backends/gpu/device_tb.cuh"
+#include "worker/backends/gpu/kernels.h"
+#include "worker/protocol/partition.h"
+
+namespace colltest::gpu {
+namespace {
+
+constexpr uint32_t kMaxThreads = 512;
+constexpr uint32_t kMinBlocksPerSm = 2;  // as the other spinning kernels (kernels_collective.cu)
+
+using protocol::OwnerOf;
+using protocol::Part;
+using protocol::PartOf;
+using protocol::TbStaged;
+
+// Scatter: each pack of this rank's input to its owner; the own part stays in the input.
+template <DType D, int W>
+__device__ __forceinline__ void Scatter(const DeviceGroup& g, const CallArgs& a, const TbCall& c,
+                                        size_t packs) {
+  const bool canonicalize = (a.faults & kFaultSkipCanonicalize) == 0;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t k = blockIdx.x * blockDim.x + threadIdx.x; k < packs; k += stride) {
+    const uint32_t owner = OwnerOf(k, packs, W);
+    if (!TbStaged(g.rank, owner)) continue;
+    const uint4 v = *reinterpret_cast<const uint4*>(c.input + k * 16);
+    StoreNonTemporal16(TbSlot(g, owner, c.buf, g.rank) + k * 16,
+                       canonicalize ? Canonicalize<D>(v) : v);
+  }
+}
+
+// Re-arms what the previous call wrote into this rank's buffer: the peers' slots over this rank's
+// part and the gather slot over everything. Safe at any moment of this call: the buffer's next
+// writer is a peer at call + 2.
+template <DType D, int W>
+__device__ __forceinline__ void ClearPrevious(const DeviceGroup& g, const TbCall& c) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t first = blockIdx.x * blockDim.x + threadIdx.x;
+  const Part part = PartOf(c.prev_packs, W, g.rank);
+#pragma unroll
+  for (int r = 0; r < W; ++r) {
+    const bool scatter = TbStaged(r, g.rank);
+    uint8_t* slot = TbSlot(g, g.rank, c.prev, r);
+    const size_t end = scatter ? part.end : c.prev_packs;
+    for (size_t k = (scatter ? part.begin : 0) + first; k < end; k += stride) {
+      Store16(slot + k * 16, SentinelPack<D>());
+    }
+  }
+}
+
+// Reduce: the own part summed in rank order, pushed canonical to every rank's gather slot.
+template <DType D, int W>
+__device__ __forceinline__ bool ReduceOwnPart(const DeviceGroup& g, const CallArgs& a,
+                                              const TbCall& c, SpinClock& clk, size_t packs) {
+  constexpr uint32_t E = kPackElems<D>;
+  const bool canonicalize = (a.faults & kFaultSkipCanonicalize) == 0;
+  const Part part = PartOf(packs, W, g.rank);
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t k = part.begin + blockIdx.x * blockDim.x + threadIdx.x; k < part.end; k += stride) {
+    uint4 v[W];
+    if (!PollPeers<D, W>(g, c, clk, k, Phase::kLamportTwoShotReduce, v)) return false;
+    const uint4 own = Canonicalize<D>(*reinterpret_cast<const uint4*>(c.input + k * 16));
+    float acc[E], x[E];
+#pragma unroll
+    for (int r = 0; r < W; ++r) {
+      Unpack<D>(TbStaged(r, g.rank) ? v[r] : own, x);
+#pragma unroll
+      for (uint32_t e = 0; e < E; ++e) acc[e] = r == 0 ? x[e] : acc[e] + x[e];
+    }
+    const uint4 sum = PackOf<D>(acc);
+    const uint4 p = canonicalize ? Canonicalize<D>(sum) : sum;
+#pragma unroll
+    for (int d = 0; d < W; ++d) {
+      uint8_t* dst = TbSlot(g, d, c.buf, d) + k * 16;
+      if (d == static_cast<int>(g.rank)) {
+        Store16(dst, p);
+      } else {
+        StoreNonTemporal16(dst, p);
+      }
+    }
+  }
+  return true;
+}
+
+template <DType D, int W>
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
+    LamportTwoShotKernel(DeviceGroup g, CallArgs a) {
+  EnterEarlyLaunched();
+  SpinClock clk = StartClock(a.timeout_ns);
+  const TbCall c = TbEnter(g, a);
+  const uint32_t ppr = a.n / kPackElems<D>;
+  const size_t packs = static_cast<size_t>(a.m) * ppr;
+  Scatter<D, W>(g, a, c, packs);
+  ClearPrevious<D, W>(g, c);
+  // No __syncthreads in the reduce (per-thread trip counts): its failure is made block-uniform
+  // right after it.
+  const int failed = ReduceOwnPart<D, W>(g, a, c, clk, packs) ? 0 : 1;
+  if (__syncthreads_or(failed)) return;
+  const uint8_t* gather = TbSlot(g, g.rank, c.buf, g.rank);
+  for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
+    const bool ok = FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
+      const size_t pack = static_cast<size_t>(row) * ppr + k;
+      for (;;) {
+        s = LoadVolatile16(gather + pack * 16);
+        if (Arrived<D>(s)) return true;
+        if (!SpinTick(clk, g, Phase::kLamportTwoShotGather,
+                      static_cast<int>(OwnerOf(pack, packs, W)), pack)) {
+          return false;
+        }
+      }
+    });
+    if (!ok) return;
+  }
+  TbAdvance(g, c, packs, clk, Phase::kLamportTwoShotGather);
+}
+
+template <int W>
+Error LaunchWorld(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
+                  uint32_t threads, Stream s) {
+  switch (dtype) {
+    case DType::kBf16:
+      return LaunchEarly(LamportTwoShotKernel<DType::kBf16, W>, grid, threads, s, g, a);
+    case DType::kFp16:
+      return LaunchEarly(LamportTwoShotKernel<DType::kFp16, W>, grid, threads, s, g, a);
+    default:
+      return LaunchEarly(LamportTwoShotKernel<DType::kFp32, W>, grid, threads, s, g, a);
+  }
+}
+
+template <int W>
+Error BlocksPerSm(uint32_t threads, int* blocks) {
+  int least = 1 << 20;
+  for (auto kernel : {LamportTwoShotKernel<DType::kBf16, W>, LamportTwoShotKernel<DType::kFp16, W>,
+                      LamportTwoShotKernel<DType::kFp32, W>}) {
+    int n = 0;
+    const Error e = OccupancyBlocksPerSm(&n, kernel, static_cast<int>(threads));
+    if (e != kSuccess) return e;
+    least = n < least ? n : least;
+  }
+  *blocks = least;
+  return kSuccess;
+}
+
+}  // namespace
+
+Error LaunchLamportTwoShot(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
+                           uint32_t threads, Stream s) {
+  switch (g.world) {
+    case 2:
+      return LaunchWorld<2>(dtype, g, a, grid, threads, s);
+    case 4:
+      return LaunchWorld<4>(dtype, g, a, grid, threads, s);
+    case 8:
+      return LaunchWorld<8>(dtype, g, a, grid, threads, s);
+    default:
+      return COLLTEST_GPU_API(ErrorInvalidValue);
+  }
+}
+
+Error LamportTwoShotBlocksPerSm(uint32_t world, uint32_t threads, int* blocks) {
+  switch (world) {
+    case 2:
+      return BlocksPerSm<2>(threads, blocks);
+    case 4:
+      return BlocksPerSm<4>(threads, blocks);
+    default:
+      return BlocksPerSm<8>(threads, blocks);
+  }
+}
+
+}  // namespace colltest::gpu
