@@ -6,15 +6,17 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/security/auth_context.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
-#include "server/grpc_status.h"
 #include "server/reflection_v1.h"
 
 namespace colltest::server {
+
+using common::ToGrpcStatus;
 namespace {
 
 namespace gx = ::grpc::experimental;

@@ -8,11 +8,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "server/grpc_status.h"
+#include "common/grpc_status.h"
 #include "server/query_validation.h"
 #include "server/stream_observer.h"
 
 namespace colltest::server {
+
+using common::ToGrpcStatus;
 
 namespace v1 = ::colltest::v1;
 

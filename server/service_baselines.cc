@@ -2,14 +2,16 @@
 // the history database (store/run_store.h) and server/compare.h.
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 #include "common/names.h"
 #include "server/compare.h"
-#include "server/grpc_status.h"
 #include "server/query_validation.h"
 #include "server/service.h"
 #include "server/validation.h"
 
 namespace colltest::server {
+
+using common::ToGrpcStatus;
 
 namespace v1 = ::colltest::v1;
 
