@@ -102,8 +102,7 @@ if len(sys.argv) > 2 and sys.argv[2].startswith("--plot="):
         pts.sort()
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
                 linestyle="--" if name.startswith("anchor") else "-", label=name)
-    if TARGET_US:
-        ax.plot(list(TARGET_US), list(TARGET_US.values()), "k:", label="target")
+    ax.plot(list(TARGET_US), list(TARGET_US.values()), "k:", label="target")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("m (rows), n = 7168, bf16, W = 2")

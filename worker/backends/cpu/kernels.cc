@@ -37,10 +37,20 @@ void UnpackTo(const Pack& p, float* dst) {
   for (uint32_t i = 0; i < kPackElems<D>; ++i) dst[i] = Elem<D>::ToFloat(lanes[i]);
 }
 
+// The pack of T holding `f`, each element rounded to T.
+template <DType D>
+Pack PackOf(const float (&f)[kPackElems<D>]) {
+  using S = typename Elem<D>::Storage;
+  S lanes[kPackElems<D>];
+  for (uint32_t i = 0; i < kPackElems<D>; ++i) lanes[i] = Elem<D>::FromFloat(f[i]);
+  Pack p;
+  std::memcpy(p.w, lanes, sizeof lanes);
+  return p;
+}
+
 // Sum over ranks in rank order, in fp32, rounded to T: the same for every variant.
 template <DType D>
 Pack ReducePack(const GroupView& g, size_t input_offset, size_t pack) {
-  using S = typename Elem<D>::Storage;
   // Starting from rank 0's value (not +0.0) keeps a sum of -0.0 at -0.0, as on the GPU: the
   // case canonicalisation exists for.
   float acc[kPackElems<D>];
@@ -50,11 +60,7 @@ Pack ReducePack(const GroupView& g, size_t input_offset, size_t pack) {
     UnpackTo<D>(LoadPack(g.peers[r].input() + input_offset + pack * kPackBytes), v);
     for (uint32_t i = 0; i < kPackElems<D>; ++i) acc[i] += v[i];
   }
-  S lanes[kPackElems<D>];
-  for (uint32_t i = 0; i < kPackElems<D>; ++i) lanes[i] = Elem<D>::FromFloat(acc[i]);
-  Pack p;
-  std::memcpy(p.w, lanes, sizeof lanes);
-  return p;
+  return PackOf<D>(acc);
 }
 
 // residual_out = T(s + residual); out = T(residual_out * rsqrt(mean(residual_out^2) + eps) * w).
@@ -165,7 +171,7 @@ void TwoShotClear(const BlockContext& ctx, uint32_t prev, size_t prev_packs) {
 // The rotation counter of lamport_tb and lamport_two_shot: each block reads it and then counts
 // itself in; block 0 advances it at its end once every block has (as the GPU kernels do: no fence
 // and atomic at every block's end).
-uint64_t TbEnter(const BlockContext& ctx, RankControl* control) {
+uint64_t TbEnter(RankControl* control) {
   const uint64_t call = std::atomic_ref<uint64_t>(control->tb_call).load(std::memory_order_acquire);
   std::atomic_ref<uint32_t>(control->tb_blocks).fetch_add(1, std::memory_order_release);
   return call;
@@ -200,16 +206,6 @@ bool TbSum(const BlockContext& ctx, const uint8_t* input, uint32_t buf, size_t p
   for (uint32_t i = 0; i < kPackElems<D>; ++i)
     sum[i] = Elem<D>::ToFloat(Elem<D>::FromFloat(sum[i]));
   return true;
-}
-
-template <DType D>
-Pack PackOf(const float (&f)[kPackElems<D>]) {
-  using S = typename Elem<D>::Storage;
-  S lanes[kPackElems<D>];
-  for (uint32_t i = 0; i < kPackElems<D>; ++i) lanes[i] = Elem<D>::FromFloat(f[i]);
-  Pack p;
-  std::memcpy(p.w, lanes, sizeof lanes);
-  return p;
 }
 
 }  // namespace
@@ -309,7 +305,7 @@ void LamportTbBlock(const BlockContext& ctx, const CallArgs& a) {
   const uint32_t buffers = ctx.breaks->two_buffer_rotation ? 2 : protocol::kTbBuffers;
   // The counter lives in the rank's memory and advances inside the kernel, so graph replays
   // rotate too.
-  const uint64_t call = TbEnter(ctx, control);
+  const uint64_t call = TbEnter(control);
   const uint32_t buf = protocol::TbBuffer(call, buffers);
   const size_t bytes = static_cast<size_t>(a.m) * a.n * ElemBytes(D);
   const uint8_t* input = g.self().input() + a.input_offset;
@@ -335,7 +331,7 @@ template <DType D>
 void LamportTwoShotBlock(const BlockContext& ctx, const CallArgs& a) {
   const GroupView& g = *ctx.group;
   RankControl* control = g.self().control();
-  const uint64_t call = TbEnter(ctx, control);
+  const uint64_t call = TbEnter(control);
   const uint32_t buf = protocol::TbBuffer(call);
   const size_t bytes = static_cast<size_t>(a.m) * a.n * ElemBytes(D);
   const size_t packs = bytes / kPackBytes;
@@ -378,8 +374,8 @@ void LamportTwoShotBlock(const BlockContext& ctx, const CallArgs& a) {
     }
     FusedRowEpilogue<D>(row.data(), m, a);
   }
-  TwoShotClear<D>(ctx, protocol::TbClearedBuffer(call),
-                  control->tb_used_bytes[protocol::TbClearedBuffer(call)] / kPackBytes);
+  const uint32_t prev = protocol::TbClearedBuffer(call);
+  TwoShotClear<D>(ctx, prev, control->tb_used_bytes[prev] / kPackBytes);
   TbAdvance(ctx, control, call, buf, bytes, "lamport_two_shot gather");
 }
 

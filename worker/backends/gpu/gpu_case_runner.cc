@@ -315,7 +315,12 @@ uint32_t GpuBackend::Runtime::Grid(Variant variant, uint32_t m) const {
   // and lamport_tb gain from every co-resident block up to 2 per SM at 512 threads (one row per
   // block in their norm phase); two_kernel's reduce-scatter is best near half the SMs (m = 256:
   // 24.1 us at 64 blocks, 28.4 us at 224), its end barrier costing more than the width buys.
-  const uint32_t limit = b_.SpinLimit(threads_);
+  // lamport_tb's block is sized to the row: its own occupancy bounds it.
+  const uint32_t limit =
+      variant == colltest::v1::VARIANT_LAMPORT_TB
+          ? std::min(static_cast<uint32_t>(std::max(tb_.blocks_per_sm, 1) * b_.multiprocessors_),
+                     kMaxBlocks)
+          : b_.SpinLimit(threads_);
   const size_t packs = static_cast<size_t>(m) * s_.n / PackElems(s_.dtype);
   const uint32_t part_blocks = static_cast<uint32_t>((packs / b_.world_ + threads_ - 1) / threads_);
   uint32_t g;
@@ -326,17 +331,11 @@ uint32_t GpuBackend::Runtime::Grid(Variant variant, uint32_t m) const {
     case colltest::v1::VARIANT_TWO_KERNEL:
       g = std::min(part_blocks, static_cast<uint32_t>(std::max(2, b_.multiprocessors_) / 2));
       break;
-    case colltest::v1::VARIANT_LAMPORT_TB: {
+    case colltest::v1::VARIANT_LAMPORT_TB:
       // One row per block: a block pushes, clears and consumes its rows in turn, so more
-      // co-resident blocks than rows buy nothing. Its own occupancy: its block is sized to the row.
-      const uint32_t resident = static_cast<uint32_t>(std::max(tb_.blocks_per_sm, 1)) *
-                                static_cast<uint32_t>(b_.multiprocessors_);
-      g = std::min(m, std::min(resident, kMaxBlocks));
-      if (p_.req->knobs().grid_blocks() > 0) {
-        g = std::min({p_.req->knobs().grid_blocks(), resident, kMaxBlocks});
-      }
-      return std::max(1u, g);
-    }
+      // co-resident blocks than rows buy nothing.
+      g = m;
+      break;
     default:
       g = std::max(m, part_blocks);
       break;

@@ -42,7 +42,7 @@ __device__ __forceinline__ uint4 PushAndClear(const DeviceGroup& g, const TbCall
 }
 
 // The row's values each thread keeps between the phases of TbRow. With one pack per thread they
-// all stay in registers (58 registers for bf16 at W = 2, no spills, with ptxas -v); with more,
+// all stay in registers (61 registers for bf16 at W = 2, no spills, with ptxas -v); with more,
 // holding them spilled hundreds of bytes per thread, so the own input, the residual and the
 // weight are loaded again where used (cache hits) and the sums read back from residual_out.
 template <int P>
