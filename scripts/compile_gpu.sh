@@ -63,7 +63,8 @@ compile_hip() {
 # The results are not loadable code objects: this is a compile check, the gfx90a build stays the
 # one that links. The ISA check then reads gpu_runtime.h's primitives in the gfx942/gfx950
 # assembly (tests/hip_isa/check_isa.py).
-hip_mi_sources=(worker/backends/gpu/kernels_collective.cu worker/backends/gpu/kernels_lamport_tb.cu
+hip_mi_sources=(worker/backends/gpu/concurrency_probe.cu
+  worker/backends/gpu/kernels_collective.cu worker/backends/gpu/kernels_lamport_tb.cu
   worker/backends/gpu/kernels_lamport_two_shot.cu
   worker/backends/gpu/kernels_support.cu
   worker/backends/gpu/nccl_kernels.cu)

@@ -123,6 +123,7 @@ BackendInfo WithVirtualDevices(BackendInfo probed, uint32_t ranks) {
   for (uint32_t i = 0; i < ranks; ++i) {
     v1::Device& d = info.devices.emplace_back();
     d.set_index(i);
+    d.set_physical_index(i);
     d.set_name(absl::StrCat(info.backend, " rank ", i));
     d.set_backend(info.backend);
     d.set_uuid(absl::StrCat(info.backend, "-", host, "-", i));
@@ -161,6 +162,7 @@ absl::StatusOr<BackendInfo> ParseProbeOutput(absl::string_view output) {
         }
         v1::Device& d = info.devices.emplace_back();
         d.set_index(jd["index"].get<uint32_t>());
+        d.set_physical_index(d.index());
         d.set_name(StringField(jd, "name"));
         if (jd.contains("memory_bytes") && jd["memory_bytes"].is_number_unsigned()) {
           d.set_memory_bytes(jd["memory_bytes"].get<uint64_t>());

@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "colltest/v1/colltest.pb.h"
 #include "colltest/v1/worker.pb.h"
+#include "server/device_placement.h"
 
 namespace colltest::server {
 
@@ -36,6 +37,12 @@ struct BackendInfo {
   std::string runtime_version;
   std::vector<colltest::v1::Link> links;  // between devices (a < b), as the probe reported them
   colltest::worker::v1::Capabilities capabilities;  // as the probe reported them
+  uint32_t ranks_per_gpu = 1;  // slots each GPU offers (WithSlotsPerGpu)
+  // With ranks_per_gpu > 1: whether the kernels of processes on one GPU are time-sliced rather than
+  // concurrent (colltestd --allow-time-slicing), and the flag round trip the probe measured
+  // between two of them, 0 when none was (server/concurrency_check.h).
+  bool time_sliced = false;
+  double kernel_round_trip_us = 0;
 };
 
 // This host's name (gethostname(2)); "unknown" when it has none to give.
@@ -71,5 +78,17 @@ using ProbeFn = std::function<absl::StatusOr<std::string>(const std::string& wor
 absl::StatusOr<BackendInfo> ResolveBackend(const std::string& requested, uint32_t cpu_ranks,
                                            const std::vector<uint32_t>& only,
                                            const std::string& worker, const ProbeFn& probe);
+
+// Every GPU of `info` offered as `ranks_per_gpu` devices of its own (colltestd --ranks-per-gpu,
+// docs/shared-gpu.md). Interleaved, so that the first devices are distinct GPUs and a group takes
+// separate GPUs before it shares one: with G GPUs, device i is slot i / G of the i % G-th GPU.
+// Each keeps its GPU's name, memory, UUID, bus id and serial, with physical_index (the GPU's own
+// index) and slot set; two slots of one GPU are linked by kind "same_gpu", slots of two GPUs by
+// their GPUs' link. 1 leaves `info` as it is; a backend with virtual devices (cpu) is refused.
+absl::StatusOr<BackendInfo> WithSlotsPerGpu(BackendInfo info, uint32_t ranks_per_gpu);
+
+// The GPU of each of `info`'s devices (Device.physical_index), for the worker pool and the users
+// probe.
+DevicePlacement PlacementOf(const BackendInfo& info);
 
 }  // namespace colltest::server

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -94,7 +95,41 @@ class WorkerUsersProbe final : public DeviceUsersProbe {
   absl::Duration timeout_;
 };
 
+class PhysicalDevicesProbe final : public DeviceUsersProbe {
+ public:
+  PhysicalDevicesProbe(std::unique_ptr<DeviceUsersProbe> inner, DevicePlacement placement)
+      : inner_(std::move(inner)), placement_(std::move(placement)) {}
+
+  absl::StatusOr<DeviceUsers> Users(absl::Span<const uint32_t> devices) override {
+    std::map<uint32_t, std::vector<uint32_t>> slots;  // GPU -> the asked indices on it
+    for (uint32_t d : devices) slots[placement_.Physical(d)].push_back(d);
+    std::vector<uint32_t> gpus;
+    for (const auto& [gpu, unused] : slots) gpus.push_back(gpu);
+    absl::StatusOr<DeviceUsers> found = inner_->Users(gpus);
+    if (!found.ok()) return found;
+    DeviceUsers out{found->source, {}};
+    for (const DeviceUser& u : found->users) {
+      auto it = slots.find(u.device);
+      if (it == slots.end()) continue;
+      for (uint32_t d : it->second) {
+        out.users.push_back(u);
+        out.users.back().device = d;
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<DeviceUsersProbe> inner_;
+  DevicePlacement placement_;
+};
+
 }  // namespace
+
+std::unique_ptr<DeviceUsersProbe> OnPhysicalDevices(std::unique_ptr<DeviceUsersProbe> inner,
+                                                    DevicePlacement placement) {
+  return std::make_unique<PhysicalDevicesProbe>(std::move(inner), std::move(placement));
+}
 
 absl::StatusOr<DeviceUsers> ParseDeviceUsers(absl::string_view line) {
   // The worker's stdout: the first line that is a JSON object (a runtime may log before it).
@@ -144,7 +179,10 @@ absl::Status CheckDevicesFree(DeviceUsersProbe& probe, absl::Span<const uint32_t
   const std::set<int64_t> own(own_pids.begin(), own_pids.end());
   std::vector<DeviceUser> others;
   for (DeviceUser& u : found->users) {
-    if (asked.count(u.device) != 0 && own.count(u.pid) == 0) others.push_back(std::move(u));
+    if (asked.count(u.device) != 0 && own.count(u.pid) == 0 &&
+        !absl::StartsWith(u.name, kMpsProcessPrefix)) {
+      others.push_back(std::move(u));
+    }
   }
   if (others.empty()) return absl::OkStatus();
   std::sort(others.begin(), others.end(), [](const DeviceUser& a, const DeviceUser& b) {

@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "server/device_placement.h"
 
 namespace colltest::server {
 
@@ -47,15 +48,26 @@ class DeviceUsersProbe {
   virtual absl::StatusOr<DeviceUsers> Users(absl::Span<const uint32_t> devices) = 0;
 };
 
+// `inner` asked about the GPUs behind this server's device indices (colltestd --ranks-per-gpu:
+// several indices are slots of one GPU, and the worker knows only GPUs): a user of a GPU is
+// reported on every asked index that is a slot of it.
+std::unique_ptr<DeviceUsersProbe> OnPhysicalDevices(std::unique_ptr<DeviceUsersProbe> inner,
+                                                    DevicePlacement placement);
+
 // Runs `worker --users --backend backend --devices LIST`, killed after `timeout`.
 std::unique_ptr<DeviceUsersProbe> CreateWorkerUsersProbe(std::string worker, std::string backend,
                                                          absl::Duration timeout = absl::Seconds(5));
 
 // OK when no process other than `own_pids` (colltestd and its workers) uses `devices`; else
 // FAILED_PRECONDITION "BUSY: device 1 is used by pid 4242 (python3, 20.0 GiB), ...; --force runs
-// anyway". A probe that fails, or whose source is "none", refuses nothing (logged once).
+// anyway". A probe that fails, or whose source is "none", refuses nothing (logged once). NVIDIA's
+// MPS server (a name starting with kMpsProcessPrefix) is not a neighbour: ranks that share a GPU
+// run through it.
 absl::Status CheckDevicesFree(DeviceUsersProbe& probe, absl::Span<const uint32_t> devices,
                               absl::Span<const int> own_pids);
+
+// nvidia-cuda-mps-server as /proc/PID/comm gives it: cut to 15 characters.
+inline constexpr char kMpsProcessPrefix[] = "nvidia-cuda-mps";
 
 // Whether a status is the BUSY refusal above (clients map it to exit code 5).
 bool IsBusy(const absl::Status& status);

@@ -124,11 +124,17 @@ void RunPairs(const HealthPlan& plan, const CheckRunner& runner, HealthRuns& run
 }
 
 // One pair at a time, unlike the profiles: pairs that share a switch or a root port would share
-// its bandwidth too, and each pair's figure must be its own link's. A failed pair is left out.
-void RunBandwidth(const HealthPlan& plan, const CheckRunner& runner, HealthRuns& runs) {
+// its bandwidth too, and each pair's figure must be its own link's. A failed pair is left out, and
+// so is a pair of two slots of one GPU (--ranks-per-gpu): it has no link to measure.
+void RunBandwidth(const HealthPlan& plan, const CheckRunner& runner,
+                  const v1::MachineIdentity& machine, HealthRuns& runs) {
   if (!plan.pair_bandwidth.has_value()) return;
   for (const auto& [key, run] : runs.pair_runs) {
     if (!AllHealthy(run)) continue;
+    if (PairLinkOf(machine, key.first, key.second).kind == kSameGpuLink) {
+      runs.bandwidth_skipped_same_gpu.push_back(key);
+      continue;
+    }
     runs.bandwidth_runs.emplace(key, runner.Run(*plan.pair_bandwidth, {key.first, key.second}, ""));
   }
 }
@@ -217,7 +223,7 @@ absl::StatusOr<v1::HealthResponse> HealthChecker::Check(const v1::HealthRequest&
   COLLTEST_RETURN_IF_ERROR(RunSelfTest(plan, profile_, runner, runs));
   COLLTEST_RETURN_IF_ERROR(RunGroup(plan, runner, runs));
   if (runs.pairs) RunPairs(plan, runner, runs);
-  RunBandwidth(plan, runner, runs);
+  RunBandwidth(plan, runner, machine_, runs);
 
   v1::HealthResponse response =
       BuildHealthReport(runs, HealthReportContext{input.warn_ratio, &machine_, &expected_});

@@ -97,6 +97,9 @@ struct PairLink {
   std::string model;
   std::string kind;
 };
+// Link.kind of two slots of one GPU (colltestd --ranks-per-gpu).
+inline constexpr char kSameGpuLink[] = "same_gpu";
+
 PairLink PairLinkOf(const colltest::v1::MachineIdentity& machine, uint32_t a, uint32_t b);
 
 }  // namespace colltest::server

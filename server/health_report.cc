@@ -220,7 +220,8 @@ std::string PairsLine(const Verdict& verdict) {
 }
 
 // The WARNs: slow ranks and pairs, and pairs below their expected bandwidth.
-std::string WarnLines(const v1::HealthResponse& response, const Verdict& verdict) {
+std::string WarnLines(const v1::HealthResponse& response, const Verdict& verdict,
+                      const HealthRuns& runs) {
   std::vector<std::string> slow, below;
   for (const auto& t : response.ranks()) {
     if (t.slow())
@@ -244,6 +245,13 @@ std::string WarnLines(const v1::HealthResponse& response, const Verdict& verdict
   if (!verdict.no_figure.empty()) {
     absl::StrAppend(&line, "; busbw: no expected figure for ",
                     absl::StrJoin(verdict.no_figure, ", "));
+  }
+  if (!runs.bandwidth_skipped_same_gpu.empty()) {
+    std::vector<std::string> pairs;
+    for (const auto& [a, b] : runs.bandwidth_skipped_same_gpu)
+      pairs.push_back(absl::StrCat(a, "-", b));
+    absl::StrAppend(&line, "; busbw skipped for pairs ", absl::StrJoin(pairs, ", "),
+                    ": slots of one GPU (--ranks-per-gpu) have no link to measure");
   }
   return line;
 }
@@ -273,7 +281,7 @@ v1::HealthResponse BuildHealthReport(const HealthRuns& runs, const HealthReportC
   } else {
     message = absl::StrCat(common::CaseStatusName(verdict.worst), ": ", verdict.first_failure);
   }
-  absl::StrAppend(&message, PairsLine(verdict), WarnLines(response, verdict),
+  absl::StrAppend(&message, PairsLine(verdict), WarnLines(response, verdict, runs),
                   SelfTestLine(runs.self_test));
   response.set_status(verdict.worst);
   if (runs.self_test.has_value()) {

@@ -25,6 +25,7 @@ struct HealthRuns {
   std::vector<colltest::v1::RunResult> group;  // the profile, then each stress
   std::map<PairKey, absl::StatusOr<colltest::v1::RunResult>> pair_runs;
   std::map<PairKey, absl::StatusOr<colltest::v1::RunResult>> bandwidth_runs;  // level long
+  std::vector<PairKey> bandwidth_skipped_same_gpu;  // pairs of slots of one GPU: no link
   std::optional<colltest::v1::HealthSelfTest> self_test;  // levels standard and long
   std::string self_test_run_id;                           // "" when it did not run
 };

@@ -46,6 +46,9 @@ std::string MachineKey(const v1::MachineIdentity& machine) {
   FnvAppendField(h, machine.hostname());
   FnvAppendField(h, machine.backend());
   for (const v1::Device* d : devices) {
+    // A GPU's slots (--ranks-per-gpu) are one machine part: the key stays that of the GPUs, and
+    // runs placed differently on them are told apart by RunResult.ranks_per_gpu instead.
+    if (d->slot() != 0) continue;
     FnvAppendField(h, d->name());
     FnvAppendField(h, d->uuid());
   }
@@ -81,8 +84,17 @@ v1::MachineIdentity BuildMachineIdentity(const BackendInfo& info,
   }
   m.set_colltest_version(colltest_version);
   m.set_build_commit(build_commit);
+  m.set_ranks_per_gpu(std::max(1u, info.ranks_per_gpu));
   m.set_key(MachineKey(m));
   return m;
+}
+
+uint32_t RanksPerGpu(const v1::MachineIdentity& machine, absl::Span<const uint32_t> devices) {
+  // Identities older than the field, and servers with one slot per GPU, place nothing together.
+  if (machine.ranks_per_gpu() <= 1) return 1;
+  DevicePlacement placement;
+  for (const v1::Device& d : machine.devices()) placement.Place(d.index(), d.physical_index());
+  return std::max(1u, placement.RanksOnOneDevice(devices));
 }
 
 }  // namespace colltest::server

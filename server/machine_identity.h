@@ -3,7 +3,10 @@
 // with every run; its key names the machine for baselines.
 #pragma once
 
+#include <cstdint>
 #include <string>
+
+#include "absl/types/span.h"
 
 #include "colltest/v1/colltest.pb.h"
 #include "server/backend_probe.h"
@@ -22,5 +25,10 @@ colltest::v1::MachineIdentity BuildMachineIdentity(const BackendInfo& info,
 // UUID in index order, each length-prefixed. Stable across builds and platforms (a baseline found
 // by key must survive a rebuild); the other fields of `machine` do not enter it.
 std::string MachineKey(const colltest::v1::MachineIdentity& machine);
+
+// The most of `devices` that are slots of one GPU of `machine` (Device.physical_index): 1 when
+// each is a GPU of its own or unknown to `machine`.
+uint32_t RanksPerGpu(const colltest::v1::MachineIdentity& machine,
+                     absl::Span<const uint32_t> devices);
 
 }  // namespace colltest::server

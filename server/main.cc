@@ -23,6 +23,7 @@
 #include "server/auth.h"
 #include "server/backend_probe.h"
 #include "server/build_info.h"
+#include "server/concurrency_check.h"
 #include "server/credentials.h"
 #include "server/device_users.h"
 #include "server/fd_limit.h"
@@ -137,11 +138,12 @@ absl::StatusOr<std::unique_ptr<http::Gateway>> ServeHttp(const ServerOptions& op
   return http::Gateway::Start(std::move(gateway));
 }
 
-WorkerPoolOptions PoolOptionsFor(const ServerOptions& options, const std::string& backend,
+WorkerPoolOptions PoolOptionsFor(const ServerOptions& options, const BackendInfo& backend,
                                  ServingState& serving) {
   WorkerPoolOptions pool_options;
   pool_options.worker_binary = options.worker;
-  pool_options.backend = backend;
+  pool_options.backend = backend.backend;
+  pool_options.placement = PlacementOf(backend);
   pool_options.runtime_dir = options.runtime_dir;
   pool_options.max_case_bytes = options.max_case_bytes;
   pool_options.canary = CanaryCase();
@@ -192,6 +194,12 @@ ServiceOptions ServiceOptionsFor(const ServerOptions& options, const BackendInfo
   service_options.tune = tune;
   service_options.stream_send_timeout = options.stream_send_timeout;
   service_options.users_probe = users;
+  // A probe that measured no round trip leaves the one measured without MPS on an H200.
+  constexpr double kTimeSlicedRoundTripUs = 4500;
+  if (backend.time_sliced) {
+    service_options.time_sliced_round_trip_us =
+        backend.kernel_round_trip_us > 0 ? backend.kernel_round_trip_us : kTimeSlicedRoundTripUs;
+  }
   return service_options;
 }
 
@@ -248,7 +256,17 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
                        return RunProbe(worker, b, kProbeTimeout);
                      });
   COLLTEST_RETURN_IF_ERROR(backend.status());
-  d.backend = *std::move(backend);
+  COLLTEST_ASSIGN_OR_RETURN(d.backend, WithSlotsPerGpu(*std::move(backend), options.ranks_per_gpu));
+  COLLTEST_ASSIGN_OR_RETURN(const ConcurrencyVerdict concurrency,
+                            CheckConcurrentKernels(d.backend, options.allow_time_slicing,
+                                                   options.worker, RunConcurrencyProbe));
+  d.backend.time_sliced = concurrency.time_sliced;
+  d.backend.kernel_round_trip_us = concurrency.round_trip_us;
+  if (concurrency.time_sliced) {
+    spdlog::warn("{}", concurrency.summary);
+  } else if (concurrency.checked) {
+    spdlog::info("{}", concurrency.summary);
+  }
   d.metrics.SetBackend(d.backend.backend, d.backend.devices);
   if (!d.backend.note.empty()) spdlog::info("{}", d.backend.note);
   COLLTEST_ASSIGN_OR_RETURN(d.auth, LoadAuth(options));
@@ -263,7 +281,7 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
       options.history_prune_interval);
   if (options.allow_fault_injection) spdlog::warn("fault injection is allowed");
   absl::StatusOr<std::unique_ptr<WorkerPool>> pool =
-      CreateWorkerPool(PoolOptionsFor(options, d.backend.backend, *d.serving));
+      CreateWorkerPool(PoolOptionsFor(options, d.backend, *d.serving));
   if (!pool.ok()) {
     return absl::Status(pool.status().code(),
                         absl::StrCat("worker pool: ", pool.status().message()));
@@ -271,7 +289,8 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
   d.pool = *std::move(pool);
   // A backend whose devices are virtual (the cpu backend) has no other users to look for.
   if (d.backend.capabilities.reports_devices()) {
-    d.users = CreateWorkerUsersProbe(options.worker, d.backend.backend);
+    d.users = OnPhysicalDevices(CreateWorkerUsersProbe(options.worker, d.backend.backend),
+                                PlacementOf(d.backend));
   }
   COLLTEST_ASSIGN_OR_RETURN(d.tune, LoadTuneTables(options.tune_dir));
   COLLTEST_ASSIGN_OR_RETURN(d.expected_busbw, ExpectedBandwidth::Load(options.tune_dir));

@@ -18,6 +18,12 @@ struct ServerOptions {
   std::string backend = "auto";            // auto, cpu, cuda or hip
   uint32_t cpu_ranks = 4;
   std::vector<uint32_t> devices;  // restrict the server to these device indices; empty = all
+  // Slots each GPU offers (cuda and hip): a W-rank group can live on W / N GPUs, one worker
+  // process per rank as always (docs/shared-gpu.md). 1: one rank per GPU.
+  uint32_t ranks_per_gpu = 1;
+  // With ranks_per_gpu > 1, start even when two processes' kernels on one GPU are time-sliced
+  // rather than concurrent (no MPS): case timeouts grow to match and results say so.
+  bool allow_time_slicing = false;
   std::string http;  // HTTP address: API, dashboard, metrics (http/gateway.h); empty = not served
   // A second, plaintext gRPC listener that serves only grpc.health.v1.Health, without tokens, for
   // probes that can send neither (Kubernetes' grpc probe); empty = none.

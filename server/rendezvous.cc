@@ -83,7 +83,8 @@ absl::Status SameResidentBlocksOnEveryRank(absl::Span<const InitReply> replies) 
 }  // namespace
 
 absl::Status Rendezvous(absl::Span<const std::unique_ptr<WorkerProcess>> ranks,
-                        uint64_t max_case_bytes, absl::Duration timeout,
+                        uint64_t max_case_bytes, uint32_t ranks_on_device, uint32_t device_slots,
+                        absl::Duration timeout,
                         const std::function<void()>& abort, std::vector<InitReply>& init_replies) {
   const uint32_t world = static_cast<uint32_t>(ranks.size());
   init_replies.assign(world, InitReply());
@@ -94,6 +95,8 @@ absl::Status Rendezvous(absl::Span<const std::unique_ptr<WorkerProcess>> ranks,
         request.set_world_size(world);
         request.set_device(ranks[rank]->device());
         request.set_max_case_bytes(max_case_bytes);
+        request.set_ranks_on_device(ranks_on_device);
+        request.set_device_slots(device_slots);
         // The controller names the segments so that it can find them after a crash
         // (server/shm_segments.h); backends without any ignore it.
         request.set_shm_prefix(common::ShmSegmentPrefix(getpid(), ranks[rank]->pid()));

@@ -15,14 +15,16 @@
 
 namespace colltest::server {
 
-// Init(rank i, world W, device, max_case_bytes) on all ranks at once, then Connect(table of every
+// Init(rank i, world W, device, max_case_bytes, the most ranks of the group on one device and the
+// slots of a device: docs/shared-gpu.md) on all ranks at once, then Connect(table of every
 // rank's handles, rank 0's NCCL id) on all at once; each phase bounded by `timeout`. On the first
 // failure `abort` runs (the caller kills the group, so that ranks blocked in a collective Connect
 // fail at once) and the error names that rank. `init_replies` receives every Init reply that
 // arrived (empty entries for the rest), on failure too, so the caller can release what the workers
 // exported.
 absl::Status Rendezvous(absl::Span<const std::unique_ptr<WorkerProcess>> ranks,
-                        uint64_t max_case_bytes, absl::Duration timeout,
+                        uint64_t max_case_bytes, uint32_t ranks_on_device, uint32_t device_slots,
+                        absl::Duration timeout,
                         const std::function<void()>& abort,
                         std::vector<colltest::worker::v1::InitReply>& init_replies);
 

@@ -278,7 +278,9 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
 
   const uint64_t count = static_cast<uint64_t>(spec->m_size()) * spec->n_size() *
                          spec->variants_size() * spec->modes_size();
-  const SweepPlan plan = PlanSweep(*spec, next_case_id_.fetch_add(count));
+  SweepPlan plan = PlanSweep(*spec, next_case_id_.fetch_add(count));
+  GrowTimeoutsForTimeSlicing(plan, limits_.placement.RanksOnOneDevice(plan.devices),
+                             limits_.time_sliced_round_trip_us, kMaxTimeoutMs);
   COLLTEST_RETURN_IF_ERROR(CheckNoOtherUsers(*spec, plan.devices));
   const auto total = static_cast<uint32_t>(plan.cases.size());
   COLLTEST_ASSIGN_OR_RETURN(const std::string id, history_->Create(*spec, limits_.backend, owner));

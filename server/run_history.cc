@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "common/names.h"
 #include "common/status_macros.h"
+#include "server/machine_identity.h"
 #include "server/run_id.h"
 
 namespace colltest::server {
@@ -27,8 +28,8 @@ bool IsTerminal(v1::RunState state) {
          state == v1::RUN_STATE_FAILED || state == v1::RUN_STATE_INTERRUPTED;
 }
 
-RunHistory::RunHistory(store::RunStore* store, v1::MachineIdentity machine)
-    : store_(store), machine_(std::move(machine)) {}
+RunHistory::RunHistory(store::RunStore* store, v1::MachineIdentity machine, bool time_sliced)
+    : store_(store), machine_(std::move(machine)), time_sliced_(time_sliced) {}
 
 absl::StatusOr<std::string> RunHistory::Create(const v1::SweepSpec& spec,
                                                const std::string& backend,
@@ -42,6 +43,8 @@ absl::StatusOr<std::string> RunHistory::Create(const v1::SweepSpec& spec,
   run.set_created_unix_ms(NowMs());
   run.set_owner(owner);
   if (machine_.ByteSizeLong() > 0) *run.mutable_machine() = machine_;
+  run.set_ranks_per_gpu(RanksPerGpu(machine_, spec.devices()));
+  run.set_time_sliced(time_sliced_ && run.ranks_per_gpu() > 1);
   if (absl::Status stored = store_->InsertRun(run); !stored.ok()) {
     return absl::UnavailableError(
         absl::StrCat("the run cannot be recorded in the history: ", stored.message()));

@@ -22,7 +22,9 @@ bool IsTerminal(colltest::v1::RunState state);
 class RunHistory {
  public:
   // `store` is not owned and must outlive the history. `machine` is recorded with every run.
-  explicit RunHistory(store::RunStore* store, colltest::v1::MachineIdentity machine = {});
+  // `time_sliced`: runs whose ranks share a GPU are marked RunResult.time_sliced.
+  explicit RunHistory(store::RunStore* store, colltest::v1::MachineIdentity machine = {},
+                      bool time_sliced = false);
 
   // Records a QUEUED run started by `owner` and returns its id (NewRunId: unguessable). An error
   // when the database cannot record it: the run is then refused, not run unrecorded.
@@ -66,6 +68,7 @@ class RunHistory {
 
   store::RunStore* const store_;
   const colltest::v1::MachineIdentity machine_;
+  const bool time_sliced_;
   mutable std::mutex mu_;
   std::map<std::string, Active> active_;
 };

@@ -28,6 +28,8 @@ ServerLimits LimitsFor(const ServiceOptions& options) {
   limits.max_case_bytes = options.max_case_bytes;
   limits.allow_fault_injection = options.allow_fault_injection;
   limits.max_active_runs_per_owner = options.max_active_runs_per_owner;
+  for (const v1::Device& d : options.devices) limits.placement.Place(d.index(), d.physical_index());
+  limits.time_sliced_round_trip_us = options.time_sliced_round_trip_us;
   return limits;
 }
 
@@ -58,7 +60,7 @@ CollectiveTestService::CollectiveTestService(ServiceOptions options, WorkerPool*
       auth_(options_.auth),
       own_store_(options_.history_store != nullptr ? nullptr : OpenMemoryStore()),
       history_(options_.history_store != nullptr ? options_.history_store : own_store_.get(),
-               options_.machine),
+               options_.machine, options_.time_sliced_round_trip_us > 0),
       arbiter_(options_.queue_poll),
       executor_(LimitsFor(options_), pool, &history_, &arbiter_, options_.metrics, options_.tune,
                 options_.users_probe),

@@ -46,6 +46,8 @@ struct ServiceOptions {
   // Not owned; null: runs do not look for other processes on their devices (the cpu backend,
   // whose devices nobody else can use). Set: such runs are refused BUSY unless forced.
   DeviceUsersProbe* users_probe = nullptr;
+  // Above 0: ranks sharing a GPU are time-sliced, with this kernel round trip (ServerLimits).
+  double time_sliced_round_trip_us = 0;
 };
 
 // The variants a backend runs, as its capabilities announce them (ListDevices lists them): the

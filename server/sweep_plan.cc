@@ -1,5 +1,10 @@
 #include "server/sweep_plan.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include "common/defaults.h"
+
 namespace colltest::server {
 
 namespace v1 = ::colltest::v1;
@@ -48,6 +53,18 @@ SweepPlan PlanSweep(const v1::SweepSpec& spec, uint64_t first_case_id) {
     }
   }
   return plan;
+}
+
+void GrowTimeoutsForTimeSlicing(SweepPlan& plan, uint32_t ranks_on_gpu, double round_trip_us,
+                                uint32_t max_timeout_ms) {
+  if (ranks_on_gpu <= 1 || round_trip_us <= 0) return;
+  const double wanted_ms = kTimeSlicedWaitsPerTimeout * ranks_on_gpu * round_trip_us / 1000.0;
+  const auto floor_ms =
+      static_cast<uint32_t>(std::min<double>(std::ceil(wanted_ms), max_timeout_ms));
+  for (wv1::CaseRequest& c : plan.cases) {
+    const uint32_t timeout = c.timeout_ms() == 0 ? kDefaultCaseTimeoutMs : c.timeout_ms();
+    c.set_timeout_ms(std::max(timeout, floor_ms));
+  }
 }
 
 }  // namespace colltest::server

@@ -20,4 +20,13 @@ struct SweepPlan {
 // stay unique across runs so that a worker's log line can be traced to one case.
 SweepPlan PlanSweep(const colltest::v1::SweepSpec& spec, uint64_t first_case_id = 0);
 
+// Ranks that share a GPU whose processes' kernels are time-sliced (colltestd --allow-time-slicing)
+// wait a time slice for each other where concurrent kernels wait a microsecond: every case's
+// timeout (which bounds each wait) grows to at least kTimeSlicedWaitsPerTimeout round trips for
+// each of the `ranks_on_gpu` ranks, with `round_trip_us` as the start-up probe measured it, at
+// most `max_timeout_ms`.
+inline constexpr double kTimeSlicedWaitsPerTimeout = 100;
+void GrowTimeoutsForTimeSlicing(SweepPlan& plan, uint32_t ranks_on_gpu, double round_trip_us,
+                                uint32_t max_timeout_ms);
+
 }  // namespace colltest::server

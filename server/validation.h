@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "colltest/v1/colltest.pb.h"
 #include "common/defaults.h"  // kDefaultCaseTimeoutMs, kDefaultMaxCaseBytes
+#include "server/device_placement.h"
 #include "common/text.h"
 
 namespace colltest::server {
@@ -46,6 +47,11 @@ struct ServerLimits {
   uint64_t max_case_bytes = kDefaultMaxCaseBytes;
   bool allow_fault_injection = false;
   uint32_t max_active_runs_per_owner = 16;  // queued or running at once; 0: no limit
+  // The GPU behind each device index (colltestd --ranks-per-gpu; docs/shared-gpu.md).
+  DevicePlacement placement;
+  // Above 0: ranks that share a GPU are time-sliced (colltestd --allow-time-slicing), with this
+  // flag round trip between two processes' kernels; their case timeouts grow (sweep_plan.h).
+  double time_sliced_round_trip_us = 0;
 };
 
 // Checks `spec` and returns a normalized copy (or every problem found; a check that needs an

@@ -70,6 +70,7 @@ absl::StatusOr<std::unique_ptr<WorkerGroup>> WorkerGroup::Start(const WorkerPool
     spec.backend = options.backend;
     spec.socket_path = absl::StrCat(socket_dir, "/rank-", devices[rank], ".sock");
     spec.device = devices[rank];
+    spec.physical_device = options.placement.Physical(devices[rank]);
     spec.timeout = options.spawn_timeout;
     spawned[rank] = WorkerProcess::Spawn(spec, fork_thread);
   });
@@ -85,7 +86,8 @@ absl::StatusOr<std::unique_ptr<WorkerGroup>> WorkerGroup::Start(const WorkerPool
 
   std::vector<InitReply> init_replies;
   const absl::Status status = Rendezvous(
-      group->ranks_, options.max_case_bytes, options.spawn_timeout,
+      group->ranks_, options.max_case_bytes, options.placement.RanksOnOneDevice(devices),
+      options.placement.SlotsPerDevice(), options.spawn_timeout,
       [g = group.get()] { g->Kill(); }, init_replies);
   {
     absl::MutexLock lock(&group->kill_mu_);
@@ -192,6 +194,9 @@ void WorkerGroup::CallRank(size_t rank, const CaseRequest& request,
   RankResult reply;
   const grpc::Status error = process.stub().RunCase(&context, request, &reply);
   if (error.ok()) {
+    // The worker knows the GPU it uses; the result names colltestd's device index, which differs
+    // for a slot of a shared GPU (--ranks-per-gpu).
+    reply.set_device(process.device());
     if (reply.status() == colltest::v1::CASE_STATUS_HANG) {
       watch.waited_for[rank] = reply.suspect_peer();
     }

@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "colltest/v1/worker.pb.h"
 #include "common/defaults.h"
+#include "server/device_placement.h"
 #include "server/group_health.h"
 
 namespace colltest::server {
@@ -15,6 +16,8 @@ namespace colltest::server {
 struct WorkerPoolOptions {
   std::string worker_binary;  // path of colltest-worker
   std::string backend;        // "cpu", "cuda" or "hip" (already resolved, never "auto")
+  // The GPU each device index's worker runs on (colltestd --ranks-per-gpu); identity by default.
+  DevicePlacement placement;
   std::string
       runtime_dir;  // parent for the private 0700 directory; empty = $XDG_RUNTIME_DIR or /tmp
   uint64_t max_case_bytes = kDefaultMaxCaseBytes;

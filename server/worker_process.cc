@@ -176,7 +176,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(const Worker
                                    "--backend",
                                    spec.backend,
                                    "--device",
-                                   absl::StrCat(spec.device),
+                                   absl::StrCat(spec.physical_device),
                                    "--ready-fd",
                                    absl::StrCat(ready_write.get()),
                                    "--heartbeat-fd",

@@ -30,7 +30,10 @@ struct WorkerSpawnSpec {
   std::string worker_binary;
   std::string backend;
   std::string socket_path;
-  uint32_t device = 0;
+  uint32_t device = 0;  // colltestd's device index: names the rank in messages
+  // The GPU the worker uses (colltest-worker --device): `device` itself unless several device
+  // indices are slots of one GPU (colltestd --ranks-per-gpu).
+  uint32_t physical_device = 0;
   absl::Duration timeout;  // from fork to a connected channel
 };
 

@@ -1,5 +1,6 @@
 #include "worker/case_config.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -90,6 +91,17 @@ absl::Status CheckInitRequest(const colltest::worker::v1::InitRequest& request) 
   if (request.rank() >= request.world_size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank = ", request.rank(), ": must be < world_size"));
+  }
+  // Slots of one device (colltestd --ranks-per-gpu): the group's ranks on it are some of them.
+  if (request.device_slots() > protocol::kMaxRanks) {
+    return absl::InvalidArgumentError(absl::StrCat("device_slots = ", request.device_slots(),
+                                                   ": must be in 0..", protocol::kMaxRanks));
+  }
+  if (request.ranks_on_device() > std::max(1u, request.device_slots()) ||
+      request.ranks_on_device() > request.world_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ranks_on_device = ", request.ranks_on_device(),
+                     ": must be <= world_size and <= device_slots (", request.device_slots(), ")"));
   }
   return absl::OkStatus();
 }

@@ -21,6 +21,7 @@
 #include "worker/backends/cpu/protocol_breaks_env.h"
 #endif
 #ifdef COLLTEST_HAVE_GPU_BACKEND
+#include "worker/backends/gpu/concurrency_probe.h"
 #include "worker/backends/gpu/gpu_backend.h"
 #include "worker/backends/gpu/gpu_users.h"
 #endif
@@ -63,6 +64,25 @@ int Probe(const std::string& backend) {
   std::cout << R"({"backend":"cpu","devices":[],"capabilities":)"
             << colltest::worker::CapabilitiesJson(colltest::cpu::CpuCapabilities()) << "}"
             << std::endl;
+  return 0;
+}
+
+// Whether the kernels of two processes on `device` run concurrently (server/concurrency_check.h,
+// docs/shared-gpu.md): one JSON line. Called before anything else touches the GPU runtime: the
+// probe forks. The cpu backend's ranks are threads of processes the OS schedules side by side.
+int ConcurrencyProbe(const std::string& backend, uint32_t device) {
+#ifdef COLLTEST_HAVE_GPU_BACKEND
+  if (backend == colltest::gpu::kBackendName) {
+    std::cout << colltest::gpu::ConcurrencyProbeJson(static_cast<int>(device)) << std::endl;
+    return 0;
+  }
+#endif
+  if (backend != "cpu") {
+    std::cout << R"({"concurrent":false,"error":"backend )" << backend << R"( is not built in"})"
+              << std::endl;
+    return 0;
+  }
+  std::cout << R"({"concurrent":true,"note":"cpu backend: no device"})" << std::endl;
   return 0;
 }
 
@@ -184,7 +204,7 @@ int main(int argc, char** argv) {
   std::string socket_path, backend = "cpu";
   uint32_t device = 0, cpu_blocks = 2;
   int ready_fd = -1, heartbeat_fd = -1;
-  bool probe = false, users = false;
+  bool probe = false, users = false, concurrency_probe = false;
   std::vector<uint32_t> users_devices;
   app.add_option("--socket", socket_path, "unix socket to serve the Worker protocol on");
   app.add_option("--backend", backend, "cpu|cuda|hip|auto");
@@ -196,11 +216,15 @@ int main(int argc, char** argv) {
                  "threads (co-resident blocks) per rank on the cpu backend")
       ->check(CLI::Range(1, 64));
   app.add_flag("--probe", probe, "print the backend and devices as JSON and exit");
+  app.add_flag("--concurrency-probe", concurrency_probe,
+               "print as JSON whether two processes' kernels on --device run concurrently (MPS) "
+               "or time-sliced, and exit");
   app.add_flag("--users", users, "print the processes using --devices as JSON and exit");
   app.add_option("--devices", users_devices, "device indices for --users, comma-separated (all)")
       ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   if (probe) return Probe(backend);
+  if (concurrency_probe) return ConcurrencyProbe(backend, device);
   if (users) return Users(backend, users_devices);
   if (socket_path.empty()) {
     std::cerr << "colltest-worker: --socket is required\n";

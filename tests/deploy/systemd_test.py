@@ -9,6 +9,11 @@
    insists that the binary exists), prints nothing about the unit.
 2. `systemd-analyze security --offline` rates the unit's exposure at 2.5 or less.
 3. `systemd-sysusers --dry-run` accepts colltest.sysusers.
+   colltest-mps.service (the MPS control daemon for --ranks-per-gpu, docs/shared-gpu.md) is
+   Type=forking with `nvidia-cuda-mps-control -d`, stops it with `quit`, sets both MPS directories
+   with its pipe directory under its RuntimeDirectory, and passes `systemd-analyze verify` (the
+   driver's binary replaced by a stand-in where the node has none); the drop-in of
+   docs/shared-gpu.md orders colltestd after it and gives colltestd the same pipe directory.
 4. Every --flag of ExecStart and every key of colltestd.toml is a flag that `colltestd --help`
    lists; no key is one the unit sets on the command line (the file would lose silently); the
    file with all its example lines uncommented is accepted by colltestd.
@@ -37,6 +42,9 @@ import tomllib
 UNIT = "deploy/systemd/colltestd.service"
 TOML = "deploy/systemd/colltestd.toml"
 SYSUSERS = "deploy/systemd/colltest.sysusers"
+MPS_UNIT = "deploy/systemd/colltest-mps.service"
+MPS_CONTROL = "/usr/bin/nvidia-cuda-mps-control"
+SHARED_GPU_DOC = "docs/shared-gpu.md"
 INSTALLED_BINARY = "/usr/bin/colltestd"
 MAX_EXPOSURE = 25  # systemd-analyze's threshold is ten times the exposure it prints
 READY_TIMEOUT_S = 90  # the backend probe and the worker pool start come first
@@ -64,6 +72,12 @@ def unit_value(unit_text, key):
         if line.startswith(key + "="):
             return line[len(key) + 1 :]
     return None
+
+
+def unit_values(unit_text, key):
+    """Every value of `key=` in the unit (Environment= and the like may repeat)."""
+    joined = re.sub(r"\\\n", " ", unit_text)
+    return [line[len(key) + 1 :] for line in joined.splitlines() if line.startswith(key + "=")]
 
 
 def help_flags(colltestd):
@@ -99,6 +113,60 @@ def check_verify(unit_text, colltestd, tmp, failures):
     if security.returncode != 0:
         overall = [l for l in security.stdout.splitlines() if "Overall exposure" in l]
         failures.add(f"systemd-analyze security: above {MAX_EXPOSURE / 10}: {overall}")
+
+
+def check_mps_unit(source_dir, tmp, failures):
+    """colltest-mps.service: its settings, systemd-analyze verify, and the documented drop-in."""
+    with open(os.path.join(source_dir, MPS_UNIT)) as f:
+        unit_text = f.read()
+    if unit_value(unit_text, "Type") != "forking":
+        failures.add(f"{MPS_UNIT}: Type={unit_value(unit_text, 'Type')}, expected forking")
+    if unit_value(unit_text, "ExecStart") != f"{MPS_CONTROL} -d":
+        failures.add(f"{MPS_UNIT}: ExecStart={unit_value(unit_text, 'ExecStart')}")
+    if "echo quit | " + MPS_CONTROL not in (unit_value(unit_text, "ExecStop") or ""):
+        failures.add(f"{MPS_UNIT}: ExecStop does not send quit to {MPS_CONTROL}")
+    env = dict(v.split("=", 1) for v in unit_values(unit_text, "Environment") if "=" in v)
+    pipe = env.get("CUDA_MPS_PIPE_DIRECTORY")
+    runtime = unit_value(unit_text, "RuntimeDirectory")
+    if pipe is None or runtime is None or pipe != f"/run/{runtime}":
+        failures.add(f"{MPS_UNIT}: CUDA_MPS_PIPE_DIRECTORY={pipe} is not /run/<RuntimeDirectory "
+                     f"{runtime}>")
+    if "CUDA_MPS_LOG_DIRECTORY" not in env:
+        failures.add(f"{MPS_UNIT}: no Environment=CUDA_MPS_LOG_DIRECTORY")
+    check_mps_drop_in(source_dir, pipe, failures)
+    if shutil.which("systemd-analyze") is None:
+        return  # check_verify reports it
+    # verify insists that ExecStart's binary exists; a GPU-less node has no driver binaries.
+    control = MPS_CONTROL
+    if not os.access(MPS_CONTROL, os.X_OK):
+        control = os.path.join(tmp, "nvidia-cuda-mps-control")
+        with open(control, "w") as f:
+            f.write("#!/bin/sh\nexit 0\n")
+        os.chmod(control, 0o755)
+    path = os.path.join(tmp, "colltest-mps.service")
+    with open(path, "w") as f:
+        f.write(unit_text.replace(MPS_CONTROL, control))
+    verify = run(["systemd-analyze", "verify", path])
+    about_unit = [
+        line for line in (verify.stdout + verify.stderr).splitlines() if "colltest-mps" in line
+    ]
+    if verify.returncode != 0 or about_unit:
+        failures.add(f"systemd-analyze verify {MPS_UNIT} (rc {verify.returncode}): "
+                     + " | ".join(about_unit))
+
+
+def check_mps_drop_in(source_dir, pipe, failures):
+    """The drop-in docs/shared-gpu.md gives for colltestd: ordered after MPS, same pipe directory."""
+    try:
+        with open(os.path.join(source_dir, SHARED_GPU_DOC)) as f:
+            doc = f.read()
+    except OSError as e:
+        failures.add(f"{SHARED_GPU_DOC}: {e}")
+        return
+    for line in ("After=colltest-mps.service", "Wants=colltest-mps.service",
+                 f"Environment=CUDA_MPS_PIPE_DIRECTORY={pipe}"):
+        if re.search(rf"^{re.escape(line)}$", doc, re.MULTILINE) is None:
+            failures.add(f"{SHARED_GPU_DOC}: the colltestd drop-in lacks the line {line}")
 
 
 def check_settings(unit_text, failures):
@@ -324,6 +392,7 @@ def main():
         check_settings(unit_text, failures)
         check_verify(unit_text, args.colltestd, tmp, failures)
         check_sysusers(args.source_dir, tmp, failures)
+        check_mps_unit(args.source_dir, tmp, failures)
         check_flags(unit_text, toml_text, args.colltestd, tmp, failures)
         check_readiness(unit_text, toml_text, args.colltestd, tmp, failures)
     print(f"{len(failures.items)} failure(s)" if failures.items else "OK")

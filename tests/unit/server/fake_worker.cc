@@ -83,6 +83,8 @@ class FakeWorker final : public wv1::Worker::Service {
     absl::MutexLock lock(&mu_);
     rank_ = request->rank();
     world_ = request->world_size();
+    ranks_on_device_ = request->ranks_on_device();
+    device_slots_ = request->device_slots();
     for (const char* buffer : {"rank_buffers", "signal"}) {
       // The controller names the segments (InitRequest.shm_prefix, common/shm_names.h):
       // /colltest.<controller pid>.<worker pid>.<n>.
@@ -188,7 +190,10 @@ class FakeWorker final : public wv1::Worker::Service {
     reply->set_device(device_);
     reply->set_suspect_peer(-1);
     reply->set_calls(1);
-    reply->set_message(absl::StrCat("pid=", getpid(), " peers=", peers, " resets=", resets));
+    // gpu: the --device it was started with (a GPU; colltestd's index is in RankResult.device).
+    reply->set_message(absl::StrCat("pid=", getpid(), " peers=", peers, " resets=", resets,
+                                    " gpu=", device_, " ranks_on_device=", ranks_on_device_,
+                                    " device_slots=", device_slots_));
     reply->set_status(v1::CASE_STATUS_OK);
     if (mine && (what == "wrong" || what == "wrong_stuck")) {
       reply->set_status(v1::CASE_STATUS_WRONG);
@@ -221,6 +226,8 @@ class FakeWorker final : public wv1::Worker::Service {
   absl::Mutex mu_;
   uint32_t rank_ = 0;
   uint32_t world_ = 0;
+  uint32_t ranks_on_device_ = 0;
+  uint32_t device_slots_ = 0;
   std::vector<std::string> segments_;
   std::string peers_;
   int resets_ = 0;

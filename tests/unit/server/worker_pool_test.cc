@@ -171,6 +171,22 @@ TEST_F(WorkerPoolTest, RankFollowsThePositionInTheDeviceList) {
   ExpectAllOk(Run({3, 1}, Case()), {3, 1});
 }
 
+// --ranks-per-gpu: devices 0 and 2 are slots of GPU 0, 1 and 3 of GPU 1 (docs/shared-gpu.md).
+// Each worker is started on its GPU, is told how many ranks of its group share one and how many
+// slots its GPU has, and its result still names colltestd's device index.
+TEST_F(WorkerPoolTest, SlotsOfOneGpuStartTheirWorkersOnThatGpuAndSayHowManyShareIt) {
+  for (uint32_t d : {0u, 1u, 2u, 3u}) options_.placement.Place(d, d % 2);
+  const std::vector<RankResult> shared = Run({0, 2}, Case());
+  ExpectAllOk(shared, {0, 2});
+  for (const RankResult& r : shared) {
+    EXPECT_THAT(r.message(), HasSubstr("gpu=0 ranks_on_device=2 device_slots=2"));
+  }
+  const std::vector<RankResult> separate = Run({1, 2}, Case());
+  ExpectAllOk(separate, {1, 2});
+  EXPECT_THAT(separate[0].message(), HasSubstr("gpu=1 ranks_on_device=1 device_slots=2"));
+  EXPECT_THAT(separate[1].message(), HasSubstr("gpu=0 ranks_on_device=1 device_slots=2"));
+}
+
 TEST_F(WorkerPoolTest, CrashedRankIsNamedAndTheGroupRespawns) {
   const std::vector<int> before = Pids(Run({0, 1, 2, 3}, Case()));
 

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/defaults.h"
 #include "gtest/gtest.h"
+#include "worker/case_config.h"
+#include "worker/protocol/limits.h"
 
 namespace colltest::worker {
 namespace {
@@ -375,6 +377,31 @@ TEST(CaseDriver, PlanRefusesAndEndsCasesBeforeTheyStart) {
   EXPECT_EQ(p->plan->slots, 8u);
   req.set_variant(colltest::v1::VARIANT_UNSPECIFIED);
   EXPECT_FALSE(PlanCase(req, 0, 2, 0, FakeRules()).ok());
+}
+
+}  // namespace
+}  // namespace colltest::worker
+
+namespace colltest::worker {
+namespace {
+
+// Init of a rank placed on a shared device (colltestd --ranks-per-gpu): the group's ranks on the
+// device are some of its slots, and both are bounded; a bad value names the field and the limit.
+TEST(InitRequestCheck, RanksOnADeviceAreSomeOfItsSlots) {
+  colltest::worker::v1::InitRequest request;
+  request.set_world_size(4);
+  request.set_ranks_on_device(4);
+  request.set_device_slots(8);
+  EXPECT_TRUE(CheckInitRequest(request).ok());
+  request.set_device_slots(2);
+  EXPECT_EQ(CheckInitRequest(request).message(),
+            "ranks_on_device = 4: must be <= world_size and <= device_slots (2)");
+  request.set_device_slots(0);  // a controller without slots
+  request.set_ranks_on_device(1);
+  EXPECT_TRUE(CheckInitRequest(request).ok());
+  request.set_device_slots(65);
+  EXPECT_EQ(CheckInitRequest(request).message(),
+            absl::StrCat("device_slots = 65: must be in 0..", protocol::kMaxRanks));
 }
 
 }  // namespace

@@ -232,6 +232,13 @@ absl::StatusOr<colltest::worker::v1::InitReply> GpuBackend::Init(
   COLLTEST_RETURN_IF_ERROR(worker::CheckInitRequest(request));
   rank_ = request.rank();
   world_ = request.world_size();
+  ranks_on_device_ = std::max(1u, request.ranks_on_device());
+  device_slots_ = std::max(1u, request.device_slots());
+  // Measured on one H200 under MPS with early launch: at W = 8 every graph-mode case of m = 64 and
+  // 256 HANG, and two_kernel at m = 256 from W = 2 (its norm kernel, m blocks, waits early beside
+  // the reduce-scatter): waiting successors held the places of peers' spinning blocks. Launched
+  // plainly, a rank holds one grid on the device at a time.
+  if (device_slots_ > 1) DisableEarlyLaunch();
   const int device = static_cast<int>(options_.device);
   if (auto s = GpuOk(SetDevice(device), "set device"); !s.ok()) return s;
   DeviceInfo info;
@@ -262,7 +269,7 @@ absl::StatusOr<colltest::worker::v1::InitReply> GpuBackend::Init(
   reply.set_device_name(info.name);
   reply.set_resident_blocks(SpinLimit(512));
   reply.set_pid(static_cast<uint32_t>(getpid()));
-  if (rank_ == 0) reply.set_nccl_unique_id(nccl_.CreateUniqueId());
+  if (rank_ == 0 && ranks_on_device_ == 1) reply.set_nccl_unique_id(nccl_.CreateUniqueId());
   *reply.mutable_capabilities() = GpuCapabilities();
   return reply;
 }
@@ -300,7 +307,14 @@ absl::Status GpuBackend::Connect(const colltest::worker::v1::ConnectRequest& req
   }
   // Every rank joins NCCL's communicator here, at once and outside any capture; a failure only
   // makes the nccl variant UNSUPPORTED with the reason.
-  nccl_.Connect(request.nccl_unique_id(), rank_, world_, layout_.capacity);
+  if (ranks_on_device_ == 1) {
+    nccl_.Connect(request.nccl_unique_id(), rank_, world_, layout_.capacity);
+  } else {
+    nccl_.Refuse(absl::StrCat("nccl: NCCL refuses two ranks on one GPU, and this group has ",
+                              ranks_on_device_,
+                              " on one (colltestd --ranks-per-gpu); run nccl with one rank per "
+                              "GPU"));
+  }
   connected_ = true;
   return absl::OkStatus();
 }
@@ -393,7 +407,15 @@ absl::Status GpuBackend::Reset() {
 uint32_t GpuBackend::SpinLimit(uint32_t threads) const {
   const int per_sm = threads > 256 ? blocks_per_sm_512_ : blocks_per_sm_256_;
   const uint32_t resident = static_cast<uint32_t>(std::max(per_sm, 0) * multiprocessors_);
-  return std::max(1u, std::min(resident, kMaxBlocks));
+  return std::min(ShareOf(resident), kMaxBlocks);
+}
+
+uint32_t GpuBackend::ShareOf(uint32_t resident) const {
+  // Ranks on one device spin at once, on each other and beside other groups' ranks there:
+  // together their grids must fit the device, or a spinning block waits for a peer's block that is
+  // never scheduled (measured under MPS on one H200: 8 processes of 300 blocks each made no
+  // progress; of 16 blocks each, a 0.72 us barrier). Every slot of the device gets an equal share.
+  return std::max(1u, resident / device_slots_);
 }
 
 }  // namespace colltest::gpu

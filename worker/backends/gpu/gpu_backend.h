@@ -61,6 +61,9 @@ class GpuBackend final : public worker::Backend {
   // The registered allocation, the private buffers, the hang record and the stream (Init).
   absl::Status AllocateBuffers();
   uint32_t SpinLimit(uint32_t threads) const;
+  // This rank's share of `resident` co-resident blocks: all of them, or 1/device_slots of them
+  // when ranks may share the device (docs/shared-gpu.md), at least one.
+  uint32_t ShareOf(uint32_t resident) const;
   bool HangRecorded() const;
   // The current device is per host thread and gRPC serves each call on any thread of its pool:
   // every entry point selects the rank's device first.
@@ -78,6 +81,10 @@ class GpuBackend final : public worker::Backend {
   HangRecord* hang_device_ = nullptr;  // hang_host_ as the device sees it
   StreamHandle stream_;
   int multiprocessors_ = 0;
+  // The most ranks of the group on one device (InitRequest.ranks_on_device), at least 1.
+  uint32_t ranks_on_device_ = 1;
+  // The ranks that may spin on this device at once (InitRequest.device_slots), at least 1.
+  uint32_t device_slots_ = 1;
   int blocks_per_sm_256_ = 0;
   int blocks_per_sm_512_ = 0;
   // Private per-case buffers, sized once for the largest case.

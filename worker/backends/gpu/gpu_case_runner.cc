@@ -316,11 +316,11 @@ uint32_t GpuBackend::Runtime::Grid(Variant variant, uint32_t m) const {
   // block in their norm phase); two_kernel's reduce-scatter is best near half the SMs (m = 256:
   // 24.1 us at 64 blocks, 28.4 us at 224), its end barrier costing more than the width buys.
   // lamport_tb's block is sized to the row: its own occupancy bounds it.
-  const uint32_t limit =
-      variant == colltest::v1::VARIANT_LAMPORT_TB
-          ? std::min(static_cast<uint32_t>(std::max(tb_.blocks_per_sm, 1) * b_.multiprocessors_),
-                     kMaxBlocks)
-          : b_.SpinLimit(threads_);
+  const uint32_t limit = variant == colltest::v1::VARIANT_LAMPORT_TB
+                             ? std::min(b_.ShareOf(static_cast<uint32_t>(
+                                            std::max(tb_.blocks_per_sm, 1) * b_.multiprocessors_)),
+                                        kMaxBlocks)
+                             : b_.SpinLimit(threads_);
   const size_t packs = static_cast<size_t>(m) * s_.n / PackElems(s_.dtype);
   const uint32_t part_blocks = static_cast<uint32_t>((packs / b_.world_ + threads_ - 1) / threads_);
   uint32_t g;

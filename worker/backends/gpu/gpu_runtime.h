@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <cstdlib>
 #include <string_view>
 
@@ -258,6 +259,23 @@ inline Error GraphLaunch(GraphExec exec, Stream s) {
 inline Error GraphDestroy(Graph g) { return COLLTEST_GPU_API(GraphDestroy)(g); }
 inline Error GraphExecDestroy(GraphExec g) { return COLLTEST_GPU_API(GraphExecDestroy)(g); }
 
+// Whether LaunchEarly (below) launches early; host code, so that a backend can turn it off.
+// COLLTEST_EARLY_LAUNCH=0 in the worker's environment launches plainly: the A/B switch of the
+// benchmark that measures what early launch buys (bench/NOTES.md). DisableEarlyLaunch() does the
+// same for the rest of the process.
+inline std::atomic<bool>& EarlyLaunchSwitch() {
+  static std::atomic<bool> enabled{[] {
+    const char* v = std::getenv("COLLTEST_EARLY_LAUNCH");
+    return v == nullptr || std::string_view(v) != "0";
+  }()};
+  return enabled;
+}
+inline bool EarlyLaunchEnabled() { return EarlyLaunchSwitch().load(std::memory_order_relaxed); }
+// An early-launched kernel's blocks take their place on the device while they wait for the kernel
+// before them: a rank then holds two grids there. Ranks that share a device (docs/shared-gpu.md)
+// must not, or the waiting blocks of some ranks keep the spinning blocks of others off the device.
+inline void DisableEarlyLaunch() { EarlyLaunchSwitch().store(false, std::memory_order_relaxed); }
+
 }  // namespace colltest::gpu
 
 // ---- Device intrinsics (GPU compiler only)
@@ -275,16 +293,6 @@ inline Error OccupancyBlocksPerSm(int* n, Kernel k, int threads) {
 // must call GridDependencyWait() before it touches anything an earlier kernel writes. Measured on
 // an H200: a graph kernel launch costs 0.66 us with it, 0.74 without. HIP has no such launch: a
 // plain one, and GridDependencyWait/LaunchDependents are no-ops.
-// COLLTEST_EARLY_LAUNCH=0 in the worker's environment launches plainly: the A/B switch of the
-// benchmark that measures what early launch buys (bench/NOTES.md).
-inline bool EarlyLaunchEnabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("COLLTEST_EARLY_LAUNCH");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
-  return enabled;
-}
-
 template <class... Params, class... Args>
 inline Error LaunchEarly(void (*kernel)(Params...), uint32_t grid, uint32_t threads, Stream s,
                          Args&&... args) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "worker/backends/gpu/gpu_runtime.h"
@@ -30,6 +31,11 @@ class NcclGroup {
   // Joins the communicator of `id` (blocks until every rank joined) and allocates `capacity`
   // bytes of staging. Never fails the caller: a failure is kept and reported by reason().
   void Connect(const std::string& id, uint32_t rank, uint32_t world, size_t capacity);
+  // Leaves the group out of NCCL for `reason` (kept for reason()): nccl cases are UNSUPPORTED.
+  void Refuse(std::string reason) {
+    Release();
+    reason_ = std::move(reason);
+  }
   // Whether nccl cases can run; otherwise reason() says why.
   bool ready() const;
   const std::string& reason() const { return reason_; }
