@@ -18,7 +18,8 @@ namespace {
 constexpr absl::string_view kHeader =
     "run_id,index,variant,resolved_variant,mode,world,m,n,dtype,bytes,pattern,residual,status,"
     "median_us,p10_us,p90_us,min_us,max_us,algbw_gbps,busbw_gbps,mismatches,checked,max_abs_err,"
-    "max_rel_err,max_ulp,nan_inf,first_bad_call,stress_calls,wall_ms,first_bad,message";
+    "max_rel_err,max_ulp,nan_inf,first_bad_call,stress_calls,wall_ms,first_bad,message,"
+    "ranks_per_gpu,shared_gpu,time_sliced";
 
 constexpr absl::string_view kHealthHeader =
     "kind,devices,status,latency_us,median_ratio,slow,suspect_peer,phase,message";
@@ -61,7 +62,9 @@ std::string CsvField(absl::string_view raw) {
 namespace {
 
 // A time of 0 us is never a measurement: the case did not time (UNSUPPORTED, ERROR) or the server
-// did not send that statistic. Error figures exist only where elements were checked.
+// did not send that statistic. Error figures exist only where elements were checked. The last
+// three cells repeat the run's placement on every row: with shared_gpu true the row's times are
+// kernel overhead of ranks sharing a GPU, and its bandwidths no link figure.
 std::vector<std::string> CaseRow(const v1::RunResult& run, const v1::CaseResult& c) {
   const v1::TimingStats& t = c.timing();
   const v1::DiffStats& d = c.diff();
@@ -99,6 +102,9 @@ std::vector<std::string> CaseRow(const v1::RunResult& run, const v1::CaseResult&
       CsvFigure(c.wall_ms(), c.wall_ms() > 0),
       CsvField(d.first_bad()),
       CsvField(c.message()),
+      absl::StrCat(RanksPerGpu(run)),
+      SharedGpu(run) ? "true" : "false",
+      run.time_sliced() ? "true" : "false",
   };
 }
 

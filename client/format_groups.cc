@@ -77,9 +77,11 @@ std::string TopologyTable(const v1::MachineIdentity& machine) {
   for (const v1::Device& d : machine.devices()) indices.push_back(d.index());
   std::sort(indices.begin(), indices.end());
   std::map<std::pair<uint32_t, uint32_t>, std::string> cells;
+  bool same_gpu = false;
   for (const v1::Link& l : machine.links()) {
     cells[{l.a(), l.b()}] = LinkCell(l);
     cells[{l.b(), l.a()}] = LinkCell(l);
+    same_gpu = same_gpu || absl::AsciiStrToLower(l.kind()) == "same_gpu";
   }
   std::vector<TextTable::Column> columns = {{"device", TextTable::Align::kLeft}};
   for (uint32_t i : indices) columns.push_back({absl::StrCat(i), TextTable::Align::kLeft});
@@ -94,8 +96,8 @@ std::string TopologyTable(const v1::MachineIdentity& machine) {
   }
   return absl::StrCat(
       "links: NV<n> n NVLinks, NVL NVLink, XGMI, PCIE, P2P peer access over an unknown link, SHM "
-      "shared memory, - no peer access, ? not reported\n",
-      table.Render());
+      "shared memory, - no peer access, ? not reported",
+      same_gpu ? ", SAME_GPU two slots of one GPU (no link)\n" : "\n", table.Render());
 }
 
 }  // namespace colltest::client

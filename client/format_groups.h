@@ -31,7 +31,8 @@ const v1::Device* FindDevice(const v1::MachineIdentity& machine, uint32_t index)
 std::string MachineIdentityLine(const v1::MachineIdentity& machine);
 
 // The cell of a link in TopologyTable: "NV<lanes>" ("NVL" when the lanes are not counted), "XGMI",
-// "PCIE", "P2P" (peer access over a link of unknown kind), "SHM", or "-" without peer access.
+// "PCIE", "P2P" (peer access over a link of unknown kind), "SHM", "SAME_GPU" (two slots of one GPU,
+// colltestd --ranks-per-gpu: no link at all), or "-" without peer access.
 std::string LinkCell(const v1::Link& link);
 
 // The links between the machine's devices as a matrix, like `nvidia-smi topo -m`: one row and one

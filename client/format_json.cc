@@ -155,6 +155,9 @@ Json RunJson(const v1::RunResult& run) {
   out["label"] = run.spec().label();
   out["created_unix_ms"] = run.created_unix_ms();
   out["finished_unix_ms"] = run.finished_unix_ms();
+  // Above 1 (or time-sliced) the ranks shared a GPU: the times are kernel overhead, not a link's.
+  out["ranks_per_gpu"] = RanksPerGpu(run);
+  out["time_sliced"] = run.time_sliced();
   // Where it ran: the host and each device's UUID, bus id and serial, so that a result read later
   // (or in CI, far from the node) still names the boards it was measured on.
   out["machine"] = MachineJson(run.machine());
@@ -202,13 +205,16 @@ Json MachineJson(const v1::MachineIdentity& m) {
   out["runtime_version"] = m.runtime_version();
   out["colltest_version"] = m.colltest_version();
   out["build_commit"] = m.build_commit();
+  out["ranks_per_gpu"] = MachineRanksPerGpu(m);
   Json devices = Json::array();
   for (const v1::Device& d : m.devices()) {
     devices.push_back(Json{{"index", d.index()},
                            {"name", d.name()},
                            {"uuid", d.uuid()},
                            {"pci_bus_id", d.pci_bus_id()},
-                           {"serial", d.serial()}});
+                           {"serial", d.serial()},
+                           {"physical_index", PhysicalIndex(d)},
+                           {"slot", d.slot()}});
   }
   out["devices"] = std::move(devices);
   Json links = Json::array();

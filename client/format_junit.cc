@@ -253,7 +253,12 @@ std::string RunSuiteXml(const v1::RunResult& run) {
   Properties properties = {{"run_id", run.run_id()},
                            {"backend", run.backend()},
                            {"state", std::string(common::RunStateName(run.state()))},
-                           {"label", run.spec().label()}};
+                           {"label", run.spec().label()},
+                           // Shared: the suite's timings are kernel overhead, not a link's.
+                           {"ranks_per_gpu", absl::StrCat(RanksPerGpu(run))},
+                           {"shared_gpu", SharedGpu(run) ? "true" : "false"},
+                           {"time_sliced", run.time_sliced() ? "true" : "false"}};
+  if (SharedGpu(run)) properties.emplace_back("timing_note", SharedGpuNote(run));
   for (auto& property : MachineProperties(run.machine())) properties.push_back(std::move(property));
   return SuiteXml("colltest", counts, MachineOrigin(run.machine(), run.created_unix_ms()),
                   properties, cases);

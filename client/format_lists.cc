@@ -1,5 +1,6 @@
 // The `devices` listing.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -10,6 +11,7 @@
 #include "client/format.h"
 #include "client/format_groups.h"
 #include "client/format_json.h"
+#include "client/result_view.h"
 #include "client/text_table.h"
 #include "common/names.h"
 #include "nlohmann/json.hpp"
@@ -20,6 +22,43 @@ namespace {
 absl::Status TableOrJsonOnly(absl::string_view command, OutputFormat format) {
   return absl::InvalidArgumentError(
       absl::StrCat("--format: ", command, " prints table or json, not ", OutputFormatName(format)));
+}
+
+// colltestd --ranks-per-gpu above 1: its devices are slots of GPUs, and the table says of which.
+bool ListsSlots(const v1::ListDevicesResponse& devices) {
+  if (MachineRanksPerGpu(devices.machine()) > 1) return true;
+  for (const v1::Device& d : devices.devices()) {
+    if (d.slot() > 0) return true;
+  }
+  return false;
+}
+
+std::string DevicesTable(const v1::ListDevicesResponse& devices) {
+  using Align = TextTable::Align;
+  const bool slots = ListsSlots(devices);
+  std::vector<TextTable::Column> columns = {{"index", Align::kRight}};
+  if (slots) columns.insert(columns.end(), {{"gpu", Align::kRight}, {"slot", Align::kRight}});
+  columns.insert(columns.end(), {{"name", Align::kLeft},
+                                 {"memory GiB", Align::kRight},
+                                 {"backend", Align::kLeft},
+                                 {"uuid", Align::kLeft},
+                                 {"pci bus id", Align::kLeft},
+                                 {"serial", Align::kLeft}});
+  TextTable table(std::move(columns));
+  for (const v1::Device& d : devices.devices()) {
+    std::vector<std::string> row = {absl::StrCat(d.index())};
+    if (slots) row.insert(row.end(), {absl::StrCat(PhysicalIndex(d)), absl::StrCat(d.slot())});
+    row.insert(row.end(), {d.name(), absl::StrFormat("%.1f", d.memory_bytes() / double{1 << 30}),
+                           d.backend(), d.uuid(), d.pci_bus_id(), d.serial()});
+    table.AddRow(std::move(row));
+  }
+  std::string out = table.Render();
+  if (slots) {
+    absl::StrAppend(&out, "ranks per GPU: ", MachineRanksPerGpu(devices.machine()),
+                    " (each GPU is listed once per slot; ranks on slots of one GPU share it and "
+                    "measure kernel overhead, not a link)\n");
+  }
+  return out;
 }
 
 }  // namespace
@@ -46,6 +85,8 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
       device["uuid"] = d.uuid();
       device["pci_bus_id"] = d.pci_bus_id();
       device["serial"] = d.serial();
+      device["physical_index"] = PhysicalIndex(d);
+      device["slot"] = d.slot();
       list.push_back(std::move(device));
     }
     out["devices"] = std::move(list);
@@ -55,23 +96,10 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
   }
   if (format != OutputFormat::kTable) return TableOrJsonOnly("devices", format);
 
-  using Align = TextTable::Align;
-  TextTable table({{"index", Align::kRight},
-                   {"name", Align::kLeft},
-                   {"memory GiB", Align::kRight},
-                   {"backend", Align::kLeft},
-                   {"uuid", Align::kLeft},
-                   {"pci bus id", Align::kLeft},
-                   {"serial", Align::kLeft}});
-  for (const v1::Device& d : devices.devices()) {
-    table.AddRow({absl::StrCat(d.index()), d.name(),
-                  absl::StrFormat("%.1f", d.memory_bytes() / double{1 << 30}), d.backend(),
-                  d.uuid(), d.pci_bus_id(), d.serial()});
-  }
   std::string out =
       absl::StrCat("backend ", devices.backend(), "  version ", devices.version(), "  max world ",
                    devices.max_world_size(), "\n", MachineIdentityLine(devices.machine()),
-                   "variants: ", absl::StrJoin(variants, ", "), "\n", table.Render());
+                   "variants: ", absl::StrJoin(variants, ", "), "\n", DevicesTable(devices));
   // Which pairs the one-stage and Lamport kernels can reach over NVLink or xGMI, which only over
   // PCIe: the first thing to look at when one pair is slow.
   if (const std::string links = TopologyTable(devices.machine()); !links.empty()) {

@@ -161,6 +161,9 @@ struct RunLayout {
   bool world = false;
   bool dtype = false;
   bool pattern = false;
+  // The ranks shared a GPU: the bandwidth titles carry a "*" that the note under the header
+  // explains.
+  bool shared_gpu = false;
 };
 
 template <typename Field>
@@ -181,6 +184,7 @@ RunLayout LayoutOf(const v1::RunResult& run, TableWidth width) {
   layout.pattern = layout.wide || Varies(run, [](const v1::CaseResult& c) {
                      return common::PatternName(c.pattern());
                    });
+  layout.shared_gpu = SharedGpu(run);
   return layout;
 }
 
@@ -240,7 +244,10 @@ std::vector<TextTable::Column> RunColumns(const RunLayout& layout) {
     columns.push_back({"p10\n(us)", Align::kRight});
     columns.push_back({"p90\n(us)", Align::kRight});
   }
-  for (const char* title : {"algbw\n(GB/s)", "busbw\n(GB/s)", "mismatches", "max\nulp"}) {
+  const bool shared = layout.shared_gpu;
+  for (const char* title :
+       {shared ? "algbw*\n(GB/s)" : "algbw\n(GB/s)", shared ? "busbw*\n(GB/s)" : "busbw\n(GB/s)",
+        "mismatches", "max\nulp"}) {
     columns.push_back({title, Align::kRight});
   }
   columns.push_back({"status", Align::kLeft});
@@ -284,8 +291,12 @@ std::string AverageBusBandwidthLine(const v1::RunResult& run) {
     ++count;
   }
   if (count == 0) return "# avg bus bandwidth: - (no OK case with a bus bandwidth)";
-  return absl::StrFormat("# avg bus bandwidth: %.2f GB/s over %d OK %s", sum / count, count,
-                         count == 1 ? "case" : "cases");
+  // Ranks that shared a GPU crossed no link: the figure is theirs, not the machine's.
+  const char* caveat = !SharedGpu(run)     ? ""
+                       : run.time_sliced() ? " (ranks share a time-sliced GPU: meaningless)"
+                                           : " (ranks share a GPU: not a link figure)";
+  return absl::StrFormat("# avg bus bandwidth: %.2f GB/s over %d OK %s%s", sum / count, count,
+                         count == 1 ? "case" : "cases", caveat);
 }
 
 // True for "12 cases: 8 OK, 4 UNSUPPORTED" (any order of the counts), the message colltestd gives
@@ -328,6 +339,8 @@ std::string FormatRunTable(const v1::RunResult& run, TableWidth width) {
   if (!run.message().empty() && !IsStatusCountsMessage(run.message())) {
     absl::StrAppend(&out, common::EscapeForTerminal(run.message()), "\n");
   }
+  // Said before the figures, so that no one reads them as the machine's links.
+  if (layout.shared_gpu) absl::StrAppend(&out, "* ", SharedGpuNote(run), "\n");
   absl::StrAppend(&out, table.Render(), counts, "\n", AverageBusBandwidthLine(run), "\n");
   return out;
 }

@@ -32,6 +32,33 @@ double RankBusBandwidth(const v1::CaseResult& c, const v1::RankResult& r) {
   return c.busbw_gbps() * case_us / rank_us;
 }
 
+uint32_t RanksPerGpu(const v1::RunResult& run) {
+  return run.ranks_per_gpu() == 0 ? 1 : run.ranks_per_gpu();
+}
+
+bool SharedGpu(const v1::RunResult& run) { return RanksPerGpu(run) > 1 || run.time_sliced(); }
+
+std::string SharedGpuNote(const v1::RunResult& run) {
+  if (!SharedGpu(run)) return "";
+  if (run.time_sliced()) {
+    return absl::StrCat("ranks share a time-sliced GPU (", RanksPerGpu(run),
+                        " per GPU): timings are meaningless (time-sliced), not a link "
+                        "measurement; busbw is not a link figure");
+  }
+  return absl::StrCat("ranks share a GPU (", RanksPerGpu(run),
+                      " per GPU): times are kernel overhead, not a link measurement; busbw is not "
+                      "a link figure");
+}
+
+uint32_t MachineRanksPerGpu(const v1::MachineIdentity& machine) {
+  return machine.ranks_per_gpu() == 0 ? 1 : machine.ranks_per_gpu();
+}
+
+uint32_t PhysicalIndex(const v1::Device& device) {
+  if (device.physical_index() == 0 && device.slot() == 0) return device.index();
+  return device.physical_index();
+}
+
 StatusCounts CountStatuses(const v1::RunResult& run) {
   StatusCounts counts;
   for (const v1::CaseResult& c : run.cases()) {

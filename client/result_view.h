@@ -38,6 +38,27 @@ StatusCounts CountStatuses(const v1::RunResult& run);
 // "12 cases: 10 OK, 1 WRONG, 1 UNSUPPORTED" (zero counts omitted).
 std::string StatusCountsLine(const StatusCounts& counts);
 
+// RunResult.ranks_per_gpu, with 0 (a record older than the field) read as 1: the most ranks of the
+// run's group that shared one GPU (colltestd --ranks-per-gpu).
+uint32_t RanksPerGpu(const v1::RunResult& run);
+
+// Whether the run's ranks shared a GPU (ranks_per_gpu above 1, or time-sliced): its times are
+// kernel overhead, never a link measurement, and its busbw is no link figure.
+bool SharedGpu(const v1::RunResult& run);
+
+// What every human-facing format says of such a run, "" for a run on separate GPUs:
+//   "ranks share a GPU (4 per GPU): times are kernel overhead, not a link measurement; busbw is
+//   not a link figure", or with time_sliced "ranks share a time-sliced GPU (4 per GPU): timings
+//   are meaningless (time-sliced), not a link measurement; busbw is not a link figure".
+std::string SharedGpuNote(const v1::RunResult& run);
+
+// MachineIdentity.ranks_per_gpu (colltestd --ranks-per-gpu), 0 (older records) read as 1.
+uint32_t MachineRanksPerGpu(const v1::MachineIdentity& machine);
+
+// The GPU a device is a slot of (Device.physical_index); a record older than the field has 0 with
+// slot 0, read as the device's own index (one device per GPU then).
+uint32_t PhysicalIndex(const v1::Device& device);
+
 // True for states in which the run did not complete its cases: CANCELLED, FAILED, and INTERRUPTED
 // (colltestd stopped under it; the cases it finished are kept, the others were never run).
 bool RunAborted(v1::RunState state);

@@ -263,7 +263,31 @@ std::string Summary(const std::vector<Judged>& judged, const v1::CompareResponse
   return message;
 }
 
+// "ran on separate GPUs", "shared GPUs (4 ranks per GPU)", "shared time-sliced GPUs (...)".
+std::string Placement(const v1::RunResult& run) {
+  if (run.time_sliced()) {
+    return absl::StrCat("shared time-sliced GPUs (", EffectiveRanksPerGpu(run), " ranks per GPU)");
+  }
+  if (EffectiveRanksPerGpu(run) <= 1) return "ran on separate GPUs";
+  return absl::StrCat("shared GPUs (", EffectiveRanksPerGpu(run), " ranks per GPU)");
+}
+
 }  // namespace
+
+uint32_t EffectiveRanksPerGpu(const v1::RunResult& run) {
+  return run.ranks_per_gpu() == 0 ? 1 : run.ranks_per_gpu();
+}
+
+absl::Status CheckPlacedAlike(const v1::RunResult& first, absl::string_view first_name,
+                              const v1::RunResult& second, absl::string_view second_name) {
+  if (EffectiveRanksPerGpu(first) == EffectiveRanksPerGpu(second) &&
+      first.time_sliced() == second.time_sliced()) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat(first_name, " ", Placement(first), " and ", second_name, " ", Placement(second),
+                   ": their timings measure different things; compare runs placed alike"));
+}
 
 v1::CompareResponse CompareRuns(const v1::RunResult& a, const v1::RunResult& b, double threshold) {
   if (!(threshold > 0) || !std::isfinite(threshold)) threshold = kDefaultCompareThreshold;

@@ -3,6 +3,10 @@
 // candidate shows up as one line, and a CI job can fail on it.
 #pragma once
 
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "colltest/v1/colltest.pb.h"
 
 namespace colltest::server {
@@ -31,5 +35,18 @@ inline constexpr double kDefaultCompareThreshold = 0.05;
 // new in `b` is ONLY_B, for information. Cases are listed in `a`'s order, then those only in `b`.
 colltest::v1::CompareResponse CompareRuns(const colltest::v1::RunResult& a,
                                           const colltest::v1::RunResult& b, double threshold);
+
+// The most ranks of the run's group that shared one GPU: RunResult.ranks_per_gpu, with 0 (a record
+// older than the field) read as 1.
+uint32_t EffectiveRanksPerGpu(const colltest::v1::RunResult& run);
+
+// Whether two runs may be compared at all: their ranks were placed alike, with the same effective
+// ranks_per_gpu and both or neither time-sliced. Ranks sharing a GPU measure kernel overhead and
+// ranks on separate GPUs a link, so a difference there is no regression. Else FAILED_PRECONDITION
+// naming both, e.g. "run r-2 shared GPUs (4 ranks per GPU) and baseline nightly (run r-1) ran on
+// separate GPUs: their timings measure different things; compare runs placed alike". The names
+// are the caller's ("run r-1", "baseline nightly (run r-1)"); the message follows their order.
+absl::Status CheckPlacedAlike(const colltest::v1::RunResult& first, absl::string_view first_name,
+                              const colltest::v1::RunResult& second, absl::string_view second_name);
 
 }  // namespace colltest::server

@@ -85,14 +85,24 @@ grpc::Status CollectiveTestService::Compare(grpc::ServerContext* context,
   absl::StatusOr<v1::RunResult> b = FinishedRun(normalized->run_b(), "run_b");
   if (!b.ok()) return ToGrpcStatus(b.status());
   std::string run_a = normalized->run_a();
+  std::string baseline_name;
   if (run_a.empty()) {
     absl::StatusOr<v1::Baseline> baseline =
         history_.store()->GetBaseline(b->machine().key(), normalized->baseline());
     if (!baseline.ok()) return ToGrpcStatus(baseline.status());
     run_a = baseline->run_id();
+    baseline_name = baseline->name();
   }
   absl::StatusOr<v1::RunResult> a = FinishedRun(run_a, "run_a");
   if (!a.ok()) return ToGrpcStatus(a.status());
+  // Ranks sharing a GPU and ranks on separate GPUs time different things: refused, not judged.
+  const absl::Status alike =
+      baseline_name.empty()
+          ? CheckPlacedAlike(*a, absl::StrCat("run ", a->run_id()), *b,
+                             absl::StrCat("run ", b->run_id()))
+          : CheckPlacedAlike(*b, absl::StrCat("run ", b->run_id()), *a,
+                             absl::StrCat("baseline ", baseline_name, " (run ", a->run_id(), ")"));
+  if (!alike.ok()) return ToGrpcStatus(alike);
   *response = CompareRuns(*a, *b, normalized->threshold());
   if (normalized->run_a().empty()) response->set_baseline(normalized->baseline());
   return grpc::Status::OK;

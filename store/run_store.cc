@@ -99,8 +99,9 @@ absl::StatusOr<int64_t> InsertRunRow(Database& db, const RunResult& run) {
   COLLTEST_ASSIGN_OR_RETURN(
       Statement insert,
       db.Prepare("INSERT INTO runs (run_id, state, label, owner, backend, created_ms, "
-                 "finished_ms, message, request_json, spec, machine_key, machine_ref) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+                 "finished_ms, message, request_json, spec, machine_key, machine_ref, "
+                 "ranks_per_gpu, time_sliced) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
                  absl::StrCat("insert run ", run.run_id())));
   insert.BindText(1, run.run_id())
       .BindInt(2, run.state())
@@ -113,7 +114,9 @@ absl::StatusOr<int64_t> InsertRunRow(Database& db, const RunResult& run) {
       .BindText(9, json)
       .BindBlob(10, run.spec().SerializeAsString())
       .BindText(11, run.machine().key())
-      .BindText(12, MachineRef(run.machine()));
+      .BindText(12, MachineRef(run.machine()))
+      .BindInt(13, run.ranks_per_gpu())
+      .BindInt(14, run.time_sliced() ? 1 : 0);
   COLLTEST_RETURN_IF_ERROR(insert.Step().status());
   return insert.ColumnInt(0);
 }
@@ -156,7 +159,7 @@ absl::StatusOr<int64_t> ReadRunRow(Database& db, const std::string& run_id, RunR
   COLLTEST_ASSIGN_OR_RETURN(
       Statement select,
       db.Prepare("SELECT r.seq, r.state, r.spec, r.backend, r.created_ms, r.finished_ms, "
-                 "r.message, r.owner, r.machine_key, m.identity "
+                 "r.message, r.owner, r.machine_key, m.identity, r.ranks_per_gpu, r.time_sliced "
                  "FROM runs r LEFT JOIN machines m ON m.key = r.machine_ref WHERE r.run_id = ?",
                  absl::StrCat("read run ", run_id)));
   COLLTEST_ASSIGN_OR_RETURN(const bool row, select.BindText(1, run_id).Step());
@@ -170,6 +173,8 @@ absl::StatusOr<int64_t> ReadRunRow(Database& db, const std::string& run_id, RunR
   run->set_finished_unix_ms(select.ColumnInt(5));
   run->set_message(select.ColumnText(6));
   run->set_owner(select.ColumnText(7));
+  run->set_ranks_per_gpu(static_cast<uint32_t>(select.ColumnInt(10)));
+  run->set_time_sliced(select.ColumnInt(11) != 0);
   if (!select.ColumnIsNull(9)) {
     COLLTEST_RETURN_IF_ERROR(
         ParseStored(db, select.ColumnBlob(9), run->mutable_machine(), "machine of run " + run_id));

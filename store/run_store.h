@@ -37,9 +37,10 @@ class RunStore {
   const std::string& path() const { return path_; }
   int schema_version() const;
 
-  // A new run as RunHistory creates it: id, state, spec, backend, owner, created time and machine
-  // (recorded once per MachineIdentity.key). `run.cases` must be empty. ALREADY_EXISTS for a known
-  // id.
+  // A new run as RunHistory creates it: id, state, spec, backend, owner, created time, machine
+  // (recorded once per MachineIdentity.key), and where its ranks were placed (ranks_per_gpu,
+  // time_sliced: GetRun returns them, and compare and baselines match on them). `run.cases` must
+  // be empty. ALREADY_EXISTS for a known id.
   absl::Status InsertRun(const colltest::v1::RunResult& run);
   // Appends one finished case and updates the run's counters in one transaction: once this
   // returns, the case survives a SIGKILL of colltestd. NOT_FOUND for an unknown run.

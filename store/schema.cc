@@ -87,6 +87,14 @@ UPDATE runs SET case_bytes =
   (SELECT COALESCE(SUM(length(result)), 0) FROM cases WHERE cases.run_seq = runs.seq);
 )sql";
 
+// Version 3: where a run's ranks were placed (RunResult.ranks_per_gpu and time_sliced), which
+// GetRun returns and compare and baselines match on: ranks that shared a GPU time kernel overhead,
+// not a link. Runs recorded before read 0 (one rank per GPU) and not time-sliced.
+constexpr char kSchemaV3[] = R"sql(
+ALTER TABLE runs ADD COLUMN ranks_per_gpu INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN time_sliced INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 absl::Status CreateV1(Database& db) { return db.Exec(kSchemaV1, "create schema version 1"); }
 
 // SQL cannot read the variants out of a serialized SweepSpec, so this step is C++, inside the
@@ -121,6 +129,8 @@ absl::Status MigrateToV2(Database& db) {
   return FillRunVariants(db);
 }
 
+absl::Status MigrateToV3(Database& db) { return db.Exec(kSchemaV3, "create schema version 3"); }
+
 struct Migration {
   int version;  // the version the database has after it
   absl::Status (*apply)(Database& db);
@@ -129,6 +139,7 @@ struct Migration {
 constexpr Migration kMigrations[] = {
     {1, CreateV1},
     {2, MigrateToV2},
+    {3, MigrateToV3},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 

@@ -531,6 +531,7 @@ function renderRun() {
   const run = state.shown;
   $('#run-empty').hidden = !!run;
   $('#plots-panel').hidden = !run || !(run.cases || []).length;
+  renderSharedGpuNote(run);
   if (!run) return;
   renderProgress(run);
   renderRunMeta(run);
@@ -559,6 +560,39 @@ function renderProgress(run) {
   $('#cancel-run').hidden = !(run.run_id && (st === 'QUEUED' || st === 'RUNNING'));
 }
 
+// colltestd --ranks-per-gpu: the most ranks of the run's group on one GPU (absent or 0: one, a run
+// on separate GPUs). Shared, the timings are kernel overhead and the busbw no link figure;
+// time-sliced, they mean nothing.
+function ranksPerGpu(run) {
+  return Math.max(1, num(run && run.ranks_per_gpu));
+}
+
+function sharedGpu(run) {
+  return !!run && (ranksPerGpu(run) > 1 || !!run.time_sliced);
+}
+
+function sharedGpuNote(run) {
+  if (!sharedGpu(run)) return '';
+  const ranks = ranksPerGpu(run);
+  if (run.time_sliced) {
+    return `ranks share a time-sliced GPU (${ranks} per GPU): timings are meaningless (time-sliced), ` +
+      'not a link measurement; busbw is not a link figure';
+  }
+  return `ranks share a GPU (${ranks} per GPU): times are kernel overhead, not a link measurement; ` +
+    'busbw is not a link figure';
+}
+
+// The note over the run, and the busbw column's title: said wherever the figures are shown.
+function renderSharedGpuNote(run) {
+  const note = $('#shared-gpu-note');
+  const text = sharedGpuNote(run);
+  note.textContent = text;
+  note.hidden = !text;
+  note.dataset.ranksPerGpu = String(ranksPerGpu(run));
+  note.dataset.timeSliced = String(!!(run && run.time_sliced));
+  $('#busbw-head').textContent = text ? 'busbw GB/s (not a link)' : 'busbw GB/s';
+}
+
 function renderRunMeta(run) {
   const meta = $('#run-meta');
   clear(meta);
@@ -573,6 +607,7 @@ function renderRunMeta(run) {
     ['created', fmtTime(run.created_unix_ms)],
     ['finished', fmtTime(run.finished_unix_ms)],
     ['statuses', Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')],
+    ['ranks per GPU', sharedGpu(run) ? `${ranksPerGpu(run)}${run.time_sliced ? ', time-sliced' : ''}` : ''],
     ['message', run.message || ''],
   ];
   for (const [key, value] of rows) {
@@ -606,6 +641,7 @@ function renderSelectors(cases) {
 function renderCasesTable(cases) {
   const body = $('#results-table tbody');
   clear(body);
+  const notLink = sharedGpu(state.shown);
   const sorted = [...cases].sort((a, b) => num(a.index) - num(b.index));
   for (const c of sorted) {
     const st = statusName(c.status);
@@ -625,7 +661,8 @@ function renderCasesTable(cases) {
       el('td', {class: 'num'}, fmtNumber(t.median_us)),
       el('td', {class: 'num'}, fmtNumber(t.p10_us)),
       el('td', {class: 'num'}, fmtNumber(t.p90_us)),
-      el('td', {class: 'num'}, fmtNumber(c.busbw_gbps)),
+      el('td', {class: notLink ? 'num not-link' : 'num', title: notLink ? 'ranks shared a GPU: not a link figure' : null},
+        fmtNumber(c.busbw_gbps)),
       el('td', {class: 'num'}, String(num(diff.mismatches))),
       el('td', {class: 'num'}, String(num(diff.max_ulp))),
       el('td', {class: 'message'}, [c.message, diff.first_bad].filter(Boolean).join('; '))));
@@ -785,6 +822,7 @@ function drawPlot(id, {title, xs, series, values, yLabel, yLog, markers = [], ho
   const drawn = series.filter((_, k) => values[k].some((v) => v !== null));
   host.dataset.seriesCount = String(drawn.length);
   host.dataset.seriesNames = drawn.map((s) => s.name).join(',');
+  host.dataset.title = title;
   if (drawn.length === 0 || xs.length === 0) {
     host.append(el('p', {class: 'muted'}, `${title}: nothing to plot (no passing case, or one variant only)`));
     return;
@@ -822,16 +860,21 @@ function renderPlots(cases) {
   const markers = segments.filter((s, i) => i > 0 && segments[i - 1].mode === s.mode)
     .map((s) => ({x: s.from, label: `${modes.length > 1 ? s.mode + ' ' : ''}${s.variant} fastest`, color: VARIANT_COLORS[s.variant] || '#333'}));
   const where = `n=${plotChoice.n} ${plotChoice.dtype} world=${plotChoice.world}`;
+  // Ranks that shared a GPU: the plots say what their figures are, as the note above them does.
+  const shown = state.shown;
+  const timeNote = !sharedGpu(shown) ? '' : shown.time_sliced ? ' (time-sliced: meaningless)'
+    : ` (${ranksPerGpu(shown)} ranks per GPU: kernel overhead)`;
+  const busbwNote = !sharedGpu(shown) ? '' : ' (ranks share a GPU: not a link figure)';
   drawPlot('latency-plot', {
-    title: `median latency, ${where}`, xs, series, values: series.map((s) => s.latency),
+    title: `median latency, ${where}${timeNote}`, xs, series, values: series.map((s) => s.latency),
     yLabel: 'median us', yLog: true, markers,
   });
   drawPlot('speedup-plot', {
-    title: `speed-up over the best other variant, ${where}`, xs, series, values: speedups(xs, series),
+    title: `speed-up over the best other variant, ${where}${timeNote}`, xs, series, values: speedups(xs, series),
     yLabel: 'x', yLog: false, markers, horizontal: 1,
   });
   drawPlot('busbw-plot', {
-    title: `bus bandwidth, ${where}`, xs, series, values: series.map((s) => s.busbw),
+    title: `bus bandwidth, ${where}${busbwNote}`, xs, series, values: series.map((s) => s.busbw),
     yLabel: 'GB/s', yLog: false,
   });
 }

@@ -122,6 +122,8 @@ def run_sweep(client, spec, out):
     if summary is None:
         raise RuntimeError("the sweep's stream ended without the run's summary")
     print(table.run_summary(summary), file=out)
+    if note := table.shared_gpu_note(summary):
+        print(f"note: {note}", file=out)
     return verdict.exit_code_for_run(summary)
 
 

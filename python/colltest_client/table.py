@@ -62,14 +62,34 @@ def run_summary(run):
     return text + (f" ({run.message})" if aborted else "")
 
 
+def shared_gpu_note(run):
+    """What to say of a RunResult whose ranks shared a GPU (colltestd --ranks-per-gpu), "" for a run
+    on separate GPUs: its times are kernel overhead, never a link measurement. ranks_per_gpu 0 is a
+    record older than the field: one rank per GPU."""
+    ranks = run.ranks_per_gpu or 1
+    if run.time_sliced:
+        return (f"ranks share a time-sliced GPU ({ranks} per GPU): timings are meaningless "
+                "(time-sliced), not a link measurement; busbw is not a link figure")
+    if ranks > 1:
+        return (f"ranks share a GPU ({ranks} per GPU): times are kernel overhead, not a link "
+                "measurement; busbw is not a link figure")
+    return ""
+
+
 def devices_table(response):
-    """The devices of a ListDevicesResponse, one row each, under a line on the backend."""
+    """The devices of a ListDevicesResponse, one row each, under a line on the backend. With
+    colltestd --ranks-per-gpu above 1 each GPU is listed once per slot, with its GPU and slot."""
+    slots = response.machine.ranks_per_gpu > 1 or any(d.slot for d in response.devices)
+    where = f"{'gpu':>3}  {'slot':>4}  " if slots else ""
     lines = [f"backend {response.backend}, {len(response.devices)} devices, "
              f"max world {response.max_world_size}, colltestd {response.version}",
-             f"{'index':>5}  {'name':<24}  {'memory MiB':>10}  uuid"]
+             f"{'index':>5}  {where}{'name':<24}  {'memory MiB':>10}  uuid"]
     for device in response.devices:
-        lines.append(f"{device.index:>5}  {device.name:<24}  {device.memory_bytes >> 20:>10}  "
-                     f"{device.uuid}".rstrip())
+        # 0 with slot 0 from an older server: one device per GPU, the GPU is the device.
+        gpu = device.physical_index if device.physical_index or device.slot else device.index
+        where = f"{gpu:>3}  {device.slot:>4}  " if slots else ""
+        lines.append(f"{device.index:>5}  {where}{device.name:<24}  "
+                     f"{device.memory_bytes >> 20:>10}  {device.uuid}".rstrip())
     variants = ", ".join(names.variant_name(v) for v in response.variants)
     lines.append(f"variants: {variants}")
     return "\n".join(lines)

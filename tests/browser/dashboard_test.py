@@ -330,6 +330,47 @@ def check_results(browser):
     log(f'results: {len(rows)} rows OK; latency plot series {plot["names"]}; {crossover}')
 
 
+SHARED_NOTE = ('ranks share a GPU (4 per GPU): times are kernel overhead, not a link measurement; '
+               'busbw is not a link figure')
+
+
+def check_shared_gpu_note(browser):
+    """The cpu backend cannot share a GPU (colltestd --ranks-per-gpu needs cuda or hip): the run
+    shown is rendered again as its record would read had its ranks shared GPUs, 4 per GPU, the way
+    the page renders any run (showRun); then time-sliced; then on separate GPUs, without the note."""
+    shown = browser.eval('''(() => {
+        const run = JSON.parse(JSON.stringify(state.shown));
+        run.ranks_per_gpu = 4;
+        showRun(run);
+        const note = document.getElementById('shared-gpu-note');
+        return {hidden: note.hidden, visible: note.offsetParent !== null, text: note.textContent,
+                ranks: note.dataset.ranksPerGpu,
+                busbwHead: document.getElementById('busbw-head').textContent,
+                busbwTitle: document.getElementById('busbw-plot').dataset.title || '',
+                latencyTitle: document.getElementById('latency-plot').dataset.title || '',
+                meta: document.getElementById('run-meta').textContent}; })()''')
+    if shown['hidden'] or not shown['visible'] or shown['text'] != SHARED_NOTE:
+        raise TestFailure(f'a run with ranks_per_gpu 4 shows no shared-GPU note: {shown}')
+    if shown['ranks'] != '4' or 'not a link' not in shown['busbwHead']:
+        raise TestFailure(f'shared-GPU run: note data or busbw column not labelled: {shown}')
+    if 'not a link figure' not in shown['busbwTitle'] or 'kernel overhead' not in shown['latencyTitle']:
+        raise TestFailure(f'shared-GPU run: plots not labelled: {shown}')
+    if 'ranksperGPU4' not in shown['meta'].replace(' ', ''):
+        raise TestFailure(f'shared-GPU run: the run details lack its ranks per GPU: {shown["meta"]!r}')
+    sliced = browser.eval('''(() => { const run = JSON.parse(JSON.stringify(state.shown));
+        run.ranks_per_gpu = 4; run.time_sliced = true; showRun(run);
+        return document.getElementById('shared-gpu-note').textContent; })()''')
+    if 'timings are meaningless (time-sliced)' not in sliced:
+        raise TestFailure(f'a time-sliced run does not say its timings are meaningless: {sliced!r}')
+    apart = browser.eval('''(() => { const run = JSON.parse(JSON.stringify(state.shown));
+        run.ranks_per_gpu = 1; run.time_sliced = false; showRun(run);
+        return {hidden: document.getElementById('shared-gpu-note').hidden,
+                busbwHead: document.getElementById('busbw-head').textContent}; })()''')
+    if not apart['hidden'] or apart['busbwHead'] != 'busbw GB/s':
+        raise TestFailure(f'a run on separate GPUs shows the shared-GPU note: {apart}')
+    log('shared-GPU note: shown for ranks_per_gpu 4 and time-sliced, not for one rank per GPU')
+
+
 def wait_history_row(browser, run_id, timeout=15):
     browser.wait_for(
         f'''(() => {{ const r = document.querySelector('#history-table tr[data-run-id={json.dumps(run_id)}]');
@@ -410,6 +451,7 @@ def run_test(args, websocket_module, work):
                          f"document.getElementById('latency-plot').dataset.seriesCount === '{len(VARIANTS)}'",
                          'the run opened from the history after the restart', 15)
         log('after the restart the run is in the history and opens with every case')
+        check_shared_gpu_note(browser)
 
         if browser.console:
             raise TestFailure('the browser reported errors:\n  ' + '\n  '.join(browser.console))

@@ -175,6 +175,22 @@ class ClientTest(unittest.TestCase):
             self.assertIn("colltest_client", result.stderr)
 
 
+class TableTest(unittest.TestCase):
+    """The package's text without a server."""
+
+    def test_shared_gpu_note_says_the_times_are_no_link_measurement(self):
+        from colltest_client import table
+        run = colltest_client.pb2.RunResult(run_id="r-1", ranks_per_gpu=4)
+        self.assertEqual(table.shared_gpu_note(run),
+                         "ranks share a GPU (4 per GPU): times are kernel overhead, not a link "
+                         "measurement; busbw is not a link figure")
+        run.time_sliced = True
+        self.assertIn("timings are meaningless (time-sliced)", table.shared_gpu_note(run))
+        for ranks in (0, 1):
+            self.assertEqual(table.shared_gpu_note(colltest_client.pb2.RunResult(
+                ranks_per_gpu=ranks)), "")
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser(description=__doc__)

@@ -50,6 +50,10 @@ constexpr uint32_t kTuneError = 7;      // one_stage ERROR at the last m
 constexpr uint32_t kTuneNoSummary = 8;  // the stream ends without its summary
 constexpr uint32_t kTuneRefused = 9;    // the Sweep call fails (too many ranks)
 
+constexpr char kPlacedApart[] =
+    "run r-42 shared GPUs (4 ranks per GPU) and baseline apart (run r-apart) ran on separate "
+    "GPUs: their timings measure different things; compare runs placed alike";
+
 class FakeColltestd final : public v1::CollectiveTest::Service {
  public:
   grpc::Status ListDevices(grpc::ServerContext* context, const v1::ListDevicesRequest*,
@@ -232,6 +236,10 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
     }
     if (request->run_a() == "r-gone") {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "run r-gone not found");
+    }
+    // colltestd refuses runs placed differently (server/compare.h CheckPlacedAlike).
+    if (request->run_a() == "r-apart" || request->baseline() == "apart") {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, kPlacedApart);
     }
     const bool slow = request->run_a() == "r-base" || request->baseline() == "slow";
     *response = slow ? testing::SampleComparison() : testing::SampleCleanComparison();
@@ -970,6 +978,16 @@ TEST_F(CommandsTest, CompareRpcErrorIsThree) {
   EXPECT_EQ(Cli({"compare", "r-gone", "r-42"}), 3);
   EXPECT_EQ(err_, "colltest: NOT_FOUND: run r-gone not found\n");
   EXPECT_EQ(out_, "");
+}
+
+// Runs placed differently are no regression: the refusal is an error (3), never 4.
+TEST_F(CommandsTest, ComparingRunsPlacedDifferentlyIsThreeNotFour) {
+  EXPECT_EQ(Cli({"compare", "r-apart", "r-42"}), 3);
+  EXPECT_EQ(err_, std::string("colltest: FAILED_PRECONDITION: ") + kPlacedApart + "\n");
+  EXPECT_EQ(out_, "");
+  EXPECT_EQ(Cli({"run", "--label", "all-ok", "--compare-baseline", "apart"}), 3);
+  EXPECT_THAT(out_, HasSubstr("2 cases: 1 OK, 1 UNSUPPORTED"));
+  EXPECT_THAT(err_, HasSubstr(kPlacedApart));
 }
 
 TEST_F(CommandsTest, RunCompareBaselineRegressionIsFour) {

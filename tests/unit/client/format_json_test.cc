@@ -28,6 +28,24 @@ TEST(FormatRunJsonTest, TopLevelObject) {
   EXPECT_EQ(json["cases"].size(), 4u);
 }
 
+// Where the ranks were placed travels with the result: 4 ranks on one GPU time kernel overhead.
+TEST(FormatRunJsonTest, RunSaysWhetherItsRanksSharedAGpu) {
+  v1::RunResult run = testing::SampleRun();
+  Json json = Parse(run);
+  EXPECT_EQ(json["ranks_per_gpu"], 1);  // 0 from a record older than the field
+  EXPECT_EQ(json["time_sliced"], false);
+  EXPECT_EQ(json["machine"]["ranks_per_gpu"], 1);
+  EXPECT_EQ(json["machine"]["devices"][1]["physical_index"], 1);
+  EXPECT_EQ(json["machine"]["devices"][1]["slot"], 0);
+  run.set_ranks_per_gpu(4);
+  run.set_time_sliced(true);
+  run.mutable_machine()->set_ranks_per_gpu(4);
+  json = Parse(run);
+  EXPECT_EQ(json["ranks_per_gpu"], 4);
+  EXPECT_EQ(json["time_sliced"], true);
+  EXPECT_EQ(json["machine"]["ranks_per_gpu"], 4);
+}
+
 // A result read far from the node (CI, the history) must still name the host and the boards.
 TEST(FormatRunJsonTest, MachineNamesTheHostAndEveryDevice) {
   Json machine = Parse(testing::SampleRun())["machine"];
@@ -39,7 +57,9 @@ TEST(FormatRunJsonTest, MachineNamesTheHostAndEveryDevice) {
                                          {"name", "NVIDIA H200"},
                                          {"uuid", "GPU-8d1f0000-0000-0000-0000-000000000000"},
                                          {"pci_bus_id", "0000:19:00.0"},
-                                         {"serial", "1654922012345"}}));
+                                         {"serial", "1654922012345"},
+                                         {"physical_index", 0},
+                                         {"slot", 0}}));
   EXPECT_EQ(machine["devices"][1]["uuid"], "GPU-8d1f1111-1111-1111-1111-111111111111");
   EXPECT_EQ(machine["devices"][1]["pci_bus_id"], "0000:3b:00.0");
   // Kept when the driver gave none, so that scripts can read the key unconditionally.

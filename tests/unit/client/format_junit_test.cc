@@ -36,6 +36,9 @@ TEST(FormatRunJunitTest, OneTestcasePerCaseWithSuiteCounts) {
 TEST(FormatRunJunitTest, PropertiesNameTheMachineAndEveryDevice) {
   const std::string xml = FormatRunJunit(testing::SampleRun());
   EXPECT_THAT(xml, HasSubstr("<property name=\"label\" value=\"nightly\"/>\n"
+                             "    <property name=\"ranks_per_gpu\" value=\"1\"/>\n"
+                             "    <property name=\"shared_gpu\" value=\"false\"/>\n"
+                             "    <property name=\"time_sliced\" value=\"false\"/>\n"
                              "    <property name=\"hostname\" value=\"node-7\"/>\n"
                              "    <property name=\"machine_key\" value=\"70f239823b92f8b4\"/>\n"
                              "    <property name=\"driver\" value=\"580.159.04 (CUDA 13.0)\"/>\n"
@@ -52,6 +55,21 @@ TEST(FormatRunJunitTest, PropertiesNameTheMachineAndEveryDevice) {
   v1::RunResult bare = testing::SampleRun();
   bare.clear_machine();
   EXPECT_THAT(FormatRunJunit(bare), Not(HasSubstr("device.")));
+}
+
+// A CI reader of a suite whose ranks shared a GPU learns that its timings are no link's.
+TEST(FormatRunJunitTest, SharedGpuRunSaysSoInItsProperties) {
+  v1::RunResult run = testing::SampleRun();
+  run.set_ranks_per_gpu(4);
+  const std::string xml = FormatRunJunit(run);
+  EXPECT_THAT(xml,
+              HasSubstr("<property name=\"ranks_per_gpu\" value=\"4\"/>\n"
+                        "    <property name=\"shared_gpu\" value=\"true\"/>\n"
+                        "    <property name=\"time_sliced\" value=\"false\"/>\n"
+                        "    <property name=\"timing_note\" value=\"ranks share a GPU (4 per "
+                        "GPU): times are kernel overhead, not a link measurement; busbw is not "
+                        "a link figure\"/>"));
+  EXPECT_THAT(FormatRunJunit(testing::SampleRun()), Not(HasSubstr("timing_note")));
 }
 
 TEST(FormatRunJunitTest, OkCaseIsAnEmptyTestcase) {

@@ -51,6 +51,41 @@ TEST(FormatRunTableTest, HeaderRowsSummaryAndFooter) {
   EXPECT_EQ(lines[8], "# avg bus bandwidth: 37.50 GB/s over 1 OK case");
 }
 
+// Ranks that shared a GPU crossed no link: a note before the figures, starred bandwidth titles
+// and a caveat on the average.
+TEST(FormatRunTableTest, SharedGpuRunSaysItsTimesAreNoLinkMeasurement) {
+  v1::RunResult run = testing::SampleRun();
+  run.set_ranks_per_gpu(4);
+  std::vector<std::string> lines = Lines(FormatRunTable(run));
+  ASSERT_EQ(lines.size(), 10u) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[1],
+            "* ranks share a GPU (4 per GPU): times are kernel overhead, not a link measurement; "
+            "busbw is not a link figure");
+  EXPECT_THAT(lines[2], MatchesRegex(".* +algbw\\* +busbw\\* +mismatches .*"));
+  EXPECT_EQ(
+      lines[9],
+      "# avg bus bandwidth: 37.50 GB/s over 1 OK case (ranks share a GPU: not a link figure)");
+
+  run.set_time_sliced(true);
+  lines = Lines(FormatRunTable(run));
+  ASSERT_EQ(lines.size(), 10u);
+  EXPECT_EQ(lines[1],
+            "* ranks share a time-sliced GPU (4 per GPU): timings are meaningless (time-sliced), "
+            "not a link measurement; busbw is not a link figure");
+  EXPECT_THAT(lines[9], ::testing::EndsWith(" (ranks share a time-sliced GPU: meaningless)"));
+}
+
+// One rank per GPU, whether said (1) or from a record older than the field (0): no note.
+TEST(FormatRunTableTest, RunOnSeparateGpusHasNoSharedGpuNote) {
+  v1::RunResult run = testing::SampleRun();
+  for (uint32_t ranks_per_gpu : {0u, 1u}) {
+    run.set_ranks_per_gpu(ranks_per_gpu);
+    const std::string table = FormatRunTable(run);
+    EXPECT_THAT(table, Not(HasSubstr("share a GPU")));
+    EXPECT_THAT(table, Not(HasSubstr("busbw*")));
+  }
+}
+
 TEST(FormatRunTableTest, ColumnsAreAligned) {
   std::vector<std::string> lines = Lines(FormatRunTable(testing::SampleRun()));
   ASSERT_GE(lines.size(), 7u);
@@ -313,6 +348,68 @@ TEST(FormatDevicesTest, SerialAndTopologyMatrix) {
   EXPECT_EQ(parsed["machine"]["links"][0]["kind"], "nvlink");
   EXPECT_EQ(parsed["machine"]["links"][0]["lanes"], 18);
   EXPECT_EQ(parsed["machine"]["links"][0]["hops"], 1);
+}
+
+// colltestd --ranks-per-gpu 2: each GPU is listed once per slot, with the GPU and the slot.
+TEST(FormatDevicesTest, SlotsOfSharedGpusNameTheirGpuAndSlot) {
+  v1::ListDevicesResponse devices;
+  devices.set_backend("cuda");
+  *devices.mutable_machine() = testing::SampleMachine();
+  devices.mutable_machine()->set_ranks_per_gpu(2);
+  for (uint32_t slot = 0; slot < 2; ++slot) {
+    for (uint32_t gpu = 0; gpu < 2; ++gpu) {
+      v1::Device d = testing::SampleMachine().devices(gpu);
+      d.set_index(slot * 2 + gpu);
+      d.set_physical_index(gpu);
+      d.set_slot(slot);
+      *devices.add_devices() = d;
+    }
+  }
+  v1::Link* same = devices.mutable_machine()->add_links();
+  same->set_a(0);
+  same->set_b(2);
+  same->set_p2p(true);
+  same->set_kind("same_gpu");
+  *devices.mutable_machine()->mutable_devices() = devices.devices();
+
+  absl::StatusOr<std::string> table = FormatDevices(devices, OutputFormat::kTable);
+  ASSERT_TRUE(table.ok());
+  std::vector<std::string> lines = Lines(*table);
+  ASSERT_GE(lines.size(), 9u) << *table;
+  EXPECT_THAT(lines[3], MatchesRegex("index +gpu +slot +name +memory GiB .*"));
+  EXPECT_THAT(lines[6], MatchesRegex(" *2 +0 +1 +NVIDIA H200 .*GPU-8d1f0000-.*"));
+  EXPECT_THAT(lines[7], MatchesRegex(" *3 +1 +1 +NVIDIA H200 .*GPU-8d1f1111-.*"));
+  EXPECT_THAT(lines[8], StartsWith("ranks per GPU: 2 (each GPU is listed once per slot; ranks on "
+                                   "slots of one GPU share it and measure kernel overhead, not a "
+                                   "link)"));
+  EXPECT_THAT(*table, HasSubstr(", SAME_GPU two slots of one GPU (no link)\n"));
+  EXPECT_THAT(*table, MatchesRegex("(.|\n)*\n0 +X +NV18 +SAME_GPU +\\?\n(.|\n)*"));
+
+  absl::StatusOr<std::string> json = FormatDevices(devices, OutputFormat::kJson);
+  ASSERT_TRUE(json.ok());
+  const nlohmann::json parsed = nlohmann::json::parse(*json);
+  EXPECT_EQ(parsed["devices"][3]["physical_index"], 1);
+  EXPECT_EQ(parsed["devices"][3]["slot"], 1);
+  EXPECT_EQ(parsed["machine"]["ranks_per_gpu"], 2);
+  EXPECT_EQ(parsed["machine"]["devices"][2]["physical_index"], 0);
+  EXPECT_EQ(parsed["machine"]["devices"][2]["slot"], 1);
+  EXPECT_EQ(parsed["machine"]["links"][1]["kind"], "same_gpu");
+}
+
+// One device per GPU: no gpu and slot columns; an older server's 0 reads as the device's index.
+TEST(FormatDevicesTest, OneDevicePerGpuHasNoSlotColumns) {
+  v1::ListDevicesResponse devices;
+  devices.set_backend("cuda");
+  *devices.mutable_machine() = testing::SampleMachine();
+  *devices.mutable_devices() = devices.machine().devices();
+  absl::StatusOr<std::string> table = FormatDevices(devices, OutputFormat::kTable);
+  ASSERT_TRUE(table.ok());
+  EXPECT_THAT(*table, Not(HasSubstr("slot")));
+  EXPECT_THAT(*table, Not(HasSubstr("ranks per GPU")));
+  const nlohmann::json parsed = nlohmann::json::parse(*FormatDevices(devices, OutputFormat::kJson));
+  EXPECT_EQ(parsed["devices"][1]["physical_index"], 1);
+  EXPECT_EQ(parsed["devices"][1]["slot"], 0);
+  EXPECT_EQ(parsed["machine"]["ranks_per_gpu"], 1);
 }
 
 TEST(FormatDevicesTest, TopologyCellsByLinkKind) {

@@ -350,5 +350,52 @@ TEST(CompareTest, MessageWithoutRegression) {
             "no regression in 0 cases");
 }
 
+v1::RunResult Placed(const std::string& id, uint32_t ranks_per_gpu, bool time_sliced = false) {
+  v1::RunResult run = MakeRun(id, {Case()});
+  run.set_ranks_per_gpu(ranks_per_gpu);
+  run.set_time_sliced(time_sliced);
+  return run;
+}
+
+// Ranks sharing a GPU time kernel overhead, ranks on separate GPUs a link: never judged against
+// each other, whichever side shared.
+TEST(CheckPlacedAlikeTest, RefusesASharedGpuRunAgainstOneOnSeparateGpusBothWays) {
+  const absl::Status shared_first =
+      CheckPlacedAlike(Placed("r-2", 4), "run r-2", Placed("r-1", 1), "baseline nightly (run r-1)");
+  EXPECT_EQ(shared_first.code(), absl::StatusCode::kFailedPrecondition) << shared_first;
+  EXPECT_EQ(shared_first.message(),
+            "run r-2 shared GPUs (4 ranks per GPU) and baseline nightly (run r-1) ran on separate "
+            "GPUs: their timings measure different things; compare runs placed alike");
+  const absl::Status separate_first =
+      CheckPlacedAlike(Placed("r-1", 0), "run r-1", Placed("r-2", 4), "run r-2");
+  EXPECT_EQ(separate_first.code(), absl::StatusCode::kFailedPrecondition) << separate_first;
+  EXPECT_EQ(separate_first.message(),
+            "run r-1 ran on separate GPUs and run r-2 shared GPUs (4 ranks per GPU): their "
+            "timings measure different things; compare runs placed alike");
+}
+
+TEST(CheckPlacedAlikeTest, RefusesDifferentSharesAndTimeSlicing) {
+  const absl::Status shares = CheckPlacedAlike(Placed("a", 2), "run a", Placed("b", 4), "run b");
+  EXPECT_EQ(shares.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(shares.message(), HasSubstr("run a shared GPUs (2 ranks per GPU) and run b shared "
+                                          "GPUs (4 ranks per GPU)"));
+  const absl::Status sliced =
+      CheckPlacedAlike(Placed("a", 4), "run a", Placed("b", 4, true), "run b");
+  EXPECT_EQ(sliced.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(sliced.message(), HasSubstr("run b shared time-sliced GPUs (4 ranks per GPU)"));
+}
+
+// 0 is a record older than the field: one rank per GPU, as 1 says.
+TEST(CheckPlacedAlikeTest, RunsPlacedAlikeCompareNormally) {
+  EXPECT_TRUE(CheckPlacedAlike(Placed("a", 1), "run a", Placed("b", 0), "run b").ok());
+  EXPECT_TRUE(CheckPlacedAlike(Placed("a", 0), "run a", Placed("b", 1), "run b").ok());
+  EXPECT_TRUE(CheckPlacedAlike(Placed("a", 4), "run a", Placed("b", 4), "run b").ok());
+  EXPECT_TRUE(CheckPlacedAlike(Placed("a", 4, true), "run a", Placed("b", 4, true), "run b").ok());
+  EXPECT_EQ(EffectiveRanksPerGpu(Placed("a", 0)), 1u);
+  const v1::CompareResponse r = CompareRuns(Placed("a", 1), Placed("b", 0), 0);
+  EXPECT_FALSE(r.regressed());
+  EXPECT_EQ(r.message(), "no regression in 1 case");
+}
+
 }  // namespace
 }  // namespace colltest::server

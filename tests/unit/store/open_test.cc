@@ -124,10 +124,13 @@ TEST(OpenTest, MigratesAVersion1DatabaseAndEverythingWorksOnIt) {
     absl::StatusOr<std::unique_ptr<RunStore>> opened = RunStore::Open(path);
     ASSERT_TRUE(opened.ok()) << opened.status();
     RunStore& store = **opened;
-    EXPECT_EQ(store.schema_version(), 2);
+    EXPECT_EQ(store.schema_version(), 3);
 
     absl::StatusOr<v1::RunResult> run = store.GetRun("r-1");
     ASSERT_TRUE(run.ok()) << run.status();
+    // Recorded before runs had a placement: one rank per GPU (0), not time-sliced.
+    EXPECT_EQ(run->ranks_per_gpu(), 0u);
+    EXPECT_FALSE(run->time_sliced());
     ASSERT_EQ(run->cases_size(), 2);
     EXPECT_EQ(run->cases(1).status(), v1::CASE_STATUS_WRONG);
     EXPECT_EQ(run->cases(1).ranks_size(), 4);
@@ -165,13 +168,13 @@ TEST(OpenTest, RefusesANewerSchemaAndLeavesItAlone) {
   const std::string path = HistoryDatabasePath(dir.path());
   {
     std::unique_ptr<Database> db = OpenRaw(path);
-    ASSERT_TRUE(db->Exec("CREATE TABLE runs (x); PRAGMA user_version = 3", "newer").ok());
+    ASSERT_TRUE(db->Exec("CREATE TABLE runs (x); PRAGMA user_version = 4", "newer").ok());
   }
   const std::string before = ReadBytes(path);
   const absl::Status status = RunStore::Open(path).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
   EXPECT_THAT(status.message(), HasSubstr(path));
-  EXPECT_THAT(status.message(), HasSubstr("schema version 3"));
+  EXPECT_THAT(status.message(), HasSubstr("schema version 4"));
   EXPECT_THAT(status.message(), HasSubstr("upgrade colltest"));
   EXPECT_EQ(ReadBytes(path), before);
   EXPECT_THAT(DirEntries(dir.path()), ElementsAre("history.sqlite3"));

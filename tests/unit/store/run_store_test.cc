@@ -82,7 +82,7 @@ TEST_F(RunStoreTest, RunAndCasesRoundTripWithPerRankResultsAcrossReopen) {
                                                           << got->DebugString() << "want:\n"
                                                           << expected.DebugString();
   EXPECT_EQ(got->cases(1).ranks_size(), 8);
-  EXPECT_EQ(store_->schema_version(), 2);
+  EXPECT_EQ(store_->schema_version(), 3);
   EXPECT_EQ(*store_->CountRuns(), 1u);
   EXPECT_EQ(*store_->CountCases(), 3u);
 }
@@ -103,6 +103,33 @@ TEST_F(RunStoreTest, EachRunKeepsTheIdentityItRanWith) {
   EXPECT_EQ(store_->GetRun("r-again")->machine().driver_version(), "13.0");
   EXPECT_EQ(store_->GetRun("r-before")->machine().key(), "key-a");
   EXPECT_EQ(store_->GetRun("r-after")->machine().key(), "key-a");
+}
+
+// Where the ranks were placed survives in the history, so that a baseline made of a run that
+// shared GPUs is still known as one when a later run is compared with it.
+TEST_F(RunStoreTest, EachRunKeepsWhereItsRanksWerePlaced) {
+  v1::RunResult shared = NewRun("r-shared", "", {v1::VARIANT_LAMPORT}, v1::RUN_STATE_DONE);
+  shared.set_ranks_per_gpu(4);
+  Insert(shared);
+  v1::RunResult sliced = NewRun("r-sliced", "", {v1::VARIANT_LAMPORT});
+  sliced.set_ranks_per_gpu(2);
+  sliced.set_time_sliced(true);
+  Insert(sliced);
+  Insert(NewRun("r-apart", "", {v1::VARIANT_LAMPORT}));
+  ASSERT_TRUE(store_->SetState("r-sliced", v1::RUN_STATE_DONE, "", 5000).ok());
+  v1::Baseline baseline;
+  baseline.set_machine_key("key-a");
+  baseline.set_run_id("r-shared");
+  ASSERT_TRUE(store_->SetBaseline(baseline).ok());
+  Reopen();
+  const std::string from_baseline = store_->GetBaseline("key-a", "")->run_id();
+  EXPECT_EQ(store_->GetRun(from_baseline)->ranks_per_gpu(), 4u);
+  EXPECT_FALSE(store_->GetRun("r-shared")->time_sliced());
+  EXPECT_EQ(store_->GetRun("r-sliced")->ranks_per_gpu(), 2u);
+  EXPECT_TRUE(store_->GetRun("r-sliced")->time_sliced());
+  EXPECT_EQ(store_->GetRun("r-sliced")->state(), v1::RUN_STATE_DONE);
+  EXPECT_EQ(store_->GetRun("r-apart")->ranks_per_gpu(), 0u);
+  EXPECT_FALSE(store_->GetRun("r-apart")->time_sliced());
 }
 
 TEST_F(RunStoreTest, ErrorsNameTheRun) {
@@ -167,7 +194,7 @@ TEST_F(RunStoreTest, InMemoryDatabaseWorks) {
   ASSERT_TRUE((*memory)->InsertRun(NewRun("r-1", "x", {v1::VARIANT_NCCL})).ok());
   ASSERT_TRUE((*memory)->AddCase("r-1", NewCase(0, v1::CASE_STATUS_OK)).ok());
   EXPECT_EQ((*memory)->GetRun("r-1")->cases_size(), 1);
-  EXPECT_EQ((*memory)->schema_version(), 2);
+  EXPECT_EQ((*memory)->schema_version(), 3);
 }
 
 // Seven runs, seq 1..7 (r-1 oldest):
@@ -363,7 +390,8 @@ TEST_F(PruneTest, ByBytesKeepsTheNewestWithinTheBoundTheBaselineAndTheActiveRuns
   const absl::StatusOr<v1::RunResult> newest = store_->GetRun("r-9");
   ASSERT_TRUE(newest.ok()) << newest.status();
   for (const v1::CaseResult& c : newest->cases()) run_bytes += c.ByteSizeLong();
-  // 3.5 runs' worth: r-9, r-8, r-7 fit; r-6 and older go, but for r-2, r-1 (active), r-0 (baseline).
+  // 3.5 runs' worth: r-9, r-8, r-7 fit; r-6 and older go, but for r-2, r-1 (active), r-0
+  // (baseline).
   EXPECT_EQ(Pruned(0, absl::ZeroDuration(), 100000, run_bytes * 7 / 2), 4u);
   EXPECT_THAT(Ids({}), ElementsAre("r-9", "r-8", "r-7", "r-2", "r-1", "r-0"));
   EXPECT_EQ(Pruned(0, absl::ZeroDuration(), 100000, run_bytes * 7 / 2), 0u);
