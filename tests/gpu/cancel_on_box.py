@@ -5,14 +5,19 @@ For eager and graph mode: starts a lamport case of 100,000 calls at W = 2 (a cli
 wait for minutes), cancels it once it runs, and times Cancel -> CANCELLED; then checks that the
 next case on the same devices is OK, and how long the group took to serve again. Then starts the
 same case with a client that gives up after 3 s and times client gone -> CANCELLED. Writes
-cancel_box.json and prints a short table. The daemon's SIGTERM time is measured by run_on_box.sh.
+cancel_box.json and prints a short table; exits 1 when a run was not CANCELLED or the next case
+not OK. The daemon's SIGTERM time is measured by run_on_box.sh. COLLTEST_BOX_DEVICES=0,1: the
+cases run on those devices (two slots of one GPU under colltestd --ranks-per-gpu).
 """
 import json
+import os
 import subprocess
 import sys
 import time
 
 colltest, addr, out = sys.argv[1:4]
+box_devices = os.environ.get("COLLTEST_BOX_DEVICES", "")
+dev = ["--devices", box_devices] if box_devices else []
 
 
 def cli(*args, timeout=120):
@@ -24,7 +29,7 @@ def cli(*args, timeout=120):
 
 def endless(mode, label, client_timeout=None):
     # 32 MiB per rank and call: 100,000 calls take about 15 s on 2 x H200 (m = 64: about 1 s).
-    args = [colltest, "--server", addr, "run", "--world", "2", "--m", "1024", "--n", "16384",
+    args = [colltest, "--server", addr, "run", "--world", "2", *dev, "--m", "1024", "--n", "16384",
             "--variants", "lamport", "--modes", mode, "--iters", "100000", "--timeout", "2s",
             "--label", label, "--format", "json"]
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -60,7 +65,7 @@ def wait_final(rid, limit=60):
 
 
 def next_case(mode):
-    rc, text = cli("run", "--world", "2", "--m", "64", "--n", "7168", "--variants", "lamport",
+    rc, text = cli("run", "--world", "2", *dev, "--m", "64", "--n", "7168", "--variants", "lamport",
                    "--modes", mode, "--format", "json")
     try:
         return rc, json.loads(text)["cases"][0]["status"]
@@ -108,3 +113,9 @@ for name in ("cancel-eager", "cancel-graph"):
 r = rows["client-gone-graph"]
 print(f"  {'client gone':18s} -> {r['state']} in {r['gone_to_final_s']:.2f} s; next case "
       f"{r['next']}; {r['message']}")
+
+failed = [name for name in ("cancel-eager", "cancel-graph", "client-gone-graph")
+          if rows[name]["state"] != "CANCELLED" or rows[name]["next"][1] != "OK"]
+print(f"cancel checks: {3 - len(failed)}/3 CANCELLED with the next case OK"
+      + (f"; failed: {', '.join(failed)}" if failed else ""))
+sys.exit(1 if failed else 0)

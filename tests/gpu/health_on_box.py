@@ -3,15 +3,21 @@
 
 Times `colltest health` on warm workers (with and without --pairs), checks that an injected
 missing rank exits 2 naming it, measures the time from a failed case (typed hang, then a crashed
-worker) back to SERVING, scrapes /metrics, writes health_box.json and prints a short table.
+worker) back to SERVING, scrapes /metrics, writes health_box.json and prints a short table; exits
+1 when a check failed. COLLTEST_BOX_DEVICES=0,1 runs every case and check on those devices only:
+a colltestd --ranks-per-gpu 8 offers 8 slots of one GPU, and the check is the 2-rank one.
 """
 import json
+import os
 import subprocess
 import sys
 import time
 import urllib.request
 
 colltest, addr, http, out = sys.argv[1:5]
+box_devices = os.environ.get("COLLTEST_BOX_DEVICES", "")
+dev = ["--devices", box_devices] if box_devices else []
+pair = [int(d) for d in box_devices.split(",")] if box_devices else [0, 1]
 
 
 def cli(*args, timeout=300):
@@ -28,14 +34,14 @@ def group_state():
     except ValueError:
         return None
     for g in groups:
-        if g.get("devices") == [0, 1]:
+        if g.get("devices") == pair:
             return g
     return None
 
 
 def time_to_serving(fault):
     """Runs one case with `fault`, then polls until the group is SERVING again."""
-    rc, text, case_s = cli("run", "--world", "2", "--m", "16", "--n", "7168", "--variants",
+    rc, text, case_s = cli("run", "--world", "2", *dev, "--m", "16", "--n", "7168", "--variants",
                            "lamport", "--modes", "graph", "--timeout", "1s", "--fault", fault,
                            "--format", "json")
     t0 = time.monotonic()
@@ -55,21 +61,25 @@ def time_to_serving(fault):
 
 rows = {}
 # Warm the workers of the pair first (the acceptance is for warm workers).
-rows["warmup"] = cli("run", "--world", "2", "--m", "1", "--n", "7168", "--variants", "lamport",
+rows["warmup"] = cli("run", "--world", "2", *dev, "--m", "1", "--n", "7168", "--variants", "lamport",
                      "--modes", "graph")[0]
 for name, args in (("health", []), ("health_pairs", ["--pairs"])):
-    rc, text, wall = cli("health", *args, "--format", "json")
+    rc, text, wall = cli("health", *dev, *args, "--format", "json")
     verdict = json.loads(text) if text.strip().startswith("{") else {"message": text[-400:]}
+    # Two slots of one GPU may have a check skipped, with its reason in the pair's message.
     rows[name] = {"exit": rc, "wall_s": round(wall, 3), "message": verdict.get("message"),
-                  "server_wall_ms": verdict.get("wall_ms"), "cases": len(verdict.get("cases", []))}
-rc, text, wall = cli("health", "--fault", "missing_rank:1", "--timeout", "1s", "--format", "json")
+                  "server_wall_ms": verdict.get("wall_ms"), "cases": len(verdict.get("cases", [])),
+                  "pairs": [{k: p.get(k) for k in ("devices", "status", "message")}
+                            for p in verdict.get("pairs", [])]}
+rc, text, wall = cli("health", *dev, "--fault", "missing_rank:1", "--timeout", "1s", "--format",
+                     "json")
 verdict = json.loads(text) if text.strip().startswith("{") else {"message": text[-400:]}
 rows["health_missing_rank_1"] = {"exit": rc, "wall_s": round(wall, 3),
                                  "message": verdict.get("message"),
                                  "names_rank_1": "rank 1 never arrived" in (verdict.get("message") or "")}
 rows["recovery_hang"] = time_to_serving("missing_rank:1")
 rows["recovery_crash"] = time_to_serving("crash_rank:1")
-rows["after"] = cli("run", "--world", "2", "--m", "1,64", "--n", "7168", "--variants", "all",
+rows["after"] = cli("run", "--world", "2", *dev, "--m", "1,64", "--n", "7168", "--variants", "all",
                     "--modes", "graph", "--format", "json")[0]
 try:
     metrics = urllib.request.urlopen(f"http://{http}/metrics", timeout=10).read().decode()
@@ -93,3 +103,22 @@ for name in ("recovery_hang", "recovery_crash"):
 print(f"  next run after the faults: exit {rows['after']}")
 for l in rows["metrics_lines"]:
     print("  " + l)
+for p in rows["health_pairs"]["pairs"]:
+    if p.get("message"):
+        print(f"  pair {p['devices']}: {p['status']} {p['message']}")
+
+checks = {
+    "health exits 0": rows["health"]["exit"] == 0,
+    "health --pairs exits 0": rows["health_pairs"]["exit"] == 0,
+    "missing rank 1: exit 2 naming it": rows["health_missing_rank_1"]["exit"] == 2
+    and rows["health_missing_rank_1"]["names_rank_1"],
+    "hang: HANG, then SERVING": rows["recovery_hang"]["status"] == "HANG"
+    and (rows["recovery_hang"]["state"] or {}).get("state") == "SERVING",
+    "crash: ERROR, then SERVING": rows["recovery_crash"]["status"] == "ERROR"
+    and (rows["recovery_crash"]["state"] or {}).get("state") == "SERVING",
+    "next run exits 0": rows["after"] == 0,
+}
+failed = [name for name, ok in checks.items() if not ok]
+print(f"health checks: {len(checks) - len(failed)}/{len(checks)} passed"
+      + (f"; failed: {', '.join(failed)}" if failed else ""))
+sys.exit(1 if failed else 0)

@@ -12,8 +12,17 @@ Usage: neighbour_on_box.py BIN_DIR OUT_DIR WORLD
    refused BUSY (exit 5) naming A's worker pids, health answers busy, and --force runs.
 4. priority: a long sweep from one client, then `health` from another: the verdict's wall time,
    and the sweep must still finish every case.
-5. levels: `health --level quick|standard|long` wall times and the long level's pair bandwidth.
-Writes neighbour_box.json under OUT_DIR and prints a short table.
+5. levels: `health --level quick|standard|long` wall times and the long level's pair bandwidth
+   (two slots of one GPU have no link to measure: a pair's bandwidth skipped with its reason is
+   accepted).
+Writes neighbour_box.json under OUT_DIR (after every step) and prints a short table; exits 1 when
+a check failed.
+
+Against slots of one GPU (tests/gpu/run_on_box.sh STAGE=shared): COLLTEST_GPU_DAEMON_ARGS (e.g.
+"--ranks-per-gpu 8") is added to every colltestd started here, COLLTEST_BOX_DEVICES=0,1 names the
+devices of every case and health check (else every device of the WORLD), `--users` asks about the
+GPUs behind them. NEIGHBOUR_LEVELS ("quick standard long") and NEIGHBOUR_SWEEP_ITERS (3000, the
+priority step's sweep) shorten a run.
 """
 import json
 import os
@@ -28,8 +37,13 @@ bin_dir, out, world = sys.argv[1], sys.argv[2], int(sys.argv[3])
 colltestd = os.path.join(bin_dir, "colltestd")
 colltest = os.path.join(bin_dir, "colltest")
 worker = os.path.join(bin_dir, "colltest-worker")
-devices = ",".join(str(d) for d in range(world))
-report = {"world": world}
+daemon_args = os.environ.get("COLLTEST_GPU_DAEMON_ARGS", "").split()
+box_devices = os.environ.get("COLLTEST_BOX_DEVICES", "")
+dev = ["--devices", box_devices] if box_devices else []
+levels_run = os.environ.get("NEIGHBOUR_LEVELS", "quick standard long").split()
+sweep_iters = os.environ.get("NEIGHBOUR_SWEEP_ITERS", "3000")
+report = {"world": world, "daemon_args": daemon_args, "box_devices": box_devices or None,
+          "levels_run": levels_run}
 
 
 def smi(query):
@@ -42,6 +56,13 @@ def gpu_memory_used_mib():
     return [int(r.split(",")[1]) for r in smi("gpu=index,memory.used")][:world]
 
 
+def physical_devices():
+    """The GPUs behind devices 0 .. WORLD-1 for `--users`, which knows GPUs, not slots: slots are
+    interleaved, device i on GPU i % G."""
+    gpus = max(1, len(smi("gpu=index")))
+    return ",".join(str(d) for d in sorted({d % gpus for d in range(world)}))
+
+
 def compute_pids():
     return sorted({int(r.split(",")[0]) for r in smi("compute-apps=pid,used_memory") if r})
 
@@ -52,7 +73,7 @@ class Daemon:
         self.log = open(os.path.join(out, f"colltestd_neighbour_{name}.log"), "w")
         self.proc = subprocess.Popen(
             [colltestd, "--listen", "127.0.0.1:0", "--backend", "cuda", "--state-dir", self.state,
-             *flags], stdout=self.log, stderr=subprocess.STDOUT)
+             *daemon_args, *flags], stdout=self.log, stderr=subprocess.STDOUT)
         self.addr = None
         for _ in range(400):
             text = open(self.log.name).read()
@@ -76,7 +97,7 @@ class Daemon:
 
 
 def case(d, *extra):
-    return d.cli("run", "--world", str(world), "--m", "64", "--n", "7168", "--variants",
+    return d.cli("run", "--world", str(world), *dev, "--m", "64", "--n", "7168", "--variants",
                  "lamport", "--modes", "graph", "--format", "json", *extra)
 
 
@@ -89,6 +110,8 @@ def identity():
     except ValueError:
         report["devices_text"] = text + err
     d.stop()
+    devices = physical_devices()
+    report["users_devices"] = devices
     p = subprocess.run([worker, "--users", "--backend", "cuda", "--devices", devices],
                        capture_output=True, text=True, timeout=30)
     report["users_before"] = {"rc": p.returncode, "line": p.stdout.strip(), "err": p.stderr[-400:]}
@@ -135,7 +158,7 @@ def busy():
     holders = compute_pids()
     b = Daemon("busy_b")
     refused = case(b)
-    health = b.cli("health", "--format", "json")
+    health = b.cli("health", *dev, "--format", "json")
     forced = case(b, "--force")
     a.stop()
     b.stop()
@@ -150,12 +173,13 @@ def priority():
     d = Daemon("priority")
     case(d)
     sweep = subprocess.Popen(
-        [colltest, "--server", d.addr, "sweep", "--world", str(world), "--m",
+        [colltest, "--server", d.addr, "sweep", "--world", str(world), *dev, "--m",
          "1,2,4,8,16,32,64,128,256,512,1024,2048", "--n", "7168", "--variants",
-         "one_stage,two_kernel,lamport,lamport_tb", "--modes", "eager,graph", "--iters", "3000",
-         "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+         "one_stage,two_kernel,lamport,lamport_tb", "--modes", "eager,graph", "--iters",
+         sweep_iters, "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True)
     time.sleep(3)
-    health = d.cli("health", "--format", "json")
+    health = d.cli("health", *dev, "--format", "json")
     sweep_out, _ = sweep.communicate(timeout=600)
     d.stop()
     try:
@@ -174,8 +198,9 @@ def levels():
     d = Daemon("levels", "--allow-fault-injection")
     case(d)
     report["levels"] = {}
-    for level in ("quick", "standard", "long"):
-        rc, text, err, wall = d.cli("health", "--level", level, "--format", "json", timeout=900)
+    for level in levels_run:
+        rc, text, err, wall = d.cli("health", *dev, "--level", level, "--format", "json",
+                                    timeout=900)
         entry = {"exit": rc, "wall_s": round(wall, 3)}
         try:
             h = json.loads(text)
@@ -183,12 +208,20 @@ def levels():
             entry["message"] = h.get("message")
             entry["self_test"] = h.get("self_test")
             entry["pairs"] = [{k: p.get(k) for k in ("devices", "status", "busbw_gbps",
-                                                      "expected_busbw_gbps", "below_expected")}
+                                                      "expected_busbw_gbps", "below_expected",
+                                                      "message")}
                               for p in h.get("pairs", [])]
         except ValueError:
             entry["raw"] = (text + err)[-600:]
         report["levels"][level] = entry
+        dump()
     d.stop()
+
+
+def dump():
+    """The report so far: a run cut short by the box script's budget keeps the steps done."""
+    with open(os.path.join(out, "neighbour_box.json"), "w") as f:
+        json.dump(report, f, indent=1)
 
 
 # Every step but the identity runs cases, which need two devices (world >= 2).
@@ -197,7 +230,12 @@ for step in (identity,) + ((idle_timeout, busy, priority, levels) if world >= 2 
         step()
     except Exception as e:  # one broken step must not hide the others' numbers
         report[step.__name__ + "_error"] = repr(e)
-json.dump(report, open(os.path.join(out, "neighbour_box.json"), "w"), indent=1)
+    dump()
+if world < 2:
+    print("skipped: idle, busy, priority and levels need two devices (WORLD < 2)")
+skipped = [level for level in ("quick", "standard", "long") if level not in levels_run]
+if skipped:
+    print(f"skipped: health level {', '.join(skipped)} (NEIGHBOUR_LEVELS={' '.join(levels_run)})")
 u = report.get("users_with_holder", {})
 print(f"users: before {report.get('users_before', {}).get('line')}")
 print(f"users with a 2 GiB holder (pid {u.get('holder_pid')}): named={u.get('named')} {u.get('line')}")
@@ -223,3 +261,42 @@ for level, e in report.get("levels", {}).items():
 for k, v in report.items():
     if k.endswith("_error"):
         print(k, v)
+
+
+def pair_bandwidth_ok(p):
+    """A measured bandwidth, or none with the reason it was skipped (two slots of one GPU)."""
+    return (p.get("busbw_gbps") or 0) > 0 or "skip" in (p.get("message") or "").lower()
+
+
+def checks():
+    u, b, p = report.get("users_with_holder", {}), report.get("busy", {}), report.get("priority", {})
+    out = {"no step raised": not any(k.endswith("_error") for k in report),
+           "devices listed": report.get("devices_rc") == 0,
+           "--users answers": report.get("users_before", {}).get("rc") == 0}
+    if u.get("holder_ready"):  # without torch on the box there is no holder to name
+        out["--users names the holder"] = bool(u.get("named"))
+    if world >= 2:
+        out["idle: every case exits 0"] = report.get("idle", {}).get("exits") == [0, 0, 0]
+        out["busy: refused (exit 5)"] = b.get("refused_exit") == 5
+        out["busy: --force runs"] = b.get("forced_exit") == 0
+        out["priority: health exits 0 during a sweep"] = p.get("health_exit") == 0
+        out["priority: the sweep is DONE"] = p.get("sweep", {}).get("state") == "DONE"
+    for level, e in report.get("levels", {}).items():
+        out[f"level {level} exits 0"] = e.get("exit") == 0
+        if level != "quick":
+            out[f"level {level}: self test passed"] = bool((e.get("self_test") or {}).get("passed"))
+        if level == "long":
+            out["level long: each pair's bandwidth, or why not"] = all(
+                pair_bandwidth_ok(q) for q in e.get("pairs", []))
+    return out
+
+
+for level, e in report.get("levels", {}).items():
+    for q in e.get("pairs", []):
+        if q.get("message"):
+            print(f"level {level} pair {q.get('devices')}: {q.get('status')} {q.get('message')}")
+results = checks()
+failed = [name for name, ok in results.items() if not ok]
+print(f"neighbour checks: {len(results) - len(failed)}/{len(results)} passed"
+      + (f"; failed: {', '.join(failed)}" if failed else ""))
+sys.exit(1 if failed else 0)

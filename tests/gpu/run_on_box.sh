@@ -4,56 +4,93 @@
 # same box measured with torch (tests/gpu/anchors.py -> anchors.json), then the health check,
 # recovery and metrics (tests/gpu/health_on_box.py), stopping running cases and SIGTERM
 # (tests/gpu/cancel_on_box.py), JSON under $OUT, and tables printed last
-# (graph mode: each variant against the anchors; the fault matrix). STAGE=test|bench|all|cancel|neighbour|kernels
-# (default all; cancel: only tests/gpu/cancel_on_box.py and the SIGTERM check; neighbour: only
-# tests/gpu/neighbour_on_box.py; kernels: only tests/gpu/one_device_group_test.cc, one GPU enough);
-# BENCH_M (rows), BENCH_MODES ("graph eager"), ANCHORS=0 (skip the anchors) narrow a run. The test
-# stage also writes the fault matrix (fault_matrix.json), printed as a table at the very end.
+# (graph mode: each variant against the anchors; the fault matrix).
+# STAGE=test|bench|all|tune|cancel|neighbour|kernels|shared (default: shared on a box with one GPU,
+# else all; cancel: only tests/gpu/cancel_on_box.py and the SIGTERM check; neighbour: only
+# tests/gpu/neighbour_on_box.py; kernels: only tests/gpu/one_device_group_test.cc, one GPU enough;
+# shared: the 2-GPU checks with ranks sharing one GPU under MPS, tests/gpu/shared_stage.sh says
+# what runs). BENCH_M (rows), BENCH_MODES ("graph eager"), ANCHORS=0 (skip the anchors) narrow a
+# run. The test stage also writes the fault matrix (fault_matrix.json), printed as a table at the
+# very end.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 bundle="${BUNDLE:-out/gpu-bundle}"
 bin="$(cd "$bundle/bin" && pwd)"
 out="${OUT:-/tmp/colltest-out}"
-stage="${STAGE:-all}"
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+# One GPU cannot run the 2-GPU stages; its slots (colltestd --ranks-per-gpu) can run their checks.
+stage="${STAGE:-$([ "$gpus" = 1 ] && echo shared || echo all)}"
 bench_m="${BENCH_M:-1,8,16,32,64,128,256,512,1024}"
 mkdir -p "$out"
 export COLLTEST_BIN_DIR="$bin"
+# The terminal, for what must be seen even while a part's output goes to its log (shared stage).
+exec 3>&1
 { nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader;
   nvidia-smi topo -m; uname -a; date -u; } >"$out/box.txt" 2>&1
 "$bin/colltest-worker" --probe --backend auto | tee "$out/probe.json"
 
-# start_daemon NAME [colltestd flags...]: sets $daemon, $addr and $http (the metrics address).
+# start_daemon NAME [colltestd flags...]: sets $daemon, $addr and $http (the metrics address). A
+# colltestd that exits, or prints no listening line within 60 s, stops the script with its log:
+# every later step would only report empty results.
 start_daemon() {
   log="$out/colltestd_$1.log"
   shift
   # One history database for the whole script (its daemons run one after the other).
+  # Without fd 3: a daemon must not hold the terminal of the script open.
   "$bin/colltestd" --listen 127.0.0.1:0 --backend cuda --max-case-bytes 64MiB \
-    --state-dir "$out/state" "$@" >"$log" 2>&1 &
+    --state-dir "$out/state" "$@" >"$log" 2>&1 3>&- &
   daemon=$!
   for _ in $(seq 1 240); do
     grep -q 'listening on' "$log" && break
+    kill -0 "$daemon" 2>/dev/null || break
     sleep 0.25
   done
   addr=$(sed -n 's/^colltestd listening on \([^ ]*\).*/\1/p' "$log" | head -1)
   http=$(sed -n 's/^colltestd listening on .* http=\([^ ]*\).*/\1/p' "$log" | head -1)
+  [ -n "$addr" ] || daemon_failed "$log"
 }
+daemon_failed() {
+  local why="printed no listening line within 60 s"
+  kill -0 "$daemon" 2>/dev/null || why="exited"
+  {
+    echo "colltestd $why ($1), stopping the script; the end of its log:"
+    tail -n 40 "$1"
+  } >&3
+  kill -KILL "$daemon" 2>/dev/null
+  wait "$daemon" 2>/dev/null
+  daemon=
+  exit 1
+}
+# SIGTERM, then SIGKILL after 20 s: a colltestd that does not stop must not hold the script. Polled
+# every 50 ms, which is the resolution of the SIGTERM time below.
 stop_daemon() {
-  kill "$daemon"
+  [ -n "${daemon:-}" ] || return 0
+  kill "$daemon" 2>/dev/null
+  for _ in $(seq 1 400); do
+    kill -0 "$daemon" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -0 "$daemon" 2>/dev/null && echo "colltestd $daemon ignored SIGTERM for 20 s: SIGKILL" &&
+    kill -KILL "$daemon"
   wait "$daemon"
+  daemon=
 }
 
-# SIGTERM with a 100,000-call case running on the daemon of $daemon: it must exit within 10 s.
+# SIGTERM with a 100,000-call case running on the daemon of $daemon: it must exit within 10 s
+# (the return status says whether it did). COLLTEST_BOX_DEVICES: the devices of the case.
 sigterm_check() {
-  "$bin/colltest" --server "$addr" run --world 2 --m 1024 --n 16384 --variants lamport \
-    --modes graph --iters 100000 --timeout 2s --format json >"$out/sigterm_run.json" 2>&1 &
+  "$bin/colltest" --server "$addr" run --world 2 ${COLLTEST_BOX_DEVICES:+--devices "$COLLTEST_BOX_DEVICES"} \
+    --m 1024 --n 16384 --variants lamport --modes graph --iters 100000 --timeout 2s --format json \
+    >"$out/sigterm_run.json" 2>&1 &
   sigterm_client=$!
   sleep 3
   t0=$(date +%s.%N)
   stop_daemon
   t1=$(date +%s.%N)
   wait "$sigterm_client"
-  echo "SIGTERM with a running case: colltestd exited in $(python3 -c "print(round($t1 - $t0, 3))") s" \
-    | tee "$out/sigterm.txt"
+  took=$(python3 -c "print(round($t1 - $t0, 3))")
+  echo "SIGTERM with a running case: colltestd exited in $took s" | tee "$out/sigterm.txt"
+  python3 -c "import sys; sys.exit(0 if $took <= 10 else 1)"
 }
 
 # The kernels with every rank of a group on one GPU (tests/gpu/one_device_group_test.cc): W = 2, 4
@@ -90,6 +127,15 @@ if [ "$stage" = "neighbour" ]; then
   neighbour_check
   exit 0
 fi
+
+if [ "$stage" = "shared" ]; then
+  # shellcheck source=tests/gpu/shared_stage.sh
+  source tests/gpu/shared_stage.sh
+  shared_stage
+  exit $?  # through shared_stage's EXIT trap, which quits MPS
+fi
+# Reached only when a shell error aborted the block above: never fall through to the 2-GPU stages.
+[ "$stage" = "shared" ] && exit 1
 
 # A first look that takes seconds: every variant at three shapes, both modes.
 start_daemon smoke

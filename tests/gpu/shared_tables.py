@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Short tables and verdicts of the shared stage (tests/gpu/shared_stage.sh), from its JSON only.
+
+Usage: shared_tables.py smoke SMOKE.json | bench DIR | faults FAULT_MATRIX.json | gtest GTEST.json
+Each prints a short table (or one line) and exits 1 when what it read failed its check (or is
+missing), so that the stage's PASS/FAIL comes from the same reading as the table.
+"""
+import json
+import os
+import re
+import sys
+
+FUSED = ["one_stage", "two_kernel", "lamport", "lamport_tb", "lamport_two_shot"]
+# The case message names the first rank that refused, as every merged failure does
+# (server/verdict.cc GroupFailureSummary): "rank 0: nccl: NCCL refuses two ranks on one GPU, ...".
+NCCL_REFUSAL = re.compile(r"^(rank \d+: )?nccl: NCCL refuses two ranks on one GPU")
+BENCH_LABEL = "kernel overhead with ranks sharing one GPU (not a link figure)"
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"{os.path.basename(path)}: unreadable ({e})")
+        return None
+
+
+def smoke_problems(cases):
+    """What makes the smoke run fail: a fused variant never OK or any case failed, and an nccl case
+    that is not UNSUPPORTED with NCCL's refusal."""
+    bad = []
+    for c in cases:
+        what = f'{c["variant"]} {c["mode"]} m={c["m"]}'
+        if c["variant"] == "nccl":
+            if c["status"] != "UNSUPPORTED" or not NCCL_REFUSAL.match(c.get("message", "")):
+                bad.append(f'{what}: {c["status"]} "{c.get("message", "")[:80]}"')
+        elif c["status"] == "UNSUPPORTED" and not c.get("message"):
+            bad.append(f"{what}: UNSUPPORTED without a reason")
+        elif c["status"] not in ("OK", "UNSUPPORTED"):
+            bad.append(f'{what}: {c["status"]} {c.get("message", "")[:100]}')
+    for v in FUSED:
+        if not any(c["variant"] == v and c["status"] == "OK" for c in cases):
+            bad.append(f"{v}: no OK case")
+    return bad
+
+
+def smoke(path):
+    run = load(path)
+    if run is None:
+        return 1
+    cases = run.get("cases", [])
+    ms = sorted({c["m"] for c in cases})
+    print(f"\nsmoke, W=2 on slots 0,1 of one GPU (ranks_per_gpu {run.get('ranks_per_gpu', '?')}),"
+          " n=7168 bf16 integers: status or median us per call (kernel overhead, not a link)")
+    print("variant".ljust(18) + "mode".ljust(7) + "".join(f"m={m}".rjust(13) for m in ms))
+    by = {(c["variant"], c["mode"], c["m"]): c for c in cases}
+    for v in FUSED + ["nccl"]:
+        for mode in ("eager", "graph"):
+            cells = []
+            for m in ms:
+                c = by.get((v, mode, m))
+                cells.append("-" if c is None else f'{c["median_us"]:.2f}' if c["status"] == "OK"
+                             else c["status"])
+            print(v.ljust(18) + mode.ljust(7) + "".join(x.rjust(13) for x in cells))
+    nccl = [c.get("message", "") for c in cases if c["variant"] == "nccl"]
+    if nccl:
+        print(f"nccl says: {nccl[0][:150]}")
+    bad = smoke_problems(cases)
+    for b in bad[:10]:
+        print("  NOT AS EXPECTED:", b)
+    print(f"smoke: {len(cases)} cases, {len(bad)} not as expected")
+    return 1 if bad or not cases else 0
+
+
+def bench_medians(path):
+    run = load(path)
+    if run is None:
+        return None, None
+    return run, {(c["variant"], c["m"]): c for c in run.get("cases", [])}
+
+
+def bench_cell(a, b):
+    """Both medians, whether a run broke (missing, or neither OK nor UNSUPPORTED) and whether they
+    agree within 3% (of the smaller)."""
+    if a is None or b is None:
+        return "missing", True, False
+    if a["status"] != "OK" or b["status"] != "OK":
+        broken = {a["status"], b["status"]} - {"OK", "UNSUPPORTED"}
+        return f'{a["status"]}/{b["status"]}', bool(broken), False
+    x, y = a["median_us"], b["median_us"]
+    agree = abs(x - y) <= 0.03 * min(x, y)
+    return f'{x:.2f}/{y:.2f} {"ok" if agree else "DIFF"}', False, agree
+
+
+def bench(d):
+    (run1, one), (run2, two) = (bench_medians(os.path.join(d, f"shared_bench_graph_{i}.json"))
+                                for i in (1, 2))
+    if one is None or two is None:
+        print("shared bench: a sweep is missing")
+        return 1
+    ms = sorted({m for _, m in one} | {m for _, m in two})
+    print(f"\n{BENCH_LABEL}: graph, W=2 on slots 0,1 (ranks_per_gpu "
+          f"{run1.get('ranks_per_gpu', '?')}), n=7168 bf16; median us per call of two sweeps in a "
+          "row, ok = within 3%; never compared with the 2-GPU targets or anchors")
+    print("m".rjust(6) + "".join(v.rjust(20) for v in FUSED))
+    agree = failed = cells = 0
+    for m in ms:
+        row = [bench_cell(one.get((v, m)), two.get((v, m))) for v in FUSED]
+        cells += len(row)
+        failed += sum(broken for _, broken, _ in row)
+        agree += sum(same for _, _, same in row)
+        print(str(m).rjust(6) + "".join(text.rjust(20) for text, _, _ in row))
+    print(f"shared bench: {cells} cells, {agree} agree within 3%, {failed} broken (missing, ERROR, "
+          "HANG or WRONG)")
+    return 1 if failed else 0
+
+
+def fault_groups(rows):
+    """Rows grouped by fault kind and culprit rank (both modes), in the order they first ran."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["fault"].split(":")[0], r.get("culprit")), []).append(r)
+    return groups
+
+
+def row_bad(r):
+    return r["status"] != r["expected"] or r.get("culprit_named") is False or not r["next_ok"]
+
+
+def faults(path):
+    matrix = load(path)
+    if matrix is None:
+        return 1
+    rows = matrix.get("rows", [])
+    world = matrix.get("world", "?")
+    print(f"\nfault matrix W={world}{' (ranks sharing one GPU)' if matrix.get('shared_gpu') else ''}"
+          f", timeout {matrix.get('timeout_ms')} ms, eager+graph: named = the verdict names the "
+          "culprit (or the phase); next = the following case")
+    head = ["fault", "rank", "rows", "expected", "named", "max detect ms", "next ok", "max next ms"]
+    w = [19, 5, 5, 9, 7, 14, 8, 11]
+    print("".join(h.ljust(wi) for h, wi in zip(head, w)).rstrip())
+    for (kind, culprit), rs in fault_groups(rows).items():
+        named = [r.get("culprit_named") for r in rs if r.get("culprit_named") is not None]
+        cells = [kind, "-" if culprit is None else str(culprit), str(len(rs)),
+                 f"{sum(not row_bad(r) for r in rs)}/{len(rs)}",
+                 f"{sum(named)}/{len(named)}" if named else "-",
+                 f'{max(r["detect_ms"] for r in rs):.0f}', f'{sum(r["next_ok"] for r in rs)}/{len(rs)}',
+                 f'{max(r["next_case_ms"] for r in rs):.0f}']
+        print("".join(c.ljust(wi) for c, wi in zip(cells, w)).rstrip())
+    bad = [r for r in rows if row_bad(r)]
+    for r in bad[:12]:
+        print(f'  NOT AS EXPECTED: {r["fault"]} {r["variant"]} {r["mode"]}: {r["status"]} '
+              f'(expected {r["expected"]}), named {r.get("culprit_named")}, next '
+              f'{"ok" if r["next_ok"] else "FAIL"}: {r.get("message", "")[:120]}')
+    print(f"fault matrix W={world}: {len(rows)} rows, {len(bad)} not as expected")
+    return 1 if bad or not rows else 0
+
+
+def gtest(path):
+    report = load(path)
+    if report is None:
+        return 1
+    failed = [f'{s["name"]}.{t["name"]}' for s in report.get("testsuites", [])
+              for t in s.get("testsuite", []) if t.get("failures")]
+    print(f'{report.get("tests")} tests, {len(failed)} failed, {report.get("time")}'
+          + (": " + ", ".join(failed)[:300] if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    commands = {"smoke": smoke, "bench": bench, "faults": faults, "gtest": gtest}
+    if len(sys.argv) != 3 or sys.argv[1] not in commands:
+        sys.exit(__doc__)
+    sys.exit(commands[sys.argv[1]](sys.argv[2]))
