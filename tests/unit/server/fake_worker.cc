@@ -22,6 +22,8 @@
 //   FAKE_WORKER_NO_READY=1          never writes the ready line
 //   FAKE_WORKER_EXIT_BEFORE_READY=1 exits with status 7 instead of serving
 //   FAKE_WORKER_SMALL_DEVICE=D      device D keeps fewer blocks co-resident than the others
+//   FAKE_WORKER_INIT_FAILURES=DIR:N the first N Inits of all workers fail (as a context that MPS
+//                                   refuses while it cleans up after a dead client); DIR counts
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -54,6 +56,28 @@ namespace v1 = colltest::v1;
 constexpr uint64_t kSegmentBytes = 4096;
 constexpr char kNcclId[] = "fake-nccl-id";
 
+// FAKE_WORKER_INIT_FAILURES=DIR:N: whether this Init is one of the first N of every worker, counted
+// by files made exclusively in DIR.
+bool FailThisInit() {
+  const char* spec = getenv("FAKE_WORKER_INIT_FAILURES");
+  if (spec == nullptr) return false;
+  const std::string text(spec);
+  const size_t colon = text.rfind(':');
+  int failures = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(text.substr(colon + 1), &failures)) {
+    return false;
+  }
+  for (int i = 0; i < failures; ++i) {
+    const std::string mark = absl::StrCat(text.substr(0, colon), "/init-", i);
+    const int fd = open(mark.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+    if (fd >= 0) {
+      close(fd);
+      return true;
+    }
+  }
+  return false;
+}
+
 [[noreturn]] void BlockForever() {
   while (true) pause();
 }
@@ -79,6 +103,10 @@ class FakeWorker final : public wv1::Worker::Service {
     const char* fail = getenv("FAKE_WORKER_FAIL_INIT_DEVICE");
     if (fail != nullptr && absl::StrCat(request->device()) == fail) {
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "fake: no memory on this device");
+    }
+    if (FailThisInit()) {
+      return grpc::Status(grpc::StatusCode::INTERNAL,
+                          "fake: set device: CUDA-capable device(s) is/are busy or unavailable");
     }
     absl::MutexLock lock(&mu_);
     rank_ = request->rank();

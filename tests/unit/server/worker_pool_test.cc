@@ -618,6 +618,27 @@ class RecoveryTest : public WorkerPoolTest {
   std::vector<colltest::v1::GroupState> transitions_;
 };
 
+// A respawn whose workers cannot start at once (under MPS a new client's context is refused while
+// the server cleans up after a dead one) is tried again a second later, not left DEGRADED until
+// the next request.
+TEST_F(RecoveryTest, RespawnThatFailsIsTriedAgain) {
+  Run({0, 1}, Case());
+  // Beside the runtime directory, which the fixture expects empty at the end.
+  const std::string marks = absl::StrCat(parent_, "-init-marks");
+  ASSERT_TRUE(std::filesystem::create_directory(marks));
+  struct RemoveMarks {
+    std::string dir;
+    ~RemoveMarks() { std::filesystem::remove_all(dir); }
+  } remove_marks{marks};
+  // One Init fails, whichever rank's comes first: the group's first respawn.
+  const ScopedEnv fail_once("FAKE_WORKER_INIT_FAILURES", absl::StrCat(marks, ":1").c_str());
+  Run({0, 1}, Case("crash:1"));
+  const colltest::v1::GroupHealth state = SettledState(Pool(), {0, 1}, absl::Seconds(20));
+  EXPECT_EQ(state.state(), colltest::v1::GROUP_STATE_SERVING) << state.message();
+  EXPECT_EQ(state.message(), "respawned (at attempt 2) and passed the canary");
+  ExpectAllOk(Run({0, 1}, Case()), {0, 1});
+}
+
 TEST_F(RecoveryTest, FailedGroupIsRespawnedAndServesAfterItsCanaryWithoutWaitingForARequest) {
   const std::vector<int> before = Pids(Run({0, 1, 2, 3}, Case()));
   Run({0, 1, 2, 3}, Case("crash:2"));

@@ -20,6 +20,13 @@ namespace {
 
 constexpr uint32_t kMaxThreads = 512;
 constexpr uint32_t kMinBlocksPerSm = 2;  // as the other spinning kernels (kernels_collective.cu)
+// The gather waits for an owner's sums, which wait in that owner's reduce for every rank's
+// scatter: its deadline is later by timeout / kGatherSlack, so that a rank that never scattered is
+// named by the reduce waits (as the cpu backend, which reduces before it gathers, names it) rather
+// than an owner it held up. Measured on one H200 at W = 4 and 8 with equal deadlines: with
+// hang_end_sync on the last rank, blocks with no part to reduce timed out first in the gather and
+// named the owners ("ranks disagree").
+constexpr uint64_t kGatherSlack = 8;
 
 using protocol::OwnerOf;
 using protocol::Part;
@@ -109,13 +116,14 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
   const int failed = ReduceOwnPart<D, W>(g, a, c, clk, packs) ? 0 : 1;
   if (__syncthreads_or(failed)) return;
   const uint8_t* gather = TbSlot(g, g.rank, c.buf, g.rank);
+  SpinClock gather_clk{clk.deadline_ns + a.timeout_ns / kGatherSlack, clk.polls};
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
     const bool ok = FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
       const size_t pack = static_cast<size_t>(row) * ppr + k;
       for (;;) {
         s = LoadVolatile16(gather + pack * 16);
         if (Arrived<D>(s)) return true;
-        if (!SpinTick(clk, g, Phase::kLamportTwoShotGather,
+        if (!SpinTick(gather_clk, g, Phase::kLamportTwoShotGather,
                       static_cast<int>(OwnerOf(pack, packs, W)), pack)) {
           return false;
         }
@@ -123,7 +131,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     });
     if (!ok) return;
   }
-  TbAdvance(g, c, packs, clk, Phase::kLamportTwoShotGather);
+  TbAdvance(g, c, packs, gather_clk, Phase::kLamportTwoShotGather);
 }
 
 template <int W>
