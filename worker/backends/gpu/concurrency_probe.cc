@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 #include "worker/backends/gpu/gpu_handles.h"
 
 namespace colltest::gpu {
@@ -46,21 +47,10 @@ std::string Failed(Error e, const char* call) {
   return absl::StrCat(kBackendName, call, ": ", ErrorString(e));
 }
 
+// A JSON string literal of `s`; invalid UTF-8 (a runtime's message) is replaced, not refused.
 std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\u%04x", c);
-      out += esc;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Reads `n` bytes from `fd` within `timeout_ms`; false at EOF, an error or the timeout.
