@@ -181,6 +181,19 @@ void AddRunLimitOptions(CLI::App& app, ServerOptions& o) {
       ->capture_default_str();
 }
 
+// Ranks that share a GPU (docs/shared-gpu.md).
+static void AddSharedGpuOptions(CLI::App& app, ServerOptions& o) {
+  app.add_option(
+         "--ranks-per-gpu", o.ranks_per_gpu,
+         "slots each GPU offers as devices of their own (cuda, hip), so that a W-rank group "
+         "runs on fewer GPUs; needs concurrent kernels across processes (MPS on NVIDIA)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 8));
+  app.add_flag("--allow-time-slicing", o.allow_time_slicing,
+               "with --ranks-per-gpu above 1, start even when processes' kernels on one GPU are "
+               "time-sliced (no MPS): case timeouts grow to match and results say so");
+}
+
 ParsedOptions ParseOptions(int argc, const char* const* argv) {
   ServerOptions o;
   CLI::App app{"colltestd: tests fused all-reduce + RMSNorm collective kernels on this node"};
@@ -206,14 +219,7 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   app.add_option("--devices", o.devices, "use only these device indices, e.g. 0,1")->delimiter(',');
-  app.add_option("--ranks-per-gpu", o.ranks_per_gpu,
-                 "slots each GPU offers as devices of their own (cuda, hip), so that a W-rank group "
-                 "runs on fewer GPUs; needs concurrent kernels across processes (MPS on NVIDIA)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 8));
-  app.add_flag("--allow-time-slicing", o.allow_time_slicing,
-               "with --ranks-per-gpu above 1, start even when processes' kernels on one GPU are "
-               "time-sliced (no MPS): case timeouts grow to match and results say so");
+  AddSharedGpuOptions(app, o);
   app.add_option("--http", o.http,
                  "serve the dashboard, the JSON API (/api/v1) and Prometheus metrics (/metrics) "
                  "at http://HOST:PORT (port 0: any)");

@@ -62,6 +62,17 @@ TEST(OptionsTest, EveryFlag) {
   EXPECT_EQ(p.options->history_max_bytes, 4ull << 20);
 }
 
+// Ranks that share a GPU (docs/shared-gpu.md): 1 to 8 slots a GPU, one by default.
+TEST(OptionsTest, RanksPerGpuAndTimeSlicing) {
+  EXPECT_EQ(Parse({}).options->ranks_per_gpu, 1u);
+  EXPECT_FALSE(Parse({}).options->allow_time_slicing);
+  const ParsedOptions p = Parse({"--ranks-per-gpu", "8", "--allow-time-slicing"});
+  EXPECT_EQ(p.options->ranks_per_gpu, 8u);
+  EXPECT_TRUE(p.options->allow_time_slicing);
+  EXPECT_EQ(Parse({"--ranks-per-gpu", "0"}).exit_code, 2);
+  EXPECT_EQ(Parse({"--ranks-per-gpu", "9"}).exit_code, 2);
+}
+
 TEST(OptionsTest, HistoryRetentionDefaultsAndGrammar) {
   EXPECT_EQ(Parse({}).options->history_max_runs, 10000u);
   EXPECT_EQ(Parse({}).options->history_max_age, absl::Hours(24 * 90));
