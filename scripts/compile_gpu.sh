@@ -14,7 +14,7 @@ backends=("$@")
 if [ ${#backends[@]} -eq 0 ]; then backends=(cuda hip hip-mi); fi
 jobs="${JOBS:-2}"
 # Only what the GPU backend needs: no tests, no server or client.
-common=(-G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DCOLLTEST_BUILD_TESTS=OFF
+common=(-G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" -DCOLLTEST_BUILD_TESTS=OFF
   -DCOLLTEST_ROOMS=worker)
 targets=(--target colltest_gpu_backend colltest-worker)
 failed=()
