@@ -22,7 +22,7 @@ enum class Cause {
   kNoSuchHost,    // the name does not resolve
   kSilent,        // accepted, but no HTTP/2 settings came: not a gRPC server, or a stuck one
   kHttp,          // an HTTP/1 server: colltestd's --http port, or another web server
-  kTlsMismatch,   // closed or reset in the handshake: TLS on one side only, or no client cert
+  kClosedAtOnce,  // closed or reset at once: the server's connection cap, or TLS on one side only
   kTlsUntrusted,  // the server's certificate is not signed by --tls-ca
   kTlsName,       // the certificate does not name the address
   kNotTls,        // the client spoke TLS to a plaintext port
@@ -53,7 +53,7 @@ Cause UnavailableCause(absl::string_view m) {
     return Cause::kTlsHandshake;
   }
   if (Contains(m, "Socket closed") || Contains(m, "Connection reset by peer")) {
-    return Cause::kTlsMismatch;
+    return Cause::kClosedAtOnce;
   }
   // Refused, no route, or any other failure to connect.
   if (Contains(m, "failed to connect to all addresses") || Contains(m, "Connection refused") ||
@@ -92,7 +92,7 @@ bool IsConnectionCause(Cause cause) {
     case Cause::kNoSuchHost:
     case Cause::kSilent:
     case Cause::kHttp:
-    case Cause::kTlsMismatch:
+    case Cause::kClosedAtOnce:
     case Cause::kTlsUntrusted:
     case Cause::kTlsName:
     case Cause::kNotTls:
@@ -148,11 +148,17 @@ std::string ConnectionHint(Cause cause, absl::string_view addr) {
 
 std::string TlsHint(Cause cause, absl::string_view addr) {
   switch (cause) {
-    case Cause::kTlsMismatch:
-      return absl::StrCat(addr, " closed the connection during the handshake: a colltestd started ",
-                          "with --tls-cert needs --tls-ca FILE (the CA that signed its "
-                          "certificate), and with --tls-client-ca also --tls-cert and --tls-key; "
-                          "one without TLS needs none of them");
+    case Cause::kClosedAtOnce:
+      // colltestd closes a connection at once when it is at --max-connections or at
+      // --max-connections-per-peer for the client's address, which is the likelier cause on a
+      // server that has worked before; a TLS mismatch fails on the first try.
+      return absl::StrCat(addr, " closed the connection right after it was made: most likely ",
+                          "colltestd was at its connection cap (--max-connections, or "
+                          "--max-connections-per-peer for this address; try again shortly, and "
+                          "see colltest_connections_refused_total on its metrics); or TLS is on "
+                          "one side only: a colltestd started with --tls-cert needs --tls-ca FILE "
+                          "(the CA that signed its certificate), and with --tls-client-ca also "
+                          "--tls-cert and --tls-key; one without TLS needs none of them");
     case Cause::kTlsUntrusted:
       return absl::StrCat("the certificate of ", addr, " is not signed by the CA in --tls-ca: ",
                           "pass the CA that signed colltestd's --tls-cert");

@@ -52,9 +52,11 @@ absl::Status FaultError(absl::string_view field, absl::string_view text, uint32_
       absl::StrCat(field, ": '", EscapeForTerminal(text), "': ", what, " (", Grammar(world), ")"));
 }
 
-// A plain decimal number: absl::SimpleAtoi alone would also take "+1" and " 1".
+// A plain decimal number in its one canonical spelling: absl::SimpleAtoi alone would also take
+// "+1", " 1" and "01". One spelling per value keeps FormatFaultSpec(ParseFaultSpec(x)) == x, so
+// the fault a client asked for is the fault the history and the logs show.
 bool ParseDecimal(absl::string_view text, uint32_t& value) {
-  if (text.empty()) return false;
+  if (text.empty() || (text.size() > 1 && text[0] == '0')) return false;
   for (char c : text) {
     if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
   }
@@ -66,9 +68,9 @@ absl::Status ParseArguments(absl::string_view field, absl::string_view text, uin
   if (parts.size() >= 2) {
     uint32_t rank = 0;
     if (!ParseDecimal(parts[1], rank)) {
-      return FaultError(
-          field, text, world,
-          absl::StrCat("the rank '", EscapeForTerminal(parts[1]), "' is not a decimal number"));
+      return FaultError(field, text, world,
+                        absl::StrCat("the rank '", EscapeForTerminal(parts[1]),
+                                     "' is not a decimal number without leading zeros"));
     }
     if (world > 0 && rank >= world) {
       return FaultError(
@@ -80,10 +82,10 @@ absl::Status ParseArguments(absl::string_view field, absl::string_view text, uin
   if (parts.size() == 3) {
     uint32_t delay = 0;
     if (!ParseDecimal(parts[2], delay) || delay > kMaxFaultDelayUs) {
-      return FaultError(
-          field, text, world,
-          absl::StrCat("the delay '", EscapeForTerminal(parts[2]),
-                       "' is not a decimal number of microseconds in 0..", kMaxFaultDelayUs));
+      return FaultError(field, text, world,
+                        absl::StrCat("the delay '", EscapeForTerminal(parts[2]),
+                                     "' is not a decimal number of microseconds in 0..",
+                                     kMaxFaultDelayUs, " without leading zeros"));
     }
     fault.delay_us = delay;
   }

@@ -4,7 +4,8 @@
 //   missing_rank:R  delay_rank:R:US  skip_rearm  poison_staging  skip_canonicalize
 //   crash_rank:R    hang_end_sync:R  stall_rank:R
 // with exactly those arguments, R a decimal rank in [0, world), US a decimal number of
-// microseconds in 0..kMaxFaultDelayUs, and the whole text at most kMaxFaultBytes bytes.
+// microseconds in 0..kMaxFaultDelayUs, both without sign or leading zeros ("0" but not "00"),
+// and the whole text at most kMaxFaultBytes bytes.
 #pragma once
 
 #include <cstddef>

@@ -35,6 +35,22 @@ void InitCivetWebOnce() {
   (void)features;
 }
 
+// Body readers must leave threads to the rest (request_admission.h).
+absl::Status CheckBodyReaderLimits(const GatewayOptions& options) {
+  if (options.max_body_readers < 1 || options.max_body_readers >= options.threads) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--http-max-body-readers ", options.max_body_readers, ": must be 1 to --http-threads - 1 (",
+        options.threads - 1, "), so that threads stay for /healthz, /metrics and GETs"));
+  }
+  if (options.max_body_readers_per_peer < 1 ||
+      options.max_body_readers_per_peer > options.max_body_readers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http-max-body-readers-per-peer ", options.max_body_readers_per_peer,
+                     ": must be 1 to --http-max-body-readers (", options.max_body_readers, ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckOptions(const GatewayOptions& options) {
   const size_t colon = options.address.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == options.address.size()) {
@@ -55,10 +71,12 @@ absl::Status CheckOptions(const GatewayOptions& options) {
   if (!options.tls_client_ca.empty() && options.tls_cert.empty()) {
     return absl::InvalidArgumentError("http: a TLS client CA needs a certificate and a key");
   }
-  if (options.threads < 1 || options.request_timeout_ms < 1 || options.api_deadline_ms < 1) {
+  if (options.threads < 1 || options.request_timeout_ms < 1 || options.api_deadline_ms < 1 ||
+      options.body_timeout_ms < 1) {
     return absl::InvalidArgumentError(
-        "http: threads, request timeout and API deadline must be positive");
+        "http: threads, request timeout, body timeout and API deadline must be positive");
   }
+  COLLTEST_RETURN_IF_ERROR(CheckBodyReaderLimits(options));
   return absl::OkStatus();
 }
 
@@ -82,9 +100,19 @@ std::vector<std::pair<std::string, std::string>> CivetOptions(const GatewayOptio
 }  // namespace
 
 struct Gateway::Impl {
-  explicit Impl(GatewayOptions gateway_options) : options(std::move(gateway_options)) {
+  explicit Impl(GatewayOptions gateway_options)
+      : options(std::move(gateway_options)),
+        run_reads(options.max_run_reads),
+        admission(AdmissionLimits{options.max_body_readers, options.max_body_readers_per_peer}) {
     stub = colltest::v1::CollectiveTest::NewStub(options.channel);
-    handlers = HandlerContext{&options, stub.get(), &calls};
+    handlers = HandlerContext{&options, stub.get(), &calls, &run_reads};
+    browser.check_host = options.check_host;
+    browser.listen_host = options.address.substr(0, options.address.rfind(':'));
+    browser.tls = !options.tls_cert.empty();
+    browser.allowed_hosts = options.allowed_hosts;
+    handlers.admission = &admission;
+    handlers.deadlines = &deadlines;
+    handlers.browser = &browser;
   }
 
   absl::Status Listen();
@@ -97,6 +125,10 @@ struct Gateway::Impl {
   GatewayOptions options;
   std::unique_ptr<colltest::v1::CollectiveTest::Stub> stub;
   CallRegistry calls;
+  ConcurrencyLimit run_reads;
+  BodyAdmission admission;
+  ReadDeadlines deadlines;  // its thread starts here; the context, stopped first, outlives no read
+  BrowserPolicy browser;
   HandlerContext handlers;
   std::string bound_address;
 

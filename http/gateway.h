@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -36,12 +37,33 @@ struct GatewayOptions {
   // Sent with every call (x-colltest-forwarded-secret) so that the service can tell the gateway's
   // calls, whose forwarded caller it trusts, from any other; empty: none sent.
   std::string forwarding_secret;
-  int threads = 16;  // connections served at once
-  // To read a request, and for each write of a reply (a client that stops reading a sweep for
-  // that long is gone); a sweep's response as a whole streams without limit.
+  // Connections served at once: CivetWeb gives each its own thread from the first byte to the
+  // last, and a connection beyond them waits unanswered in the listen queue.
+  int threads = 64;
+  // To read a request's headers, to wait for each next byte of its body, and for each write of a
+  // reply (a client that stops reading a sweep for that long is gone); a sweep's response as a
+  // whole streams without limit.
   int request_timeout_ms = 5000;
+  // The whole body must arrive within this after the headers (which have request_timeout_ms), so
+  // a request arrives within both together; else 408 and the connection is closed.
+  int body_timeout_ms = 10000;
+  // Requests reading a body at once, in all (503 beyond) and from one peer address (429 beyond),
+  // refused at once and their connections closed. Below `threads`: the threads above it are a
+  // reserve for /healthz, /metrics and GETs that slow bodies cannot take (request_admission.h).
+  int max_body_readers = 16;
+  int max_body_readers_per_peer = 4;
+  // Authentication is off (every caller an admin): the Host header must then name this port
+  // (origin_check.h, against DNS rebinding).
+  bool check_host = false;
+  // More names for the Host and Origin headers: "name" (any port) or "name:port".
+  std::vector<std::string> allowed_hosts;
   // Deadline of each unary API call but Health (which may take minutes) and the sweep stream.
   int api_deadline_ms = 30000;
+  // Reads of whole runs (GET /api/v1/runs/{run_id}) served at once, each holding its run in
+  // memory while it is written; one more waits up to run_read_wait_ms for a turn, then is
+  // answered 503 with Retry-After.
+  int max_run_reads = 4;
+  int run_read_wait_ms = 10000;
 };
 
 class Gateway {

@@ -1,6 +1,7 @@
 // POST /api/v1/runs: a Sweep streamed as newline-delimited JSON (docs/http-api.md). The run lasts
 // as long as the client reads, like a gRPC Sweep: when the client goes away, the call is
-// cancelled and so is the run.
+// cancelled and so is the run, noticed within about half a second even between events
+// (stream_heartbeat.h).
 #pragma once
 
 #include "http/handler_context.h"

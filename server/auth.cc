@@ -104,7 +104,11 @@ absl::StatusOr<Caller> Authorizer::Identify(const grpc::ServerContext& context) 
     // A connection colltestd's listener handed over is "fd:N" to gRPC: name its real peer instead.
     peer = PeerAddress(context.peer());
   }
-  return Identify(bearer, common_names, peer);
+  absl::StatusOr<Caller> caller = Identify(bearer, common_names, peer);
+  // The listener keeps a connection that has made an authenticated call and may close the others
+  // (server/listener.h); a gateway call's peer is no handed connection and is left as it is.
+  if (caller.ok()) MarkCallAuthenticated(context.peer());
+  return caller;
 }
 
 absl::StatusOr<Caller> Authorizer::Identify(std::optional<absl::string_view> authorization,

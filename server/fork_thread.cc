@@ -1,5 +1,10 @@
 #include "server/fork_thread.h"
 
+// When the controller is SIGKILLed this thread may exit before its siblings: the kernel then sends
+// the workers their death signal and makes another thread of the dying controller their parent, so
+// getppid() in a worker still names the controller. Workers therefore clean up on the signal
+// itself (worker/main.cc), never on getppid().
+
 namespace colltest::server {
 
 ForkThread::ForkThread() : thread_([this] { Loop(); }) {}

@@ -22,6 +22,20 @@ namespace {
 // its slot in under a minute instead of at TCP's retransmission timeout (~15 min).
 constexpr int kKeepaliveTimeMs = 30'000;
 constexpr int kKeepaliveTimeoutMs = 10'000;
+// Ping policing: a client's PING that comes sooner than this after its previous one, while the
+// server sends it nothing, is a strike, and the third strike gets GOAWAY (ENHANCE_YOUR_CALM), so
+// a PING flood cannot keep a connection busy. gRPC's default interval is 5 min; 10 s still lets
+// clients keep their connection alive at the usual 10 s or more (colltest's own clients send no
+// keepalive pings).
+constexpr int kMinRecvPingIntervalMs = 10'000;
+constexpr int kMaxPingStrikes = 2;
+// A connection younger than this is never evicted to make room at the cap or at the per-peer
+// limit: a client that connects and calls at once gets its call in (a CLI call on loopback takes
+// a few ms from connect to authentication).
+constexpr absl::Duration kEvictionGrace = absl::Seconds(1);
+// The default --max-connections-per-peer: a quarter of the cap, so that one address cannot hold
+// it, but at least 16 (and at most the cap) so that a burst of clients on one host is served.
+constexpr uint32_t kMinDefaultPerPeer = 16;
 
 int Milliseconds(absl::Duration d) {
   return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(d), INT32_MAX));
@@ -35,6 +49,9 @@ void ConfigureBuilder(const FrontEndLimits& limits, grpc::ServerBuilder& builder
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // Without this the server stops pinging an idle connection after two pings.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             kMinRecvPingIntervalMs);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, kMaxPingStrikes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
                              Milliseconds(limits.max_connection_idle));
   // Bounds gRPC's own (TLS) handshake; plaintext connections are bounded by the Listener.
@@ -65,6 +82,12 @@ FrontEndLimits ResolveFrontEndLimits(const ServerOptions& options, uint64_t fd_s
                  options.max_connections, FdReserve(devices), fd_soft_limit);
   }
   limits.handshake_timeout = options.handshake_timeout;
+  limits.first_call_timeout = options.first_call_timeout;
+  limits.max_connections_per_peer =
+      options.max_connections_per_peer != 0
+          ? options.max_connections_per_peer
+          : std::min(limits.max_connections,
+                     std::max(kMinDefaultPerPeer, limits.max_connections / 4));
   limits.max_connection_idle = options.max_connection_idle;
   limits.max_streams_per_connection = options.max_streams_per_connection;
   limits.max_threads = options.max_threads;
@@ -85,6 +108,9 @@ absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> GrpcFrontEnd::Prepare(
   ListenerOptions listener_options;
   listener_options.max_connections = limits.max_connections;
   listener_options.handshake_timeout = limits.handshake_timeout;
+  listener_options.first_call_timeout = limits.first_call_timeout;
+  listener_options.max_unproven_per_peer = limits.max_connections_per_peer;
+  listener_options.eviction_grace = kEvictionGrace;
   listener_options.events = limits.listener_events;
   absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Bind(listen, listener_options);
   if (!listener.ok()) return listener.status();

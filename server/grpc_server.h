@@ -23,6 +23,8 @@ namespace colltest::server {
 struct FrontEndLimits {
   uint32_t max_connections = 0;
   absl::Duration handshake_timeout;
+  absl::Duration first_call_timeout;
+  uint32_t max_connections_per_peer = 0;  // unproven connections of one client IP address
   absl::Duration max_connection_idle;
   uint32_t max_streams_per_connection = 0;
   uint32_t max_threads = 0;
@@ -30,7 +32,8 @@ struct FrontEndLimits {
   ListenerEvents* listener_events = nullptr;  // not owned; null: nobody counts connections
 };
 
-// --max-connections or its default for `fd_soft_limit` and `devices`, and the other flags as is.
+// --max-connections or its default for `fd_soft_limit` and `devices`, --max-connections-per-peer
+// or its default for that cap, and the other flags as is.
 FrontEndLimits ResolveFrontEndLimits(const ServerOptions& options, uint64_t fd_soft_limit,
                                      size_t devices);
 

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/fault_spec.h"
 #include "common/status_macros.h"
+#include "server/caller_key.h"
 #include "server/health_report.h"
 #include "server/validation.h"
 #include "server/verdict.h"
@@ -57,12 +58,14 @@ absl::StatusOr<CheckInput> ValidateRequest(const v1::HealthRequest& request,
 }
 
 // Runs the specs of one check: priority runs (a verdict must not wait behind other clients'
-// sweeps; run_queue.h) of the caller, with its timeout and its force.
+// sweeps; run_queue.h) of the caller, with its timeout and its force. `claim` makes them one
+// check of the caller, which passes each other run once.
 struct CheckRunner {
   RunExecutor* executor;
   RunObserver& observer;
   const std::string& owner;
   const v1::HealthRequest& request;
+  PriorityClaim claim;
 
   absl::StatusOr<v1::RunResult> Run(v1::SweepSpec spec, const std::vector<uint32_t>& devices,
                                     const std::string& fault) const {
@@ -72,7 +75,7 @@ struct CheckRunner {
     if (spec.timeout_ms() == 0) spec.set_timeout_ms(request.timeout_ms());
     spec.set_fault(fault);
     spec.set_force(request.force());
-    return executor->Execute(spec, observer, owner, RunPriority::kPriority);
+    return executor->Execute(spec, observer, owner, RunPriority::kPriority, claim);
   }
 };
 
@@ -216,7 +219,8 @@ absl::StatusOr<v1::HealthResponse> HealthChecker::Check(const v1::HealthRequest&
   COLLTEST_ASSIGN_OR_RETURN(const CheckInput input, ValidateRequest(request, limits));
   const HealthPlan plan = HealthPlanFor(request.level(), profile_, capabilities_,
                                         limits.allow_fault_injection, limits.max_case_bytes);
-  const CheckRunner runner{executor_, observer, owner, request};
+  const CheckRunner runner{executor_, observer, owner, request,
+                           PriorityClaim{CallerKey(owner), next_check_.fetch_add(1)}};
   HealthRuns runs;
   runs.devices = input.devices;
   runs.pairs = request.pairs() || plan.all_pairs;

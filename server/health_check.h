@@ -5,6 +5,8 @@
 // (health_report.h) has one verdict per rank and per pair, and one line naming the culprit.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,8 @@ class HealthChecker {
   const HealthProfile profile_;
   const colltest::v1::MachineIdentity machine_;
   const ExpectedBandwidth expected_;
+  // Tells one check's runs from another's in the device queue (PriorityClaim::check).
+  mutable std::atomic<uint64_t> next_check_{1};
 };
 
 }  // namespace colltest::server

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "server/caller_key.h"
 #include "server/device_users.h"
 
 namespace colltest::server {
@@ -86,7 +88,10 @@ absl::Time GiveUpAt(absl::Time now, absl::Time deadline) {
 }
 
 HealthGate::HealthGate(Checker check, HoldersFn holders, Options options)
-    : check_(std::move(check)), holders_(std::move(holders)), options_(std::move(options)) {}
+    : check_(std::move(check)),
+      holders_(std::move(holders)),
+      options_(std::move(options)),
+      rate_limit_(options_.health_rate_per_caller, options_.now) {}
 
 HealthGate::Key HealthGate::KeyOf(const v1::HealthRequest& request) const {
   std::vector<uint32_t> devices(request.devices().begin(), request.devices().end());
@@ -131,6 +136,7 @@ absl::StatusOr<v1::HealthResponse> HealthGate::Check(const v1::HealthRequest& re
       return cached;
     }
   }
+  COLLTEST_RETURN_IF_ERROR(rate_limit_.Take(CallerKey(owner)));
   const std::vector<uint32_t>& devices = std::get<0>(key);
   QueueDeadline watched(observer, GiveUpAt(now, deadline), options_.now, [&] {
     std::vector<std::string> holders = holders_ ? holders_(devices) : std::vector<std::string>();

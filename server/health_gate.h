@@ -5,6 +5,8 @@
 //  - a call with a deadline gives up waiting for devices in time to answer before it, and a BUSY
 //    refusal (other processes on the devices) is no error: both answer OK with busy = true, the
 //    reason, and the last verdict on those devices (status UNSPECIFIED when there is none);
+//  - a check that would run is refused RESOURCE_EXHAUSTED beyond the caller's rate
+//    (health_rate_limit.h, --health-rate-per-caller); an answer from memory is not counted;
 //  - every answer names the machine and the level, and a fresh one is stamped with its time.
 #pragma once
 
@@ -20,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "colltest/v1/colltest.pb.h"
+#include "server/health_rate_limit.h"
 #include "server/run_executor.h"
 
 namespace colltest::server {
@@ -38,14 +41,15 @@ class HealthGate {
 
   struct Options {
     colltest::v1::MachineIdentity machine;
-    std::vector<uint32_t> all_devices;  // what a request without devices checks
+    std::vector<uint32_t> all_devices;    // what a request without devices checks
+    uint32_t health_rate_per_caller = 0;  // checks one caller may start per minute; 0: no limit
     std::function<absl::Time()> now = [] { return absl::Now(); };
   };
 
   HealthGate(Checker check, HoldersFn holders, Options options);
 
   // `deadline`: the call's, InfiniteFuture when it has none. Errors are the checker's, except
-  // the two busy cases above.
+  // the two busy cases above and the rate limit. `owner` is the caller (auth.h Caller::name).
   absl::StatusOr<colltest::v1::HealthResponse> Check(const colltest::v1::HealthRequest& request,
                                                      RunObserver& observer, absl::Time deadline,
                                                      const std::string& owner = "");
@@ -62,6 +66,7 @@ class HealthGate {
   const Checker check_;
   const HoldersFn holders_;
   const Options options_;
+  HealthRateLimit rate_limit_;
   mutable std::mutex mu_;
   std::map<Key, colltest::v1::HealthResponse> last_;
 };

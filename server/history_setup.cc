@@ -20,8 +20,8 @@ absl::StatusOr<OpenedHistory> OpenHistory(const std::string& state_dir_flag) {
   COLLTEST_ASSIGN_OR_RETURN(
       std::vector<std::string> interrupted,
       history.store->MarkInterrupted(
-          "colltestd stopped while this run was queued or running (killed or crashed); the cases "
-          "it finished are kept",
+          "colltestd stopped while this run was queued or running (killed or crashed, or its end "
+          "could not be written); the cases it finished are kept",
           absl::ToUnixMillis(absl::Now())));
   if (!interrupted.empty()) {
     spdlog::warn(

@@ -33,6 +33,16 @@ constexpr absl::Duration kPruneInterval = absl::Seconds(1);
 constexpr absl::Duration kLogInterval = absl::Seconds(5);
 // Accepts per listening socket per loop turn, so that prefaces are checked during a flood.
 constexpr int kAcceptBatch = 64;
+// A connection shut down to make room leaves when gRPC reads its EOF, within milliseconds; until
+// then up to this many are not counted against the cap, so that one eviction admits one newcomer
+// at once. The cap may thus be exceeded by this many for those milliseconds, which the descriptor
+// headroom of the default cap (fd_limit.h) absorbs.
+constexpr size_t kMaxEvictionsInFlight = 32;
+// Hosts looked at for a victim per newcomer at the cap, the heaviest first, bounding the work of
+// an accept during a flood from many addresses.
+constexpr size_t kMaxHostsTried = 8;
+
+using Refusal = ListenerEvents::Refusal;
 
 bool OutOfResources(int error) {
   return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
@@ -91,14 +101,21 @@ void Listener::Loop() {
     for (size_t i = 0; i < sockets_.fds.size(); ++i) {
       if (polled[1 + i].revents & POLLIN) AcceptFrom(sockets_.fds[i].get(), now);
     }
-    if (now >= next_prune_) {
-      next_prune_ = now + kPruneInterval;
-      const size_t open = handed_.Prune();
-      ReportOpen();
-      absl::MutexLock lock(&mu_);
-      counts_.handed_over = open;
-    }
+    if (now >= next_prune_) Tidy(now);
   }
+}
+
+void Listener::Tidy(absl::Time now) {
+  next_prune_ = now + kPruneInterval;
+  const size_t open = handed_.Prune();
+  handed_.RefreshProven(*options_.peer_names);
+  if (options_.first_call_timeout != absl::InfiniteDuration()) {
+    Count(Refusal::kFirstCallTimeout,
+          handed_.ShutDownUnprovenSince(now - options_.first_call_timeout));
+  }
+  ReportOpen();
+  absl::MutexLock lock(&mu_);
+  counts_.handed_over = open;
 }
 
 // [wake, listening sockets..., pending connections...]: ServePending relies on this order. A
@@ -182,20 +199,88 @@ void Listener::HandOver(Pending& pending) {
   const int one = 1;
   setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   // Recorded before gRPC owns the fd: it may close it at any moment after.
-  if (!handed_.Add(fd.get())) return;
-  // gRPC names this connection "fd:N"; the service asks for the real peer (peer_names.h).
-  if (!pending.peer.empty()) options_.peer_names->Record(fd.get(), std::move(pending.peer));
+  if (!handed_.Add(fd.get(), std::move(pending.host), pending.accepted_at)) return;
+  // gRPC names this connection "fd:N"; the service asks for the real peer (peer_names.h) and marks
+  // the connection proven there once a call on it passes authentication.
+  options_.peer_names->Record(fd.get(), std::move(pending.peer));
   handoff_(fd.release());
 }
 
 bool Listener::AtCap() {
-  if (handed_.size() + pending_.size() < options_.max_connections) return false;
+  const auto held = [this] {
+    return handed_.size() + pending_.size() -
+           std::min(handed_.shutting_down(), kMaxEvictionsInFlight);
+  };
+  if (held() < options_.max_connections) return false;
   handed_.Prune();
-  return handed_.size() + pending_.size() >= options_.max_connections;
+  return held() >= options_.max_connections;
+}
+
+size_t Listener::PendingFrom(const std::string& host) const {
+  return std::count_if(pending_.begin(), pending_.end(),
+                       [&host](const Pending& p) { return p.host == host; });
+}
+
+std::optional<Refusal> Listener::Admit(const std::string& host, absl::Time now) {
+  const uint32_t per_peer = options_.max_unproven_per_peer;
+  if (per_peer > 0 && !host.empty() && PendingFrom(host) + handed_.UnprovenFrom(host) >= per_peer &&
+      !EvictOldestUnproven(host, now)) {
+    return Refusal::kPeerLimit;
+  }
+  if (AtCap() && !EvictForNewcomer(host, now)) return Refusal::kCap;
+  return std::nullopt;
+}
+
+std::unordered_map<std::string, size_t> Listener::UnprovenByHost() const {
+  std::unordered_map<std::string, size_t> by_host;
+  for (const Pending& p : pending_) ++by_host[p.host];
+  handed_.CountUnproven(by_host);
+  return by_host;
+}
+
+bool Listener::EvictForNewcomer(const std::string& host, absl::Time now) {
+  if (options_.eviction_grace == absl::InfiniteDuration()) return false;
+  std::unordered_map<std::string, size_t> by_host = UnprovenByHost();
+  const size_t newcomer_has = by_host[host];
+  std::vector<std::pair<size_t, std::string>> heavier;
+  for (auto& [other, count] : by_host) {
+    if (count > newcomer_has) heavier.emplace_back(count, other);
+  }
+  // The heaviest first; a host whose connections are all younger than the grace yields none.
+  std::sort(heavier.rbegin(), heavier.rend());
+  if (heavier.size() > kMaxHostsTried) heavier.resize(kMaxHostsTried);
+  for (const auto& [count, other] : heavier) {
+    if (EvictOldestUnproven(other, now)) return true;
+  }
+  return false;
+}
+
+bool Listener::EvictOldestUnproven(const std::string& host, absl::Time now) {
+  if (options_.eviction_grace == absl::InfiniteDuration()) return false;
+  const absl::Time cutoff = now - options_.eviction_grace;
+  auto oldest = pending_.end();
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->host == host && it->accepted_at <= cutoff &&
+        (oldest == pending_.end() || it->accepted_at < oldest->accepted_at)) {
+      oldest = it;
+    }
+  }
+  const bool may_shut_down = handed_.shutting_down() < kMaxEvictionsInFlight;
+  // `host` matches exactly here: "" is every unix-socket client together.
+  const absl::Time oldest_handed =
+      may_shut_down ? handed_.OldestUnproven(host) : absl::InfiniteFuture();
+  const bool pending_first = oldest != pending_.end() && oldest->accepted_at <= oldest_handed;
+  if (pending_first ||
+      !(may_shut_down && handed_.ShutDownOldestUnproven(host, cutoff, *options_.peer_names))) {
+    if (oldest == pending_.end()) return false;
+    pending_.erase(oldest);  // closed: it never reached gRPC
+  }
+  Count(Refusal::kEvicted, 1);
+  return true;
 }
 
 void Listener::AcceptFrom(int listen_fd, absl::Time now) {
-  uint64_t refused = 0;
+  uint64_t refused = 0, peer_limited = 0;
   for (int i = 0; i < kAcceptBatch && now >= accept_paused_until_; ++i) {
     UniqueFd fd(accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd.valid()) {
@@ -204,26 +289,32 @@ void Listener::AcceptFrom(int listen_fd, absl::Time now) {
       continue;
     }
     accept_backoff_ = absl::ZeroDuration();
-    if (AtCap()) {
-      ++refused;  // closed as `fd` goes: the client sees the connection reset or closed
-      continue;
-    }
     // Asked now, while the peer is surely still connected.
     std::string peer = DescribePeer(fd.get());
+    std::string host = PeerHost(peer);
+    if (const std::optional<Refusal> refusal = Admit(host, now); refusal.has_value()) {
+      // Closed as `fd` goes: the client sees the connection reset or closed.
+      ++(*refusal == Refusal::kCap ? refused : peer_limited);
+      continue;
+    }
+    const absl::Time deadline =
+        now + std::min(options_.handshake_timeout, options_.first_call_timeout);
     pending_.push_back(
-        Pending{std::move(fd), std::move(peer), now + options_.handshake_timeout, now});
+        Pending{std::move(fd), std::move(peer), std::move(host), now, deadline, now});
   }
-  Report(ListenerEvents::Refusal::kCap, refused);
+  Report(Refusal::kCap, refused);
+  Count(Refusal::kPeerLimit, peer_limited);
   ReportOpen();
   absl::MutexLock lock(&mu_);
   counts_.refused += refused;
   counts_.awaiting_preface = pending_.size();
-  if (refused > 0 && now - last_refusal_log_ >= kLogInterval) {
+  if (refused + peer_limited > 0 && now - last_refusal_log_ >= kLogInterval) {
     last_refusal_log_ = now;
     spdlog::warn(
-        "listener: {} open connections (--max-connections {}): refusing new ones ({} so "
-        "far)",
-        handed_.size() + pending_.size(), options_.max_connections, counts_.refused);
+        "listener: {} open connections (--max-connections {}): refusing new ones ({} so far, "
+        "{} more from peers at --max-connections-per-peer {}, {} unproven connections evicted)",
+        handed_.size() + pending_.size(), options_.max_connections, counts_.refused,
+        counts_.peer_limited, options_.max_unproven_per_peer, counts_.evicted);
   }
 }
 
@@ -245,6 +336,25 @@ void Listener::AcceptFailed(int error, absl::Time now) {
     spdlog::warn("listener: accept: {}: retrying in {} ({} such errors so far)",
                  std::strerror(error), absl::FormatDuration(accept_backoff_),
                  counts_.accept_errors);
+  }
+}
+
+void Listener::Count(Refusal reason, uint64_t count) {
+  if (count == 0) return;
+  Report(reason, count);
+  absl::MutexLock lock(&mu_);
+  switch (reason) {
+    case Refusal::kPeerLimit:
+      counts_.peer_limited += count;
+      break;
+    case Refusal::kFirstCallTimeout:
+      counts_.first_call_timed_out += count;
+      break;
+    case Refusal::kEvicted:
+      counts_.evicted += count;
+      break;
+    default:
+      break;  // counted where they happen
   }
 }
 

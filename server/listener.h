@@ -9,6 +9,19 @@
 //    cannot hold the cap;
 //  - EMFILE, ENFILE, ENOBUFS and ENOMEM from accept pause accepting briefly (10 ms, doubling to
 //    500 ms) and never stop it.
+// A client that sends the preface and then answers SETTINGS and PINGs would hold its slot for the
+// idle limit (5 min) without ever showing a token, so a connection must also prove itself: it is
+// "proven" once a call on it has passed authentication (PeerNames::MarkProven; with authentication
+// off every call does). Unproven connections, awaiting their preface or handed over:
+//  - are shut down `first_call_timeout` after being accepted;
+//  - count at most `max_unproven_per_peer` per client IP address (not for unix sockets): beyond it
+//    the peer's own oldest one past `eviction_grace` makes room, else the newcomer is refused;
+//  - make room at the cap, shared fairly among client addresses: a newcomer from an address with
+//    k unproven connections evicts the oldest one past `eviction_grace` of the address holding
+//    the most, if that is more than k; else it is refused. An attacker's addresses thus cannot
+//    evict each other's connections once balanced, so theirs age past the grace, and a client
+//    that holds none always finds a victim. Proven connections are never evicted, and a client
+//    that calls at once is never evicted before its call (the grace, and it holds the fewest).
 #pragma once
 
 #include <poll.h>
@@ -17,8 +30,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -36,6 +51,11 @@ struct ListenerOptions {
   uint32_t max_connections = 1024;
   absl::Duration handshake_timeout = absl::Seconds(5);
   int backlog = 1024;
+  // The protections against unproven connections; their defaults here leave them off, the
+  // server's flags turn them on (server/options.h).
+  absl::Duration first_call_timeout = absl::InfiniteDuration();
+  uint32_t max_unproven_per_peer = 0;                        // 0: no limit
+  absl::Duration eviction_grace = absl::InfiniteDuration();  // infinite: nobody is evicted
   // Where the peer of each handed connection is recorded; not owned.
   PeerNames* peer_names = &HandedPeerNames();
   // Told of open connections and refusals (metrics); not owned; null: nobody.
@@ -49,6 +69,9 @@ struct ListenerCounts {
   uint64_t timed_out = 0;       // closed: no preface within the handshake timeout
   uint64_t not_http2 = 0;       // closed: sent something else (TLS, HTTP/1) or hung up first
   uint64_t accept_errors = 0;   // accept failed for want of descriptors or memory
+  uint64_t peer_limited = 0;    // closed at once: the peer's unproven connections were at the limit
+  uint64_t first_call_timed_out = 0;  // shut down: no authenticated call in time
+  uint64_t evicted = 0;               // shut down or closed to make room for a newcomer
 };
 
 class Listener {
@@ -74,7 +97,9 @@ class Listener {
  private:
   struct Pending {
     UniqueFd fd;
-    std::string peer;       // as accepted: "ipv4:127.0.0.1:41234"
+    std::string peer;  // as accepted: "ipv4:127.0.0.1:41234"
+    std::string host;  // PeerHost(peer): "127.0.0.1"; "" for a unix socket
+    absl::Time accepted_at;
     absl::Time deadline;    // the handshake timeout
     absl::Time recheck_at;  // after a partial preface: when to look again
   };
@@ -91,6 +116,19 @@ class Listener {
   void AcceptFrom(int listen_fd, absl::Time now);
   void AcceptFailed(int error, absl::Time now);
   bool AtCap();
+  // Whether a connection from `host` may be accepted now, evicting an unproven one if that makes
+  // room; the reason to refuse it otherwise.
+  std::optional<ListenerEvents::Refusal> Admit(const std::string& host, absl::Time now);
+  // Evicts the oldest unproven connection from `host` accepted before now minus the grace,
+  // awaiting its preface or handed over; false when there is none.
+  bool EvictOldestUnproven(const std::string& host, absl::Time now);
+  // At the cap: evicts for a newcomer from `host` (see the top of this file); false if none.
+  bool EvictForNewcomer(const std::string& host, absl::Time now);
+  std::unordered_map<std::string, size_t> UnprovenByHost() const;
+  size_t PendingFrom(const std::string& host) const;
+  // Once a second: forgets closed connections and shuts down those past the first-call timeout.
+  void Tidy(absl::Time now);
+  void Count(ListenerEvents::Refusal reason, uint64_t count);
   void Report(ListenerEvents::Refusal reason, uint64_t count);
   void ReportOpen();
 

@@ -15,6 +15,9 @@ class ListenerEvents {
     kHandshakeTimeout,  // no HTTP/2 preface within --handshake-timeout
     kBadPreface,        // sent something else (TLS, HTTP/1) or hung up first
     kAcceptError,       // accept failed for want of descriptors or memory
+    kPeerLimit,         // accepted and closed at once: --max-connections-per-peer was reached
+    kFirstCallTimeout,  // shut down: no authenticated call within --first-call-timeout
+    kEvicted,           // shut down to make room at the cap: the oldest without a call yet
   };
 
   virtual ~ListenerEvents() = default;

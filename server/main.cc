@@ -135,6 +135,14 @@ absl::StatusOr<std::unique_ptr<http::Gateway>> ServeHttp(const ServerOptions& op
     };
   }
   gateway.find_asset = dashboard::FindAsset;
+  gateway.threads = static_cast<int>(options.http_threads);
+  gateway.body_timeout_ms = static_cast<int>(absl::ToInt64Milliseconds(options.http_body_timeout));
+  gateway.max_body_readers = static_cast<int>(options.http_max_body_readers);
+  gateway.max_body_readers_per_peer = static_cast<int>(options.http_max_body_readers_per_peer);
+  // Without authentication every caller is an admin: only then could a page reach it by DNS
+  // rebinding and act (docs/security.md, "Browsers").
+  gateway.check_host = !authorizer.enabled();
+  gateway.allowed_hosts = options.http_allowed_hosts;
   return http::Gateway::Start(std::move(gateway));
 }
 
@@ -189,6 +197,8 @@ ServiceOptions ServiceOptionsFor(const ServerOptions& options, const BackendInfo
   service_options.history_store = history;
   service_options.machine = std::move(machine);
   service_options.max_active_runs_per_owner = options.max_active_runs_per_owner;
+  service_options.health_rate_per_caller = options.health_rate_per_caller;
+  service_options.max_baselines_per_owner = options.max_baselines_per_owner;
   service_options.version = Version();
   service_options.metrics = metrics;
   service_options.tune = tune;

@@ -57,9 +57,11 @@ std::string GroupStateLabel(v1::GroupState s) {
   }
 }
 
-constexpr std::array<ListenerEvents::Refusal, 4> kRefusals = {
-    ListenerEvents::Refusal::kCap, ListenerEvents::Refusal::kHandshakeTimeout,
-    ListenerEvents::Refusal::kBadPreface, ListenerEvents::Refusal::kAcceptError};
+constexpr std::array<ListenerEvents::Refusal, 7> kRefusals = {
+    ListenerEvents::Refusal::kCap,        ListenerEvents::Refusal::kHandshakeTimeout,
+    ListenerEvents::Refusal::kBadPreface, ListenerEvents::Refusal::kAcceptError,
+    ListenerEvents::Refusal::kPeerLimit,  ListenerEvents::Refusal::kFirstCallTimeout,
+    ListenerEvents::Refusal::kEvicted};
 
 const char* RefusalLabel(ListenerEvents::Refusal reason) {
   switch (reason) {
@@ -71,6 +73,12 @@ const char* RefusalLabel(ListenerEvents::Refusal reason) {
       return "bad_preface";
     case ListenerEvents::Refusal::kAcceptError:
       return "accept_error";
+    case ListenerEvents::Refusal::kPeerLimit:
+      return "peer_limit";
+    case ListenerEvents::Refusal::kFirstCallTimeout:
+      return "first_call_timeout";
+    case ListenerEvents::Refusal::kEvicted:
+      return "evicted";
   }
   return "unknown";
 }
@@ -130,6 +138,11 @@ struct Metrics::Impl {
                                                           .Name("colltest_worker_restarts_total")
                                                           .Help("Respawns of a worker group.")
                                                           .Register(*registry);
+  prometheus::Family<prometheus::Counter>& history_write_errors =
+      prometheus::BuildCounter()
+          .Name("colltest_history_write_errors_total")
+          .Help("Writes the run history's database refused (a full disk, an I/O error).")
+          .Register(*registry);
   prometheus::Family<prometheus::Gauge>& group_state =
       prometheus::BuildGauge()
           .Name("colltest_group_state")
@@ -179,6 +192,7 @@ struct Metrics::Impl {
   prometheus::Gauge& runs_queued = runs.Add({{"state", "queued"}});
   prometheus::Gauge& runs_running = runs.Add({{"state", "running"}});
   prometheus::Counter& restarts_total = restarts.Add({});
+  prometheus::Counter& history_write_errors_total = history_write_errors.Add({});
   prometheus::Histogram& wall_seconds = wall.Add({}, WallBuckets());
   prometheus::Gauge& health_last_check = health_last.Add({});
   prometheus::Gauge& started = start_time.Add({});
@@ -256,6 +270,8 @@ void Metrics::ObserveHang(uint32_t culprit_rank, uint32_t culprit_device) {
 }
 
 void Metrics::ObserveRestart() { impl_->restarts_total.Increment(); }
+
+void Metrics::ObserveHistoryWriteError() { impl_->history_write_errors_total.Increment(); }
 
 void Metrics::SetGroupState(const std::vector<uint32_t>& devices, v1::GroupState state) {
   const std::string group = absl::StrJoin(devices, ",");

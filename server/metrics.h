@@ -41,6 +41,9 @@ class Metrics final : public ListenerEvents {
   void ObserveHang(uint32_t culprit_rank, uint32_t culprit_device);
   // colltest_worker_restarts_total (+1 per group respawn).
   void ObserveRestart();
+  // colltest_history_write_errors_total (+1 per write the history database refused: a case, a
+  // run's state; server/run_history.h).
+  void ObserveHistoryWriteError();
   // colltest_group_state{group="0,1,2,3",state="serving|degraded|recovering"}: 1 for the current
   // state, 0 for the other two (all three series exist once a group is set).
   void SetGroupState(const std::vector<uint32_t>& devices, colltest::v1::GroupState state);
@@ -53,7 +56,8 @@ class Metrics final : public ListenerEvents {
 
   // colltest_connections_open gauge: the listener's open client connections.
   void SetConnectionsOpen(size_t open) override;
-  // colltest_connections_refused_total{reason="cap|handshake_timeout|bad_preface|accept_error"}.
+  // colltest_connections_refused_total{reason="cap|handshake_timeout|bad_preface|accept_error|
+  // peer_limit|first_call_timeout|evicted"}.
   void ObserveRefused(Refusal reason, uint64_t count) override;
 
   // The text of a scrape (GET /metrics, served by http/gateway.h).

@@ -117,6 +117,14 @@ void AddConnectionOptions(CLI::App& app, ServerOptions& o) {
       ->check(CLI::Range(1u, 1u << 20));
   AddDurationOption(app, "--handshake-timeout", o.handshake_timeout,
                     "a connection that has not sent the HTTP/2 preface by then is closed");
+  AddDurationOption(app, "--first-call-timeout", o.first_call_timeout,
+                    "a connection that has made no authenticated call by then (counted from its "
+                    "accept) is closed");
+  app.add_option("--max-connections-per-peer", o.max_connections_per_peer,
+                 "connections without an authenticated call yet from one client IP address at "
+                 "most; beyond, the peer's oldest such one is closed or the new one refused "
+                 "(default: max(16, --max-connections / 4), at most --max-connections)")
+      ->check(CLI::Range(1u, 1u << 20));
   AddDurationOption(app, "--stream-send-timeout", o.stream_send_timeout,
                     "a Sweep whose client has not taken a message by then is cancelled");
   AddDurationOption(app, "--max-connection-idle", o.max_connection_idle,
@@ -133,6 +141,50 @@ void AddConnectionOptions(CLI::App& app, ServerOptions& o) {
                  "memory gRPC may use for connection buffers (e.g. 1GiB)")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(true));
+}
+
+// Flags of the HTTP port's limits and browser rules: docs/security.md ("The HTTP port").
+void AddHttpOptions(CLI::App& app, ServerOptions& o) {
+  app.add_option("--http-threads", o.http_threads,
+                 "connections the HTTP port serves at once (one thread each)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1024));
+  AddDurationOption(app, "--http-body-timeout", o.http_body_timeout,
+                    "an HTTP request body not whole this long after its headers is refused 408 "
+                    "and its connection closed");
+  app.add_option("--http-max-body-readers", o.http_max_body_readers,
+                 "HTTP requests reading a body at once; more are refused 503 at once (below "
+                 "--http-threads: the other threads stay for /healthz, /metrics and GETs)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1023));
+  app.add_option("--http-max-body-readers-per-peer", o.http_max_body_readers_per_peer,
+                 "of them from one client address; more are refused 429 at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1023));
+  app.add_option("--http-allowed-host", o.http_allowed_hosts,
+                 "a name (or name:port) the HTTP port also answers to in Host and Origin "
+                 "headers, beyond localhost, 127.0.0.1, [::1] and the --http host; repeatable")
+      ->check([](const std::string& value) -> std::string {
+        if (value.empty() || value.find_first_of(" /\t") != std::string::npos) {
+          return "expected a host name or name:port, e.g. colltest.lab.example:9464";
+        }
+        return "";
+      });
+}
+
+// The HTTP limits that depend on each other.
+absl::Status CheckHttpOptions(const ServerOptions& o) {
+  if (o.http_max_body_readers >= o.http_threads) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--http-max-body-readers ", o.http_max_body_readers, ": must be below --http-threads (",
+        o.http_threads, "), so that threads stay for /healthz, /metrics and GETs"));
+  }
+  if (o.http_max_body_readers_per_peer > o.http_max_body_readers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http-max-body-readers-per-peer ", o.http_max_body_readers_per_peer,
+                     ": must be at most --http-max-body-readers (", o.http_max_body_readers, ")"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -179,6 +231,19 @@ void AddRunLimitOptions(CLI::App& app, ServerOptions& o) {
                  "runs one caller may have queued or running at once; more are refused "
                  "RESOURCE_EXHAUSTED (0: no limit)")
       ->capture_default_str();
+  app.add_option("--health-rate-per-caller", o.health_rate_per_caller,
+                 "health checks one caller may start per minute, at most that many at once; more "
+                 "are refused RESOURCE_EXHAUSTED with the time to retry, answers from memory "
+                 "(--max-verdict-age) are not counted (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  // Each baseline keeps its run from retention; without a bound one caller adding names would
+  // keep the history from shrinking.
+  app.add_option("--max-baselines-per-owner", o.max_baselines_per_owner,
+                 "baselines one caller may own (over every machine); a new name beyond it is "
+                 "refused RESOURCE_EXHAUSTED, replacing its own still works (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
 }
 
 // Ranks that share a GPU (docs/shared-gpu.md).
@@ -223,6 +288,7 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
   app.add_option("--http", o.http,
                  "serve the dashboard, the JSON API (/api/v1) and Prometheus metrics (/metrics) "
                  "at http://HOST:PORT (port 0: any)");
+  AddHttpOptions(app, o);
   app.add_option("--health-listen", o.health_listen,
                  "also serve only grpc.health.v1.Health at HOST:PORT, plaintext and without "
                  "tokens (for Kubernetes' grpc probe; it reveals only SERVING / NOT_SERVING)");
@@ -272,6 +338,10 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
   }
   if (o.history_max_bytes == 0) {
     std::cerr << "--history-max-bytes: must be > 0\n";
+    return ParsedOptions{std::nullopt, 2};
+  }
+  if (absl::Status http = CheckHttpOptions(o); !http.ok()) {
+    std::cerr << http.message() << "\n";
     return ParsedOptions{std::nullopt, 2};
   }
   if (absl::Status protected_listen = CheckListenIsProtected(o); !protected_listen.ok()) {

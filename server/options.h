@@ -25,6 +25,12 @@ struct ServerOptions {
   // rather than concurrent (no MPS): case timeouts grow to match and results say so.
   bool allow_time_slicing = false;
   std::string http;  // HTTP address: API, dashboard, metrics (http/gateway.h); empty = not served
+  // The HTTP port's threads, body limits and extra host names (http/gateway.h, docs/security.md).
+  uint32_t http_threads = 64;
+  absl::Duration http_body_timeout = absl::Seconds(10);
+  uint32_t http_max_body_readers = 16;          // below http_threads: the rest stay for GETs
+  uint32_t http_max_body_readers_per_peer = 4;  // of them from one address
+  std::vector<std::string> http_allowed_hosts;  // Host/Origin names beyond loopback and --http's
   // A second, plaintext gRPC listener that serves only grpc.health.v1.Health, without tokens, for
   // probes that can send neither (Kubernetes' grpc probe); empty = none.
   std::string health_listen;
@@ -48,9 +54,16 @@ struct ServerOptions {
   // the next case respawns them (docs/neighbours.md gives the cost). Zero: they never exit.
   absl::Duration idle_timeout = absl::Minutes(1);
   uint32_t max_active_runs_per_owner = 16;  // queued or running runs of one caller; 0: no limit
+  uint32_t max_baselines_per_owner = 32;    // baselines one caller may own; 0: no limit
+  // Health checks one caller may start per minute (docs/limits.md); 0: no limit.
+  uint32_t health_rate_per_caller = 30;
   // Connections and streams (docs/limits.md).
   uint32_t max_connections = 0;  // 0: DefaultMaxConnections(the soft fd limit, the devices)
-  absl::Duration handshake_timeout = absl::Seconds(5);     // TCP accept to HTTP/2 client preface
+  absl::Duration handshake_timeout = absl::Seconds(5);  // TCP accept to HTTP/2 client preface
+  // TCP accept to the first call that passes authentication (server/listener.h).
+  absl::Duration first_call_timeout = absl::Seconds(10);
+  // Connections without such a call per client IP address; 0: max(16, max_connections / 4).
+  uint32_t max_connections_per_peer = 0;
   absl::Duration stream_send_timeout = absl::Seconds(30);  // one Sweep message to the client
   uint32_t max_streams_per_connection = 64;
   absl::Duration max_connection_idle = absl::Minutes(5);  // no call open: GOAWAY

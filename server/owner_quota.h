@@ -37,8 +37,11 @@ class OwnerQuota {
   // 0: no limit.
   explicit OwnerQuota(uint32_t max_per_owner) : max_(max_per_owner) {}
 
-  // A slot for `owner`, or RESOURCE_EXHAUSTED naming the owner, the count and the flag.
+  // A slot for `owner`, or RESOURCE_EXHAUSTED naming the owner, the count and the flag. Owners
+  // are counted by CallerKey (caller_key.h): with authentication off, every connection of one
+  // address is the same owner ("peer:ipv4:127.0.0.1", whatever the port).
   absl::StatusOr<Slot> Take(const std::string& owner);
+  // The runs counted against `owner`'s CallerKey.
   uint32_t active(const std::string& owner) const;
 
  private:

@@ -48,24 +48,40 @@ bool PeerNames::Record(int fd, std::string address) {
   struct stat info {};
   if (fstat(fd, &info) != 0) return false;
   absl::MutexLock lock(&mu_);
-  by_fd_.insert_or_assign(fd, Entry{info.st_dev, info.st_ino, std::move(address)});
+  by_fd_.insert_or_assign(fd, Entry{info.st_dev, info.st_ino, std::move(address), false});
   return true;
 }
 
-std::string PeerNames::Resolve(absl::string_view grpc_peer) const {
+int PeerNames::RecordedFd(absl::string_view grpc_peer) const {
   absl::string_view number = grpc_peer;
   int fd = -1;
-  if (!absl::ConsumePrefix(&number, "fd:") || !absl::SimpleAtoi(number, &fd) || fd < 0) {
-    return std::string(grpc_peer);
-  }
+  if (!absl::ConsumePrefix(&number, "fd:") || !absl::SimpleAtoi(number, &fd) || fd < 0) return -1;
   struct stat info {};
-  if (fstat(fd, &info) != 0) return std::string(grpc_peer);
-  absl::MutexLock lock(&mu_);
+  if (fstat(fd, &info) != 0) return -1;
   const auto it = by_fd_.find(fd);
   if (it == by_fd_.end() || it->second.device != info.st_dev || it->second.inode != info.st_ino) {
-    return std::string(grpc_peer);
+    return -1;
   }
-  return it->second.address;
+  return fd;
+}
+
+std::string PeerNames::Resolve(absl::string_view grpc_peer) const {
+  absl::MutexLock lock(&mu_);
+  const int fd = RecordedFd(grpc_peer);
+  if (fd < 0 || by_fd_.at(fd).address.empty()) return std::string(grpc_peer);
+  return by_fd_.at(fd).address;
+}
+
+void PeerNames::MarkProven(absl::string_view grpc_peer) {
+  absl::MutexLock lock(&mu_);
+  if (const int fd = RecordedFd(grpc_peer); fd >= 0) by_fd_.at(fd).proven = true;
+}
+
+bool PeerNames::IsProven(int fd, dev_t device, ino_t inode) const {
+  absl::MutexLock lock(&mu_);
+  const auto it = by_fd_.find(fd);
+  return it != by_fd_.end() && it->second.device == device && it->second.inode == inode &&
+         it->second.proven;
 }
 
 PeerNames& HandedPeerNames() {
@@ -76,6 +92,16 @@ PeerNames& HandedPeerNames() {
 
 std::string PeerAddress(absl::string_view grpc_peer) {
   return HandedPeerNames().Resolve(grpc_peer);
+}
+
+void MarkCallAuthenticated(absl::string_view grpc_peer) { HandedPeerNames().MarkProven(grpc_peer); }
+
+std::string PeerHost(absl::string_view address) {
+  if (absl::ConsumePrefix(&address, "ipv4:"))
+    return std::string(address.substr(0, address.rfind(':')));
+  if (absl::ConsumePrefix(&address, "ipv6:["))
+    return std::string(address.substr(0, address.rfind(']')));
+  return "";
 }
 
 std::string DescribePeer(int fd) {

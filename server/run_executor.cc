@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "common/names.h"
 #include "common/status_macros.h"
+#include "common/text.h"
 #include "server/case_merge.h"
 #include "server/own_processes.h"
 #include "server/sweep_plan.h"
@@ -153,18 +154,16 @@ absl::Status RunExecutor::CheckNoOtherUsers(const v1::SweepSpec& spec,
   return CheckDevicesFree(*users_, devices, own);
 }
 
-absl::StatusOr<DeviceArbiter::Lease> RunExecutor::Queue(const std::string& id,
-                                                        const std::string& owner,
-                                                        const std::vector<uint32_t>& devices,
-                                                        uint32_t total, RunPriority priority,
-                                                        RunObserver& observer) {
+absl::StatusOr<DeviceArbiter::Lease> RunExecutor::Queue(
+    const std::string& id, const std::string& owner, const std::vector<uint32_t>& devices,
+    uint32_t total, RunPriority priority, const PriorityClaim& claim, RunObserver& observer) {
   absl::StatusOr<DeviceArbiter::Lease> lease = arbiter_->Acquire(
       devices, [&] { return !StopReason(id, observer).empty(); },
       [&](uint32_t ahead) {
         CountRuns();
         observer.OnQueued(id, ahead, total);
       },
-      priority, absl::StrCat("run ", id, owner.empty() ? "" : absl::StrCat(" of ", owner)));
+      priority, absl::StrCat("run ", id, owner.empty() ? "" : absl::StrCat(" of ", owner)), claim);
   CountRuns();
   if (lease.ok()) return lease;
   const std::string why = StopReason(id, observer);
@@ -229,13 +228,18 @@ RunExecutor::Loop RunExecutor::RunCases(const std::string& id, const v1::SweepSp
                    std::string(common::ModeName(result.mode())), result.m(), result.n(),
                    std::string(common::CaseStatusName(result.status())), result.message());
     }
-    if (absl::Status stored = history_->AddCase(id, result); !stored.ok()) {
-      spdlog::error("run {} case {}: not stored in the history: {}", id, i,
-                    std::string(stored.message()));
-    }
+    const absl::Status stored = history_->AddCase(id, result);
     Count(result, plan.devices, spec.label() == kSelfTestLabel);
     ++loop.done;
     observer.OnCase(id, result, loop.done, total);
+    if (!stored.ok()) {
+      // The run's result is its record: the cases after this one would be run and lost (on a
+      // full disk, 263 of 300 were), and the run would read as stored when it is not.
+      spdlog::error("run {}: {}", id, std::string(stored.message()));
+      loop.unstored = std::string(stored.message());
+      break;
+    }
+    ++loop.stored;
     if (spec.stop_on_failure() &&
         StatusSeverity(result.status()) >= StatusSeverity(v1::CASE_STATUS_WRONG)) {
       loop.failed_fast =
@@ -251,7 +255,11 @@ absl::StatusOr<v1::RunResult> RunExecutor::FinishRun(const std::string& id, uint
                                                      const Loop& loop) {
   v1::RunState state = v1::RUN_STATE_DONE;
   std::string message;
-  if (!loop.stop.empty()) {
+  if (!loop.unstored.empty()) {
+    state = v1::RUN_STATE_FAILED;
+    message = absl::StrCat(loop.unstored, "; the run was stopped after ", loop.done, " of ", total,
+                           " cases, ", loop.stored, " of them stored");
+  } else if (!loop.stop.empty()) {
     state = v1::RUN_STATE_CANCELLED;
     message = absl::StrCat("cancelled after ", loop.done, " of ", total, " cases: ", loop.stop);
   } else if (total > 0 && loop.pool_failures == total) {
@@ -269,7 +277,8 @@ absl::StatusOr<v1::RunResult> RunExecutor::FinishRun(const std::string& id, uint
 
 absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
                                                    RunObserver& observer, const std::string& owner,
-                                                   RunPriority priority) {
+                                                   RunPriority priority,
+                                                   const PriorityClaim& claim) {
   absl::StatusOr<v1::SweepSpec> spec = ValidateSpec(request, limits_);
   if (!spec.ok()) return spec.status();
   // Refused before it is recorded or queued: nothing is left to answer later.
@@ -284,15 +293,26 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
   COLLTEST_RETURN_IF_ERROR(CheckNoOtherUsers(*spec, plan.devices));
   const auto total = static_cast<uint32_t>(plan.cases.size());
   COLLTEST_ASSIGN_OR_RETURN(const std::string id, history_->Create(*spec, limits_.backend, owner));
+  // The label and the owner come from clients: escaped, so that neither can forge or reorder a
+  // log line (validation refuses controls and bidi overrides in labels; older history may hold
+  // any).
   spdlog::info("run {}: {} cases on devices {} ({}) for {}{}", id, total,
-               absl::StrJoin(plan.devices, ","), spec->label(), owner,
+               absl::StrJoin(plan.devices, ","), common::EscapeForTerminal(spec->label()),
+               common::EscapeForTerminal(owner),
                priority == RunPriority::kPriority ? ", priority" : "");
 
   COLLTEST_ASSIGN_OR_RETURN(DeviceArbiter::Lease lease,
-                            Queue(id, owner, plan.devices, total, priority, observer));
-  (void)history_->MarkRunning(id);
+                            Queue(id, owner, plan.devices, total, priority, claim, observer));
+  const absl::Status marked = history_->MarkRunning(id);
   observer.OnStarted(id, total);
-  const Loop loop = RunCases(id, *spec, plan, lease, observer);
+  // A history that cannot record the start would not record the cases either: none is run.
+  Loop loop;
+  if (marked.ok()) {
+    loop = RunCases(id, *spec, plan, lease, observer);
+  } else {
+    spdlog::error("run {}: {}", id, std::string(marked.message()));
+    loop.unstored = std::string(marked.message());
+  }
   lease.Release();
   CountRuns();
   return FinishRun(id, total, loop);

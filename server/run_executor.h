@@ -56,15 +56,18 @@ class RunExecutor {
               DeviceUsersProbe* users = nullptr);
 
   // Returns the run as recorded, in state DONE, CANCELLED (stopped after a case), or FAILED (no
-  // case could be run at all). Errors: the validation error or the BUSY refusal (other processes
-  // use the devices and spec.force is off; device_users.h), both with nothing recorded, or
-  // CANCELLED when the run was cancelled while still queued (recorded as CANCELLED with no
-  // cases). `owner` is recorded as the run's RunResult.owner. A kNormal run lends its devices to
-  // waiting kPriority runs between two of its cases (run_queue.h).
+  // case could be run at all, or the history could not store a case or the run's state: the run
+  // stops at the first such case, and the message is the storage error, run_history.h). Errors: the
+  // validation error or the BUSY refusal (other processes use the devices and spec.force is off;
+  // device_users.h), both with nothing recorded, or CANCELLED when the run was cancelled while
+  // still queued (recorded as CANCELLED with no cases). `owner` is recorded as the run's
+  // RunResult.owner. A kNormal run lends its devices to waiting kPriority runs between two of its
+  // cases, once per caller's check (a kPriority run's `claim`, run_queue.h).
   absl::StatusOr<colltest::v1::RunResult> Execute(const colltest::v1::SweepSpec& spec,
                                                   RunObserver& observer,
                                                   const std::string& owner = "",
-                                                  RunPriority priority = RunPriority::kNormal);
+                                                  RunPriority priority = RunPriority::kNormal,
+                                                  const PriorityClaim& claim = {});
 
   // Asks a run to stop; returns the state it was in. NOT_FOUND for unknown ids.
   absl::StatusOr<colltest::v1::RunState> Cancel(const std::string& run_id);
@@ -87,10 +90,12 @@ class RunExecutor {
   // What the case loop of one run ended with.
   struct Loop {
     uint32_t done = 0;
+    uint32_t stored = 0;  // cases the history stored
     uint32_t pool_failures = 0;
     absl::Status last_failure;
     std::string stop;         // why it was stopped; "" when it was not
     std::string failed_fast;  // why stop_on_failure ended it; "" when it did not
+    std::string unstored;     // the history's error that ended it; "" when every case was stored
   };
 
   // BUSY (device_users.h) when processes other than colltestd and its workers use `devices`.
@@ -99,7 +104,8 @@ class RunExecutor {
   // Waits for the devices; on CANCELLED finishes the run in the history and says why.
   absl::StatusOr<DeviceArbiter::Lease> Queue(const std::string& id, const std::string& owner,
                                              const std::vector<uint32_t>& devices, uint32_t total,
-                                             RunPriority priority, RunObserver& observer);
+                                             RunPriority priority, const PriorityClaim& claim,
+                                             RunObserver& observer);
   Loop RunCases(const std::string& id, const colltest::v1::SweepSpec& spec, const SweepPlan& plan,
                 DeviceArbiter::Lease& lease, RunObserver& observer);
   // Lends the devices to waiting priority runs between two cases; false when the run must stop.

@@ -1,6 +1,9 @@
 #include "server/run_queue.h"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -13,6 +16,13 @@ bool Overlap(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
     if (std::find(b.begin(), b.end(), d) != b.end()) return true;
   }
   return false;
+}
+
+// Whether a priority ticket of `claim` may go ahead of a normal run that `passed_by` checks went
+// ahead of: once per caller, by every run of that one check.
+bool MayPass(const std::map<std::string, uint64_t>& passed_by, const PriorityClaim& claim) {
+  auto it = passed_by.find(claim.caller);
+  return it == passed_by.end() || it->second == claim.check;
 }
 
 }  // namespace
@@ -35,13 +45,47 @@ void DeviceArbiter::Lease::Release() {
   if (arbiter_ != nullptr) std::exchange(arbiter_, nullptr)->Release(ticket_);
 }
 
-DeviceArbiter::TicketIt DeviceArbiter::Enqueue(Ticket ticket) {
-  // Behind every ticket of its class and of the classes served before it; list order is service
-  // order, which is all CanStart looks at.
-  auto pos = waiting_.end();
-  if (ticket.rank == Rank::kFront) {
-    pos = std::find_if(waiting_.begin(), waiting_.end(),
-                       [](const Ticket& t) { return t.rank == Rank::kNormal; });
+DeviceArbiter::TicketIt DeviceArbiter::FrontEnd() {
+  return std::find_if(waiting_.begin(), waiting_.end(),
+                      [](const Ticket& t) { return t.rank == Rank::kNormal; });
+}
+
+bool DeviceArbiter::HolderPassedBy(const Ticket& ticket) const {
+  return std::any_of(holding_.begin(), holding_.end(), [&](const auto& entry) {
+    const Ticket& held = entry.second;
+    return held.priority == RunPriority::kNormal && Overlap(held.devices, ticket.devices) &&
+           !MayPass(held.passed_by, ticket.claim);
+  });
+}
+
+DeviceArbiter::TicketIt DeviceArbiter::EnqueuePriority(Ticket ticket) {
+  // Behind every ticket it may not pass: a front ticket (a run that yielded waits for its next
+  // case, not for later checks), a normal waiter another check of this caller passed, and every
+  // ticket of the same caller. Another caller's priority ticket that waits behind a run (rank
+  // kNormal) does not hold it back. List order is service order, which is all CanStart looks at.
+  auto pos = waiting_.begin();
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    const bool normal_waiter = it->priority == RunPriority::kNormal && it->rank == Rank::kNormal;
+    if (normal_waiter && MayPass(it->passed_by, ticket.claim)) continue;
+    const bool other_caller_waiting_behind_a_run = it->priority == RunPriority::kPriority &&
+                                                   it->rank == Rank::kNormal &&
+                                                   it->claim.caller != ticket.claim.caller;
+    if (!other_caller_waiting_behind_a_run) pos = std::next(it);
+  }
+  const bool at_front =
+      std::all_of(waiting_.begin(), pos, [](const Ticket& t) { return t.rank == Rank::kFront; });
+  ticket.rank = Rank::kFront;
+  if (!at_front || HolderPassedBy(ticket)) {
+    // Waits for a run its caller passed: behind the front (the run will not yield to it).
+    ticket.rank = Rank::kNormal;
+    if (at_front) pos = FrontEnd();
+  }
+  // Every run it goes ahead of remembers this check; the overlapping ones only: it delays the
+  // others not at all.
+  for (auto it = pos; it != waiting_.end(); ++it) {
+    if (it->priority == RunPriority::kNormal && Overlap(it->devices, ticket.devices)) {
+      it->passed_by.emplace(ticket.claim.caller, ticket.claim.check);
+    }
   }
   return waiting_.insert(pos, std::move(ticket));
 }
@@ -65,10 +109,29 @@ uint32_t DeviceArbiter::RunsAhead(std::list<Ticket>::const_iterator it) const {
   return ahead;
 }
 
-bool DeviceArbiter::PriorityWaitsFor(const std::vector<uint32_t>& devices) const {
-  return std::any_of(waiting_.begin(), waiting_.end(), [&](const Ticket& t) {
-    return t.priority == RunPriority::kPriority && Overlap(t.devices, devices);
-  });
+DeviceArbiter::TicketIt DeviceArbiter::PlanYield(Ticket& held) {
+  // Only the front: a priority ticket further back waits behind a run its caller passed, which
+  // would take the devices in its place. A front ticket that may not pass `held` (another check
+  // of a caller it yields to now or yielded to before) goes behind the front, to wait for `held`.
+  TicketIt last = waiting_.end();
+  std::vector<TicketIt> not_passing;
+  for (auto it = waiting_.begin(); it != waiting_.end() && it->rank == Rank::kFront; ++it) {
+    if (!Overlap(it->devices, held.devices)) continue;
+    // A run that yielded never overlaps a running one: they held their devices at once.
+    if (it->priority != RunPriority::kPriority) break;
+    if (MayPass(held.passed_by, it->claim)) {
+      held.passed_by.emplace(it->claim.caller, it->claim.check);
+      last = it;
+    } else {
+      not_passing.push_back(it);
+    }
+  }
+  const TicketIt front_end = FrontEnd();
+  for (TicketIt it : not_passing) {
+    it->rank = Rank::kNormal;
+    waiting_.splice(front_end, waiting_, it);
+  }
+  return last;
 }
 
 absl::Status DeviceArbiter::WaitForGrant(std::unique_lock<std::mutex>& lock, TicketIt it,
@@ -106,12 +169,20 @@ absl::StatusOr<DeviceArbiter::Lease> DeviceArbiter::Acquire(absl::Span<const uin
                                                             const CancelCheck& cancelled,
                                                             const PositionCallback& on_position,
                                                             RunPriority priority,
-                                                            std::string holder) {
+                                                            std::string holder,
+                                                            PriorityClaim claim) {
   std::unique_lock<std::mutex> lock(mu_);
   const uint64_t id = next_ticket_++;
-  const Rank rank = priority == RunPriority::kPriority ? Rank::kFront : Rank::kNormal;
-  TicketIt it =
-      Enqueue(Ticket{id, {devices.begin(), devices.end()}, priority, rank, std::move(holder)});
+  Ticket ticket{id,
+                {devices.begin(), devices.end()},
+                priority,
+                Rank::kNormal,
+                std::move(holder),
+                std::move(claim),
+                {}};
+  TicketIt it = priority == RunPriority::kPriority
+                    ? EnqueuePriority(std::move(ticket))
+                    : waiting_.insert(waiting_.end(), std::move(ticket));
   if (absl::Status granted = WaitForGrant(lock, it, cancelled, on_position); !granted.ok()) {
     return granted;
   }
@@ -122,16 +193,15 @@ absl::StatusOr<bool> DeviceArbiter::YieldToPriority(Lease& lease, const CancelCh
   if (lease.arbiter_ != this) return false;
   std::unique_lock<std::mutex> lock(mu_);
   auto held = holding_.find(lease.ticket_);
-  if (held == holding_.end() || held->second.priority == RunPriority::kPriority ||
-      !PriorityWaitsFor(held->second.devices)) {
-    return false;
-  }
+  if (held == holding_.end() || held->second.priority == RunPriority::kPriority) return false;
+  const TicketIt last = PlanYield(held->second);
+  if (last == waiting_.end()) return false;
   Ticket ticket = std::move(held->second);
   holding_.erase(held);
-  // Front class: behind the priority tickets waiting now, ahead of every later one and of every
+  // At the front, right behind the tickets it yields to, ahead of every later one and of every
   // normal waiter, so the run gets its devices back before anyone else can take them.
   ticket.rank = Rank::kFront;
-  TicketIt it = Enqueue(std::move(ticket));
+  TicketIt it = waiting_.insert(std::next(last), std::move(ticket));
   cv_.notify_all();
   if (absl::Status granted = WaitForGrant(lock, it, cancelled, nullptr); !granted.ok()) {
     lease.arbiter_ = nullptr;  // its ticket is gone: nothing to release

@@ -4,11 +4,17 @@
 // starved by a stream of small ones that overlap it. Nothing is dropped; a waiter leaves the queue
 // only by getting its devices or by being cancelled.
 //
-// Priority tickets (health checks) queue ahead of every normal waiter, in arrival order among
-// themselves, and a running normal run hands its devices to them between two of its cases
-// (YieldToPriority), getting them back ahead of every normal waiter once the priority tickets that
-// were waiting when it yielded are through. So a health verdict waits for at most one case of a
-// sweep, and the sweep moves on by at least one case between two yields: neither starves.
+// Priority tickets (health checks) go ahead of normal runs, fair-queued per caller: each normal
+// run, waiting or running, lets each caller's health checks go ahead of it once. A priority ticket
+// queues ahead of every normal waiter that no other check of its caller has gone ahead of, in
+// arrival order among the priority tickets there, and behind the runs its caller already passed,
+// like a normal ticket. A running normal run hands its devices to the priority tickets at the
+// front between two of its cases (YieldToPriority), once per caller's check, and gets them back
+// ahead of every normal waiter once those tickets are through. So the first check of a caller
+// waits for at most one case of a sweep; a sweep moves on by at least one case between two
+// yields; and a caller that loops health checks delays another client's run by about one of its
+// checks (before, a runner looping checks held a 1-case run back for as long as it looped: 56 s
+// with one loop, 87 s with two; now about one check, docs/neighbours.md).
 #pragma once
 
 #include <condition_variable>
@@ -26,10 +32,19 @@
 
 namespace colltest::server {
 
-// How a run waits for its devices. A health check's runs are kPriority: they go ahead of every
-// waiting run, and a running sweep on their devices hands them over between two of its cases and
-// continues after them, so a verdict never waits behind other clients' sweeps (docs/neighbours.md).
+// How a run waits for its devices. A health check's runs are kPriority: they go ahead of the
+// waiting runs, and a running sweep on their devices hands them over between two of its cases and
+// continues after them, so a verdict does not wait behind other clients' sweeps; each caller's
+// checks pass a given run only once (docs/neighbours.md).
 enum class RunPriority { kNormal, kPriority };
+
+// Whose check a priority ticket belongs to. Every run of one check (`check`, unique per check)
+// may pass the runs its check passed; another check of the same `caller` may not pass them again.
+// Tickets with the same claim count as one check (the default claim: the arbiter's unit tests).
+struct PriorityClaim {
+  std::string caller;  // the fair-queuing key: CallerKey(owner)
+  uint64_t check = 0;
+};
 
 class DeviceArbiter {
  public:
@@ -62,17 +77,18 @@ class DeviceArbiter {
   DeviceArbiter& operator=(const DeviceArbiter&) = delete;
 
   // Blocks until the devices are granted (OK) or `cancelled` returns true (CANCELLED). `holder`
-  // names the run for Holders() ("run r-1 of alice").
+  // names the run for Holders() ("run r-1 of alice"); `claim` is a priority ticket's check.
   absl::StatusOr<Lease> Acquire(absl::Span<const uint32_t> devices, const CancelCheck& cancelled,
                                 const PositionCallback& on_position = nullptr,
                                 RunPriority priority = RunPriority::kNormal,
-                                std::string holder = "");
+                                std::string holder = "", PriorityClaim claim = {});
 
-  // Between two cases of a normal run: when a priority ticket waits for any of the lease's
-  // devices, hands all of them over and blocks until they are granted again, ahead of every
-  // normal waiter (only the priority tickets that queued before the yield go first). Returns
-  // whether it yielded. CANCELLED when `cancelled` returned true while it waited: the lease is
-  // then released. A priority lease, or one not held, never yields.
+  // Between two cases of a normal run: when a priority ticket at the front of the queue waits for
+  // any of the lease's devices and no other check of its caller made this run yield before, hands
+  // all of them over and blocks until they are granted again, ahead of every normal waiter (only
+  // those priority tickets go first). Returns whether it yielded. CANCELLED when `cancelled`
+  // returned true while it waited: the lease is then released. A priority lease, or one not held,
+  // never yields.
   absl::StatusOr<bool> YieldToPriority(Lease& lease, const CancelCheck& cancelled);
 
   // Makes every waiter re-check its cancellation now instead of at its next poll.
@@ -85,8 +101,10 @@ class DeviceArbiter {
   size_t running() const;
 
  private:
-  // Queue classes in the order they are served; a ticket queues behind every ticket of its own
-  // class and of the classes before it.
+  // kFront: the head of the queue, served before any normal waiter: priority tickets that passed
+  // every normal waiter and the runs that hold their devices, and runs that yielded to them.
+  // kNormal: the rest, normal waiters and priority tickets that wait behind a run their caller
+  // passed.
   enum class Rank { kFront, kNormal };
   struct Ticket {
     uint64_t id;
@@ -94,15 +112,26 @@ class DeviceArbiter {
     RunPriority priority;
     Rank rank;
     std::string holder;
+    PriorityClaim claim;  // kPriority only
+    // kNormal only: the check of each caller whose priority tickets went ahead of this run or
+    // made it yield; no other check of those callers may do so again.
+    std::map<std::string, uint64_t> passed_by;
   };
   using TicketIt = std::list<Ticket>::iterator;
 
   void Release(uint64_t ticket);
   // All with mu_ held.
-  TicketIt Enqueue(Ticket ticket);
+  TicketIt EnqueuePriority(Ticket ticket);
+  // The first ticket behind the front.
+  TicketIt FrontEnd();
+  // Whether a running normal run on `ticket`'s devices was passed by another check of its caller.
+  bool HolderPassedBy(const Ticket& ticket) const;
   bool CanStart(std::list<Ticket>::const_iterator it) const;
   uint32_t RunsAhead(std::list<Ticket>::const_iterator it) const;
-  bool PriorityWaitsFor(const std::vector<uint32_t>& devices) const;
+  // For `held`, a running normal run about to yield: records the checks it yields to and returns
+  // the last of them (end() when none); moves the front tickets it may not yield to behind the
+  // front.
+  TicketIt PlanYield(Ticket& held);
   // Waits until `it` may start and moves it to holding_, or returns CANCELLED (it is dropped).
   absl::Status WaitForGrant(std::unique_lock<std::mutex>& lock, TicketIt it,
                             const CancelCheck& cancelled, const PositionCallback& on_position);

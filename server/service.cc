@@ -60,7 +60,7 @@ CollectiveTestService::CollectiveTestService(ServiceOptions options, WorkerPool*
       auth_(options_.auth),
       own_store_(options_.history_store != nullptr ? nullptr : OpenMemoryStore()),
       history_(options_.history_store != nullptr ? options_.history_store : own_store_.get(),
-               options_.machine, options_.time_sliced_round_trip_us > 0),
+               options_.machine, options_.time_sliced_round_trip_us > 0, options_.metrics),
       arbiter_(options_.queue_poll),
       executor_(LimitsFor(options_), pool, &history_, &arbiter_, options_.metrics, options_.tune,
                 options_.users_probe),
@@ -70,7 +70,8 @@ CollectiveTestService::CollectiveTestService(ServiceOptions options, WorkerPool*
           [this](const v1::HealthRequest& request, RunObserver& observer,
                  const std::string& owner) { return health_.Check(request, observer, owner); },
           [this](const std::vector<uint32_t>& devices) { return executor_.Holders(devices); },
-          HealthGate::Options{options_.machine, executor_.limits().devices}),
+          HealthGate::Options{options_.machine, executor_.limits().devices,
+                              options_.health_rate_per_caller}),
       send_watchdog_(options_.stream_send_timeout) {}
 
 grpc::Status CollectiveTestService::ListDevices(grpc::ServerContext* context,

@@ -39,8 +39,11 @@ struct ServiceOptions {
   colltest::v1::MachineIdentity machine;    // recorded with every run
   ExpectedBandwidth expected_busbw;         // the long health level's figures (tune dir)
   uint32_t max_active_runs_per_owner = 16;  // queued or running runs of one caller; 0: no limit
+  uint32_t max_baselines_per_owner = 32;    // baselines one caller may own; 0: no limit
   Metrics* metrics = nullptr;               // not owned; null: no metrics
   const TuneTables* tune = nullptr;         // not owned; null: `auto` is UNSUPPORTED
+  // Health checks one caller may start per minute (health_rate_limit.h); 0: no limit.
+  uint32_t health_rate_per_caller = kDefaultHealthRatePerCaller;
   // A Sweep whose client reads nothing for this long is cancelled (a blocked send holds devices).
   absl::Duration stream_send_timeout = absl::Seconds(30);
   // Not owned; null: runs do not look for other processes on their devices (the cpu backend,

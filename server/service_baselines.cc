@@ -1,9 +1,11 @@
-// CollectiveTestService's baselines and comparison: SetBaseline, ListBaselines and Compare over
-// the history database (store/run_store.h) and server/compare.h.
+// CollectiveTestService's baselines and comparison: SetBaseline (owned by their setter, bounded per
+// owner), ListBaselines and Compare over the history database (store/run_store.h) and
+// server/compare.h.
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/names.h"
+#include "server/caller_key.h"
 #include "server/compare.h"
 #include "server/query_validation.h"
 #include "server/service.h"
@@ -53,9 +55,14 @@ grpc::Status CollectiveTestService::SetBaseline(grpc::ServerContext* context,
   baseline.set_machine_key(run->machine().key());
   baseline.set_run_id(run->run_id());
   baseline.set_set_unix_ms(absl::ToUnixMillis(absl::Now()));
-  baseline.set_set_by(caller->name);
   baseline.set_hostname(run->machine().hostname());
-  absl::StatusOr<v1::Baseline> stored = history_.store()->SetBaseline(baseline);
+  // A runner may replace only the baselines it owns, an admin any; and one owner's names are
+  // bounded, since each keeps its run from retention (docs/history.md, "Baselines and their
+  // owners"). Owned under the caller's key, so that with authentication off a client that
+  // reconnects (a new peer port) is still the same owner and the bound holds.
+  const store::BaselineSetter setter{CallerKey(caller->name), caller->role >= Role::kAdmin,
+                                     options_.max_baselines_per_owner};
+  absl::StatusOr<v1::Baseline> stored = history_.store()->SetBaseline(baseline, setter);
   if (!stored.ok()) return ToGrpcStatus(stored.status());
   *response = *std::move(stored);
   return grpc::Status::OK;

@@ -1,10 +1,12 @@
 #include "server/token_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <map>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -12,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "server/unique_fd.h"
 #include "spdlog/spdlog.h"
 
 namespace colltest::server {
@@ -121,6 +124,15 @@ struct NumberedLine {
   std::vector<absl::string_view> fields;
 };
 
+const char* FileTypeName(mode_t mode) {
+  if (S_ISFIFO(mode)) return "FIFO";
+  if (S_ISSOCK(mode)) return "socket";
+  if (S_ISCHR(mode)) return "character device";
+  if (S_ISBLK(mode)) return "block device";
+  if (S_ISDIR(mode)) return "directory";
+  return "special file";
+}
+
 std::vector<NumberedLine> MeaningfulLines(absl::string_view text) {
   std::vector<NumberedLine> lines;
   int number = 0;
@@ -161,18 +173,52 @@ absl::StatusOr<std::vector<Principal>> ParseTokenFile(absl::string_view text,
   return principals;
 }
 
-absl::StatusOr<std::vector<Principal>> LoadTokenFile(const std::string& path, bool mutual_tls) {
-  std::ifstream in(path, std::ios::binary);
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO for reading otherwise blocks until a writer comes, and colltestd,
+  // not yet serving, would sit in open() deaf to SIGTERM. No O_NOFOLLOW: Kubernetes mounts secrets
+  // as symlinks; the fstat below judges the file the link leads to.
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) {
+    return absl::NotFoundError(
+        absl::StrCat("--token-file ", path, ": cannot open it: ", std::strerror(errno)));
+  }
   struct stat info {};
-  if (!in || stat(path.c_str(), &info) != 0) {
-    return absl::NotFoundError(absl::StrCat("--token-file ", path, ": cannot read it"));
+  if (fstat(fd.get(), &info) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("--token-file ", path, ": cannot stat it: ", std::strerror(errno)));
+  }
+  // A FIFO, a socket or a device (/dev/zero, /dev/stdin) could block the start or never end.
+  if (!S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--token-file ", path, ": is a ", FileTypeName(info.st_mode), ", not a regular file"));
+  }
+  if (info.st_size > static_cast<off_t>(kMaxTokenFileBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("--token-file ", path, ": ", info.st_size,
+                                                   " bytes, the limit is ", kMaxTokenFileBytes));
   }
   if (const std::string warning = LooseModeWarning(path, info.st_mode); !warning.empty()) {
     spdlog::warn("{}", warning);
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<std::vector<Principal>> principals = ParseTokenFile(text.str(), path);
+  std::string text;
+  char buffer[4096];
+  while (text.size() <= kMaxTokenFileBytes) {
+    const ssize_t n = read(fd.get(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return absl::NotFoundError(
+          absl::StrCat("--token-file ", path, ": cannot read it: ", std::strerror(errno)));
+    }
+    if (n == 0) return text;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--token-file ", path, ": grew past ", kMaxTokenFileBytes, " bytes while read"));
+}
+
+absl::StatusOr<std::vector<Principal>> LoadTokenFile(const std::string& path, bool mutual_tls) {
+  absl::StatusOr<std::string> text = ReadTokenFile(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<std::vector<Principal>> principals = ParseTokenFile(*text, path);
   if (!principals.ok()) return principals.status();
   for (const Principal& p : *principals) {
     if (!p.common_name.empty() && !mutual_tls) {

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -191,8 +192,15 @@ int64_t Database::changes() const { return sqlite3_changes64(db_); }
 
 absl::Status Database::Error(int rc, absl::string_view purpose) const {
   const char* message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  return absl::Status(CodeOf(rc),
+  absl::Status status(CodeOf(rc),
                       absl::StrCat("history database ", path_, ": ", purpose, ": ", message));
+  status.SetPayload(kSqliteMessagePayload, absl::Cord(message));
+  return status;
+}
+
+std::string SqliteMessageOf(const absl::Status& status) {
+  const auto message = status.GetPayload(kSqliteMessagePayload);  // absl::optional<absl::Cord>
+  return message.has_value() ? std::string(*message) : std::string(status.message());
 }
 
 // --- Transaction ---

@@ -20,6 +20,14 @@ namespace colltest::store {
 
 class Database;
 
+// Every error of a Database carries SQLite's own words ("database or disk is full") as this
+// payload, so that a caller can name the cause without the file and statement around it.
+inline constexpr char kSqliteMessagePayload[] = "type.colltest.dev/store.SqliteMessage";
+
+// SQLite's words of an error from this layer (kSqliteMessagePayload); the whole message for any
+// other status.
+std::string SqliteMessageOf(const absl::Status& status);
+
 // One prepared statement. Bind* take 1-based parameter indices and copy what they are given;
 // the first failed bind is reported by the next Step() or Run(). Column accessors take 0-based
 // column indices and are valid after Step() returned true.

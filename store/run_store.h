@@ -20,6 +20,17 @@ namespace colltest::store {
 inline constexpr uint32_t kDefaultListLimit = 50;
 inline constexpr uint32_t kMaxListLimit = 1000;
 
+// Who sets a baseline, and the rules it is held to (docs/history.md, "Baselines and their owners").
+// A baseline is owned by the caller that created it; replacing it keeps that owner.
+struct BaselineSetter {
+  // The caller as colltestd counts it (server/caller_key.h): recorded as set_by and as the owner.
+  std::string name;
+  bool may_replace_any = false;  // an admin: may replace baselines of others and of nobody
+  // Baselines one owner may hold, over every machine; 0: no bound. At the bound an owner may still
+  // replace its own baselines (there is no way to delete one), only not add a name.
+  uint32_t max_per_owner = 0;
+};
+
 class Database;  // store/database.h
 
 class RunStore {
@@ -68,9 +79,17 @@ class RunStore {
   absl::StatusOr<uint64_t> Prune(uint64_t max_runs, absl::Duration max_age, uint64_t max_bytes,
                                  int64_t now_unix_ms);
 
-  // Sets (or replaces) the baseline (machine_key, name) -> run_id; the other fields are stored
-  // as given. Returns what was stored.
-  absl::StatusOr<colltest::v1::Baseline> SetBaseline(const colltest::v1::Baseline& baseline);
+  // Sets (or replaces) the baseline (machine_key, name) -> run_id for `setter`, whose name becomes
+  // set_by (and the owner of a new baseline); the other fields are stored as given. Returns what
+  // was stored. PERMISSION_DENIED naming the baseline, its owner and the rule when the setter may
+  // not replace it; RESOURCE_EXHAUSTED naming the bound when a new name would take the setter
+  // past setter.max_per_owner.
+  absl::StatusOr<colltest::v1::Baseline> SetBaseline(const colltest::v1::Baseline& baseline,
+                                                     const BaselineSetter& setter);
+  // The owner of a baseline ("" for one set before baselines had owners); NOT_FOUND as
+  // GetBaseline.
+  absl::StatusOr<std::string> BaselineOwner(const std::string& machine_key,
+                                            const std::string& name) const;
   // NOT_FOUND naming the name and the machine's host name (or key) when there is none.
   absl::StatusOr<colltest::v1::Baseline> GetBaseline(const std::string& machine_key,
                                                      const std::string& name) const;

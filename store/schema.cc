@@ -58,8 +58,8 @@ CREATE TABLE cases (
 // ran with (the key plus a hash of the whole identity), so that a driver or colltest upgrade
 // shows in the runs after it while the key, which baselines use, stays the same (version-1 runs
 // refer to the row of their key, which is how version 1 recorded machines); and runs.case_bytes,
-// the serialized size of a run's cases, which --history-max-bytes bounds. A baseline's run cannot be deleted (the foreign key), so that a
-// baseline never names a run that is gone.
+// the serialized size of a run's cases, which --history-max-bytes bounds. A baseline's run cannot
+// be deleted (the foreign key), so that a baseline never names a run that is gone.
 constexpr char kSchemaV2[] = R"sql(
 CREATE TABLE baselines (
   machine_key TEXT NOT NULL,
@@ -93,6 +93,15 @@ UPDATE runs SET case_bytes =
 constexpr char kSchemaV3[] = R"sql(
 ALTER TABLE runs ADD COLUMN ranks_per_gpu INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN time_sliced INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// Version 4: baselines.owner, the caller that created a baseline (the token's name, or the peer
+// with authentication off). A runner may replace only the baselines it owns and an owner holds at
+// most --max-baselines-per-owner of them (store/baselines.cc). Baselines set before have no owner
+// ('') and count against nobody: only an admin may replace them.
+constexpr char kSchemaV4[] = R"sql(
+ALTER TABLE baselines ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX baselines_by_owner ON baselines(owner);
 )sql";
 
 absl::Status CreateV1(Database& db) { return db.Exec(kSchemaV1, "create schema version 1"); }
@@ -131,6 +140,8 @@ absl::Status MigrateToV2(Database& db) {
 
 absl::Status MigrateToV3(Database& db) { return db.Exec(kSchemaV3, "create schema version 3"); }
 
+absl::Status MigrateToV4(Database& db) { return db.Exec(kSchemaV4, "create schema version 4"); }
+
 struct Migration {
   int version;  // the version the database has after it
   absl::Status (*apply)(Database& db);
@@ -140,6 +151,7 @@ constexpr Migration kMigrations[] = {
     {1, CreateV1},
     {2, MigrateToV2},
     {3, MigrateToV3},
+    {4, MigrateToV4},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 

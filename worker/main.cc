@@ -14,6 +14,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/defaults.h"
 #include "common/shm_names.h"
 #include "worker/backends/cpu/cpu_backend.h"
@@ -106,8 +108,8 @@ int Users(const std::string& backend, const std::vector<uint32_t>& devices) {
 }
 
 // Unlinks the shared-memory segments this process created (common/shm_names.h) without touching the
-// mappings a running case may still use. Called when the controller died: nobody else is left to
-// remove them.
+// mappings a running case may still use. Called whenever the worker leaves: when its controller
+// died, nobody else is left to remove them.
 void UnlinkOwnSegments() {
   const int self = getpid();
   colltest::common::ForEachColltestShm([self](const colltest::common::ShmEntry& entry) {
@@ -133,8 +135,38 @@ std::unique_ptr<colltest::worker::Backend> CreateCpu(uint32_t device, uint32_t b
 }
 
 // How long a worker told to stop (SIGTERM, SIGINT, its controller's death) may take to leave
-// before the kernel ends it: a case wedged in a driver call must not keep it alive.
+// before it ends itself: a case wedged in a driver call must not keep it alive. With the case
+// stopped through the cancel word it usually takes less (measured: the last of 4 cpu ranks in a
+// 32 MiB case gone 0.25-0.8 s after colltestd's SIGKILL; 1.5 s to this deadline on 2 cores
+// with a load average of 12).
+constexpr absl::Duration kLeaveDeadline = absl::Milliseconds(2500);
+// Exit status of a worker that had to end itself at kLeaveDeadline.
+constexpr int kLeftAtDeadlineStatus = 124;
+// The kernel's backstop, in case even the deadline thread does not get to run: SIGALRM's default
+// action ends the process.
 constexpr unsigned kExitAlarmSeconds = 3;
+
+// The worker leaves because of SIGTERM or SIGINT. It may be its controller's death
+// (PR_SET_PDEATHSIG), which getppid() cannot confirm: the kernel sends the signal when the
+// controller's forking thread exits, and reparents the worker to another thread of the same dying
+// process (getppid() unchanged) until its last thread is gone. Whoever sent the signal, a leaving
+// worker's segments are of no use to anyone (peers keep their mappings), so it always unlinks them.
+void LeaveOnSignal(absl::Notification& shutdown) {
+  // Stops the case in progress within one call or one poll, as the controller's Cancel does: a
+  // case of 100,000 calls would otherwise hold Release() until the deadline.
+  if (colltest::WorkerPage* page = colltest::worker::worker_page) {
+    page->cancel.store(1, std::memory_order_relaxed);
+  }
+  UnlinkOwnSegments();
+  alarm(kExitAlarmSeconds);
+  std::thread([] {
+    absl::SleepFor(kLeaveDeadline);
+    // A case that was in Init when the first unlink ran may have created its segment since.
+    UnlinkOwnSegments();
+    _exit(kLeftAtDeadlineStatus);
+  }).detach();
+  if (!shutdown.HasBeenNotified()) shutdown.Notify();
+}
 
 }  // namespace
 
@@ -154,7 +186,6 @@ std::unique_ptr<colltest::worker::Backend> SelectBackend(const std::string& back
 // Serves the Worker protocol on `socket_path` until the Shutdown RPC, SIGTERM or SIGINT.
 int Serve(std::unique_ptr<colltest::worker::Backend> selected, const std::string& socket_path,
           int ready_fd) {
-  const pid_t controller = getppid();
   // SIGTERM/SIGINT end the worker through the same path as the Shutdown RPC.
   sigset_t signals;
   sigemptyset(&signals);
@@ -183,17 +214,14 @@ int Serve(std::unique_ptr<colltest::worker::Backend> selected, const std::string
   std::thread signal_waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    // colltestd starts its workers with PR_SET_PDEATHSIG = SIGTERM: a signal while the controller
-    // is gone means nobody will unlink this worker's segments or ask it to leave.
-    if (getppid() != controller) UnlinkOwnSegments();
-    alarm(kExitAlarmSeconds);  // SIGALRM's default action ends the process
-    if (!shutdown.HasBeenNotified()) shutdown.Notify();
+    LeaveOnSignal(shutdown);
   });
   signal_waiter.detach();
 
   shutdown.WaitForNotification();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   service.backend().Release();
+  UnlinkOwnSegments();  // what an Init still running during Release() created
   unlink(socket_path.c_str());
   return 0;
 }

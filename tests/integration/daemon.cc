@@ -360,7 +360,10 @@ HttpReply Http(const std::string& address, const std::string& method, const std:
     socklen_t size = sizeof(local);
     getsockname(fd, reinterpret_cast<sockaddr*>(&local), &size);
     reply.local_port = ntohs(local.sin_port);
-    std::string request = method + " " + path + " HTTP/1.0\r\nHost: x\r\n";
+    // Host names the port, and a POST is JSON: with authentication off the gateway refuses
+    // others as a browser's cross-site requests (http/origin_check.h).
+    std::string request = method + " " + path + " HTTP/1.0\r\nHost: " + address + "\r\n";
+    if (method == "POST") request += "Content-Type: application/json\r\n";
     if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
     request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {

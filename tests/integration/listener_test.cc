@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tests/integration/daemon.h"
 
 namespace colltest::testing {
@@ -273,9 +274,11 @@ std::string UnreadSweepBytes(const v1::SweepSpec& spec) {
   return bytes;
 }
 
-std::vector<v1::RunSummary> ListRuns(v1::CollectiveTest::Stub& stub) {
+std::vector<v1::RunSummary> ListRuns(v1::CollectiveTest::Stub& stub,
+                                     const std::string& token = "") {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + seconds(10));
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
   v1::ListRunsRequest request;
   request.set_limit(1000);
   v1::ListRunsResponse response;
@@ -333,6 +336,18 @@ struct LoadTally {
   std::vector<std::string> failures;
 };
 
+// Each load client's bearer token (LoadTokenFile): 32 clients are 32 callers, as 32 CI jobs with
+// their own tokens are, so that each has its own share of --max-active-runs-per-owner.
+std::string LoadToken(int client) { return absl::StrCat("load-client-token-", 1000 + client); }
+
+std::string LoadTokenFile(int clients) {
+  std::string text = "# one runner per load client\n";
+  for (int c = 0; c < clients; ++c) {
+    absl::StrAppend(&text, "load-", c, " runner ", LoadToken(c), "\n");
+  }
+  return WriteTokenFile("colltestd_load_tokens", text);
+}
+
 void LoadClient(const std::string& address, int client, int requests, LoadTally& tally) {
   auto stub = FreshStub(address);
   // Two pairs that run side by side, and two clients that need all four devices: each of their
@@ -348,6 +363,7 @@ void LoadClient(const std::string& address, int client, int requests, LoadTally&
     request.mutable_spec()->set_iters(1);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + seconds(60));
+    ctx.AddMetadata("authorization", "Bearer " + LoadToken(client));
     std::string run_id, failure;
     if ((client + i) % 2 == 0) {
       v1::RunResult result;
@@ -375,7 +391,7 @@ void LoadClient(const std::string& address, int client, int requests, LoadTally&
 
 TEST(ListenerTest, ThirtyTwoClientsAreAllAnswered) {
   constexpr int kClients = 32, kRequests = 20;
-  auto d = Daemon::Start(4);
+  auto d = Daemon::Start(4, {"--token-file", LoadTokenFile(kClients)});
   ASSERT_NE(d, nullptr);
   LoadTally tally;
   const auto start = Clock::now();
@@ -394,7 +410,7 @@ TEST(ListenerTest, ThirtyTwoClientsAreAllAnswered) {
   ASSERT_EQ(tally.run_ids.size(), static_cast<size_t>(kClients * kRequests));
   auto stub = d->Stub();
   std::set<std::string> done;
-  for (const v1::RunSummary& r : ListRuns(*stub)) {
+  for (const v1::RunSummary& r : ListRuns(*stub, LoadToken(0))) {
     if (r.state() == v1::RUN_STATE_DONE) done.insert(r.run_id());
   }
   for (const std::string& id : tally.run_ids) EXPECT_TRUE(done.count(id)) << id << " not DONE";

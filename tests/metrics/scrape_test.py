@@ -118,7 +118,8 @@ def check_fresh(series, version, failures):
         for device in range(CPU_RANKS):
             expect(series, labels("colltest_hangs_total", rank=rank, device=device), 0, failures,
                    when)
-    for reason in ("cap", "handshake_timeout", "bad_preface", "accept_error"):
+    for reason in ("cap", "handshake_timeout", "bad_preface", "accept_error", "peer_limit",
+                   "first_call_timeout", "evicted"):
         expect(series, labels("colltest_connections_refused_total", reason=reason), 0, failures,
                when)
     for name in ("colltest_worker_restarts_total", "colltest_case_wall_seconds_count",

@@ -88,12 +88,16 @@ TEST(ExplainFailureTest, DnsFailureSaysTheNameDoesNotResolve) {
   EXPECT_THAT(e.hint, StartsWith("the host name in gpu-7:50051 does not resolve"));
 }
 
-TEST(ExplainFailureTest, PlaintextToTlsServerNamesTlsCa) {
-  // A plaintext client to a TLS server, or a TLS client without the certificate mutual TLS needs.
+TEST(ExplainFailureTest, ClosedAtOnceNamesTheConnectionCapThenTls) {
+  // The server's connection cap (the likelier cause), a plaintext client to a TLS server, or a
+  // TLS client without the certificate mutual TLS needs.
   for (const char* last : {"UNAVAILABLE: ipv4:127.0.0.1:7777: Socket closed",
                            "UNAVAILABLE: ipv4:127.0.0.1:7777: recvmsg:Connection reset by peer"}) {
     const ExplainedFailure e = ExplainFailure(absl::UnavailableError(Unavailable(last)), kAddr);
     EXPECT_THAT(std::string(e.status.message()), StartsWith("server 127.0.0.1:7777: ")) << last;
+    EXPECT_THAT(e.hint, HasSubstr("most likely colltestd was at its connection cap "
+                                  "(--max-connections"))
+        << last;
     EXPECT_THAT(e.hint, HasSubstr("--tls-ca FILE")) << last;
     EXPECT_THAT(e.hint, HasSubstr("--tls-cert and --tls-key")) << last;
   }

@@ -55,6 +55,31 @@ TEST(CheckLabelTest, RefusesNewlineAndOtherControlCharacters) {
               HasSubstr("\\x0a at byte 1"));
 }
 
+// U+202E shows "run-evil\u202etxt.exe" as "run-evilexe.txt"; U+2028 breaks a log line in many
+// viewers. Both are refused naming the field, the code point and its byte.
+TEST(CheckLabelTest, RefusesBidiControlsAndLineSeparators) {
+  struct Case {
+    std::string label;
+    const char* message;
+  };
+  // The letter after each sequence is not a hex digit, so that it ends the \x escape.
+  for (const Case& c : {
+           Case{"a\xe2\x80\xaez", "spec.label: bidirectional control U+202E at byte 1"},
+           Case{"\xe2\x81\xa6x", "spec.label: bidirectional control U+2066 at byte 0"},
+           Case{"ab\xe2\x80\x8f", "spec.label: bidirectional control U+200F at byte 2"},
+           Case{"\xd8\x9c", "spec.label: bidirectional control U+061C at byte 0"},
+           Case{"a\xe2\x80\xa8z", "spec.label: line separator U+2028 at byte 1"},
+           Case{"a\xe2\x80\xa9z", "spec.label: paragraph separator U+2029 at byte 1"},
+       }) {
+    const absl::Status s = CheckLabel("spec.label", c.label);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << EscapeForTerminal(c.label);
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
+  }
+  // Other format characters stay allowed (emoji sequences join with U+200D); they are escaped
+  // wherever a label is printed or logged.
+  EXPECT_TRUE(CheckLabel("spec.label", "a\xe2\x80\x8dz\xe2\x80\x8bz\xef\xbb\xbf").ok());
+}
+
 TEST(CheckLabelTest, RefusesInvalidUtf8) {
   const absl::Status s = CheckLabel("spec.label", "ab\xff");
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
@@ -75,6 +100,18 @@ TEST(EscapeForTerminalTest, EscapesControlsInvalidBytesAndBackslash) {
   // Escaped, so that "\x1b" typed by a client cannot pass for an escaped ESC.
   EXPECT_EQ(EscapeForTerminal("\\x1b"), "\\\\x1b");
   EXPECT_EQ(EscapeForTerminal(std::string("\0", 1)), "\\x00");
+}
+
+TEST(EscapeForTerminalTest, EscapesFormatCharactersAndSeparators) {
+  EXPECT_EQ(EscapeForTerminal("a\xe2\x80\xaez"), "a\\u202ez");      // RLO, Cf
+  EXPECT_EQ(EscapeForTerminal("a\xe2\x80\xa8z"), "a\\u2028z");      // LINE SEPARATOR, Zl
+  EXPECT_EQ(EscapeForTerminal("a\xe2\x80\xa9z"), "a\\u2029z");      // PARAGRAPH SEPARATOR, Zp
+  EXPECT_EQ(EscapeForTerminal("a\xe2\x80\x8bz"), "a\\u200bz");      // ZERO WIDTH SPACE, Cf
+  EXPECT_EQ(EscapeForTerminal("\xef\xbb\xbfx"), "\\ufeffx");        // BOM, Cf
+  EXPECT_EQ(EscapeForTerminal("\xc2\xad"), "\\u00ad");              // SOFT HYPHEN, Cf
+  EXPECT_EQ(EscapeForTerminal("\xf3\xa0\x80\x81"), "\\U000e0001");  // LANGUAGE TAG, Cf
+  // Neighbours of those ranges are printable and kept.
+  EXPECT_EQ(EscapeForTerminal("\xe2\x80\x90\xe2\x80\xaf"), "\xe2\x80\x90\xe2\x80\xaf");
 }
 
 }  // namespace

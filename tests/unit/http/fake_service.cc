@@ -72,10 +72,31 @@ grpc::Status FakeService::GetRun(grpc::ServerContext* context, const v1::GetRunR
     while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
   }
+  if (id == "with-cases") {
+    *response = RunWithCases(id);
+    return grpc::Status::OK;
+  }
   response->set_run_id(id);
   response->set_state(v1::RUN_STATE_DONE);
   response->set_owner("peer:ipv4:127.0.0.1:1");
   return grpc::Status::OK;
+}
+
+v1::RunResult FakeService::RunWithCases(const std::string& run_id) {
+  v1::RunResult run;
+  run.set_run_id(run_id);
+  run.set_state(v1::RUN_STATE_DONE);
+  run.mutable_spec()->set_world_size(2);
+  run.set_backend("cpu");
+  run.set_created_unix_ms(1764547200000);
+  for (int i = 0; i < 3; ++i) {
+    v1::CaseResult* one = run.add_cases();
+    one->set_m(1 << i);
+    one->set_status(v1::CASE_STATUS_OK);
+    one->set_message(R"(a "quoted" message)");
+    one->add_ranks()->set_rank(i);
+  }
+  return run;
 }
 
 grpc::Status FakeService::Sweep(grpc::ServerContext* context, const v1::RunRequest* request,
@@ -132,6 +153,14 @@ grpc::Status FakeService::Cancel(grpc::ServerContext* context, const v1::CancelR
 grpc::Status FakeService::Health(grpc::ServerContext* context, const v1::HealthRequest* request,
                                  v1::HealthResponse* response) {
   Record(*context, *request);
+  if (request->devices_size() == 1 && request->devices(0) == 99) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!context->IsCancelled() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    health_cancelled = context->IsCancelled();
+    return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+  }
   response->set_status(v1::CASE_STATUS_OK);
   response->set_message("all ranks and pairs OK");
   return grpc::Status::OK;

@@ -44,6 +44,8 @@ class FakeService final : public v1::CollectiveTest::Service {
 
   // The canned ListDevices reply.
   static v1::ListDevicesResponse Devices();
+  // What GetRun answers for run id "with-cases": a run of three cases.
+  static v1::RunResult RunWithCases(const std::string& run_id);
 
   // The metadata of the last call, every value of every key.
   std::multimap<std::string, std::string> last_metadata() const;
@@ -58,6 +60,8 @@ class FakeService final : public v1::CollectiveTest::Service {
 
   // Set when a slow or quiet sweep saw its call cancelled.
   std::atomic<bool> sweep_cancelled{false};
+  // Health of device 99 waits up to 10 s for its call to be cancelled; whether it was.
+  std::atomic<bool> health_cancelled{false};
   // Set when a slow or quiet sweep started streaming.
   std::atomic<bool> sweep_streaming{false};
 

@@ -24,6 +24,8 @@ class GatewayTest : public ::testing::Test {
     options.address = "127.0.0.1:0";
     options.channel = fake_.channel;
     options.threads = 4;
+    options.max_body_readers = 2;  // below the threads
+    options.max_body_readers_per_peer = 2;
     return options;
   }
   void StartGateway(GatewayOptions options) {

@@ -23,10 +23,13 @@ class HealthGateTest : public ::testing::Test {
  protected:
   using Behaviour = std::function<absl::StatusOr<v1::HealthResponse>(RunObserver&)>;
 
-  HealthGateTest() {
+  HealthGateTest() { MakeGate(0); }
+
+  void MakeGate(uint32_t health_rate_per_caller) {
     HealthGate::Options options;
     options.machine.set_hostname("node-7");
     options.all_devices = {0, 1, 2, 3};
+    options.health_rate_per_caller = health_rate_per_caller;
     options.now = [this] { return now_; };
     gate_ = std::make_unique<HealthGate>(
         [this](const v1::HealthRequest& request, RunObserver& observer, const std::string& owner) {
@@ -60,9 +63,10 @@ class HealthGateTest : public ::testing::Test {
   }
 
   absl::StatusOr<v1::HealthResponse> Check(const v1::HealthRequest& request,
-                                           absl::Time deadline = absl::InfiniteFuture()) {
+                                           absl::Time deadline = absl::InfiniteFuture(),
+                                           const std::string& owner = "alice") {
     RunObserver caller;
-    return gate_->Check(request, caller, deadline, "alice");
+    return gate_->Check(request, caller, deadline, owner);
   }
 
   absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
@@ -226,6 +230,38 @@ TEST_F(HealthGateTest, OtherErrorsAreTheChecksOwn) {
   // The caller went away while the check was queued: nobody to answer, and not busy.
   behaviour_ = [](RunObserver&) { return absl::CancelledError("run r-1 cancelled while queued"); };
   EXPECT_EQ(Check({}, now_ + absl::Seconds(30)).status().code(), absl::StatusCode::kCancelled);
+}
+
+TEST_F(HealthGateTest, ChecksBeyondTheCallersRateAreRefusedNamingTheLimitAndWhenToRetry) {
+  MakeGate(2);
+  EXPECT_TRUE(Check({}).ok());
+  EXPECT_TRUE(Check({}).ok());
+  const absl::StatusOr<v1::HealthResponse> refused = Check({});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("alice may start 2 health checks per minute (colltestd "
+                        "--health-rate-per-caller); retry in 30s"));
+  EXPECT_EQ(checks_, 2);
+  // Another caller has its own rate; a peer that reconnects from another port does not.
+  EXPECT_TRUE(Check({}, absl::InfiniteFuture(), "bob").ok());
+  EXPECT_TRUE(Check({}, absl::InfiniteFuture(), "peer:ipv4:127.0.0.1:40000").ok());
+  EXPECT_TRUE(Check({}, absl::InfiniteFuture(), "peer:ipv4:127.0.0.1:40001").ok());
+  EXPECT_FALSE(Check({}, absl::InfiniteFuture(), "peer:ipv4:127.0.0.1:40002").ok());
+  now_ += absl::Seconds(30);
+  EXPECT_TRUE(Check({}).ok());
+}
+
+TEST_F(HealthGateTest, AnswersFromMemoryAreNotCountedAgainstTheRate) {
+  MakeGate(1);
+  EXPECT_TRUE(Check({}).ok());
+  v1::HealthRequest recent;
+  recent.set_max_verdict_age_ms(60'000);
+  for (int i = 0; i < 5; ++i) {
+    const absl::StatusOr<v1::HealthResponse> cached = Check(recent);
+    ASSERT_TRUE(cached.ok()) << cached.status();
+    EXPECT_TRUE(cached->cached());
+  }
+  EXPECT_EQ(checks_, 1);
 }
 
 }  // namespace

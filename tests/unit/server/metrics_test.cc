@@ -220,7 +220,8 @@ TEST(MetricsTest, ListenerEventsFeedTheConnectionSeries) {
   Metrics metrics;
   ListenerEvents& events = metrics;
   EXPECT_EQ(Value(metrics, "colltest_connections_open"), 0);
-  for (const char* reason : {"cap", "handshake_timeout", "bad_preface", "accept_error"}) {
+  for (const char* reason : {"cap", "handshake_timeout", "bad_preface", "accept_error",
+                             "peer_limit", "first_call_timeout", "evicted"}) {
     EXPECT_EQ(
         Value(metrics, absl::StrCat("colltest_connections_refused_total{reason=\"", reason, "\"}")),
         0)
@@ -232,11 +233,13 @@ TEST(MetricsTest, ListenerEventsFeedTheConnectionSeries) {
   events.ObserveRefused(ListenerEvents::Refusal::kHandshakeTimeout, 2);
   events.ObserveRefused(ListenerEvents::Refusal::kBadPreface, 3);
   events.ObserveRefused(ListenerEvents::Refusal::kAcceptError, 4);
+  events.ObserveRefused(ListenerEvents::Refusal::kEvicted, 8);
   EXPECT_EQ(Value(metrics, "colltest_connections_open"), 7);
   EXPECT_EQ(Value(metrics, R"(colltest_connections_refused_total{reason="cap"})"), 6);
   EXPECT_EQ(Value(metrics, R"(colltest_connections_refused_total{reason="handshake_timeout"})"), 2);
   EXPECT_EQ(Value(metrics, R"(colltest_connections_refused_total{reason="bad_preface"})"), 3);
   EXPECT_EQ(Value(metrics, R"(colltest_connections_refused_total{reason="accept_error"})"), 4);
+  EXPECT_EQ(Value(metrics, R"(colltest_connections_refused_total{reason="evicted"})"), 8);
   events.SetConnectionsOpen(0);
   EXPECT_EQ(Value(metrics, "colltest_connections_open"), 0);
 }

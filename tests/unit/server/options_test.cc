@@ -134,6 +134,52 @@ TEST(OptionsTest, UsageErrors) {
   EXPECT_FALSE(Parse({"--cpu-ranks", "0"}).options.has_value());
 }
 
+// Baselines one caller may own (docs/history.md): 32 by default, 0 for no bound.
+TEST(OptionsTest, MaxBaselinesPerOwner) {
+  EXPECT_EQ(Parse({}).options->max_baselines_per_owner, 32u);
+  EXPECT_EQ(Parse({"--max-baselines-per-owner", "0"}).options->max_baselines_per_owner, 0u);
+  EXPECT_EQ(Parse({"--max-baselines-per-owner", "4"}).options->max_baselines_per_owner, 4u);
+  EXPECT_EQ(Parse({"--max-baselines-per-owner", "-1"}).exit_code, 2);
+  EXPECT_EQ(Parse({"--max-baselines-per-owner", "1000001"}).exit_code, 2);
+}
+
+// Health checks one caller may start per minute (docs/limits.md): 30 by default, 0 for no bound.
+TEST(OptionsTest, HealthRatePerCaller) {
+  EXPECT_EQ(Parse({}).options->health_rate_per_caller, 30u);
+  EXPECT_EQ(Parse({"--health-rate-per-caller", "0"}).options->health_rate_per_caller, 0u);
+  EXPECT_EQ(Parse({"--health-rate-per-caller", "120"}).options->health_rate_per_caller, 120u);
+  EXPECT_EQ(Parse({"--health-rate-per-caller", "-1"}).exit_code, 2);
+  EXPECT_EQ(Parse({"--health-rate-per-caller", "100001"}).exit_code, 2);
+  EXPECT_EQ(Parse({"--health-rate-per-caller", "often"}).exit_code, 2);
+}
+
+TEST(OptionsTest, HttpLimitsAndAllowedHosts) {
+  const ParsedOptions defaults = Parse({});
+  ASSERT_TRUE(defaults.options.has_value());
+  EXPECT_EQ(defaults.options->http_threads, 64u);
+  EXPECT_EQ(defaults.options->http_body_timeout, absl::Seconds(10));
+  EXPECT_EQ(defaults.options->http_max_body_readers, 16u);
+  EXPECT_EQ(defaults.options->http_max_body_readers_per_peer, 4u);
+  const ParsedOptions p =
+      Parse({"--http-threads", "32", "--http-body-timeout", "3s", "--http-max-body-readers", "8",
+             "--http-max-body-readers-per-peer", "2", "--http-allowed-host", "lab.example",
+             "--http-allowed-host", "proxy.example:8443"});
+  ASSERT_TRUE(p.options.has_value());
+  EXPECT_EQ(p.options->http_threads, 32u);
+  EXPECT_EQ(p.options->http_body_timeout, absl::Seconds(3));
+  EXPECT_EQ(p.options->http_max_body_readers, 8u);
+  EXPECT_EQ(p.options->http_max_body_readers_per_peer, 2u);
+  EXPECT_THAT(p.options->http_allowed_hosts,
+              ::testing::ElementsAre("lab.example", "proxy.example:8443"));
+  // Body readers must leave threads to /healthz and GETs, and a peer cannot have more than all.
+  EXPECT_EQ(Parse({"--http-threads", "16", "--http-max-body-readers", "16"}).exit_code, 2);
+  EXPECT_EQ(
+      Parse({"--http-max-body-readers", "4", "--http-max-body-readers-per-peer", "5"}).exit_code,
+      2);
+  EXPECT_EQ(Parse({"--http-body-timeout", "0s"}).exit_code, 2);
+  EXPECT_EQ(Parse({"--http-allowed-host", "http://x/"}).exit_code, 2);
+}
+
 TEST(OptionsTest, ListenHost) {
   EXPECT_EQ(ListenHost("127.0.0.1:0"), "127.0.0.1");
   EXPECT_EQ(ListenHost("[::1]:50051"), "[::1]");

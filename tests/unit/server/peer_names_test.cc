@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
@@ -116,6 +117,31 @@ TEST(PeerNamesTest, TheProcessTableIsWhatPeerAddressReads) {
   ASSERT_TRUE(HandedPeerNames().Record(pair.a.get(), "unix:uid=1,pid=2"));
   EXPECT_EQ(PeerAddress(fd), "unix:uid=1,pid=2");
   EXPECT_EQ(PeerAddress("ipv4:127.0.0.1:5"), "ipv4:127.0.0.1:5");
+}
+
+// A connection is proven only by a mark on its own "fd:N" while N is still that socket, and the
+// mark goes with the socket: a reused number starts unproven.
+TEST(PeerNamesTest, MarkProvenHoldsForTheSocketItWasMadeFor) {
+  PeerNames names;
+  Pair pair = SocketPair();
+  struct stat info {};
+  ASSERT_EQ(fstat(pair.a.get(), &info), 0);
+  ASSERT_TRUE(names.Record(pair.a.get(), "ipv4:127.0.0.1:41234"));
+  EXPECT_FALSE(names.IsProven(pair.a.get(), info.st_dev, info.st_ino));
+  names.MarkProven("ipv4:127.0.0.1:41234");  // not a handed connection's name: ignored
+  EXPECT_FALSE(names.IsProven(pair.a.get(), info.st_dev, info.st_ino));
+  names.MarkProven(absl::StrCat("fd:", pair.a.get()));
+  EXPECT_TRUE(names.IsProven(pair.a.get(), info.st_dev, info.st_ino));
+  EXPECT_FALSE(names.IsProven(pair.a.get(), info.st_dev, info.st_ino + 1));
+  ASSERT_TRUE(names.Record(pair.a.get(), "ipv4:127.0.0.1:41235"));  // the number reused
+  EXPECT_FALSE(names.IsProven(pair.a.get(), info.st_dev, info.st_ino));
+}
+
+TEST(PeerNamesTest, PeerHostDropsThePortAndKnowsNoUnixHost) {
+  EXPECT_EQ(PeerHost("ipv4:127.0.0.2:41234"), "127.0.0.2");
+  EXPECT_EQ(PeerHost("ipv6:[::1]:41234"), "::1");
+  EXPECT_EQ(PeerHost("unix:uid=1000,pid=12"), "");
+  EXPECT_EQ(PeerHost(""), "");
 }
 
 }  // namespace

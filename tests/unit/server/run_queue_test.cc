@@ -310,5 +310,111 @@ TEST(RunQueueTest, RunCancelledWhileItsDevicesAreLentLetsGoOfThem) {
   EXPECT_EQ(arbiter.waiting(), 0u);
 }
 
+// Acquires `devices` as one of `claim`'s priority runs on its own thread, records `name` once
+// granted, holds them for `hold`.
+std::thread TakeForCheck(DeviceArbiter& arbiter, std::vector<uint32_t> devices, PriorityClaim claim,
+                         Order& order, std::string name, std::chrono::milliseconds hold = 10ms) {
+  return std::thread([&arbiter, devices, claim, &order, name, hold] {
+    auto lease = arbiter.Acquire(devices, kNever, nullptr, RunPriority::kPriority, name, claim);
+    ASSERT_TRUE(lease.ok());
+    order.Add(name);
+    std::this_thread::sleep_for(hold);
+  });
+}
+
+const PriorityClaim kAliceCheck1{"alice", 1};
+const PriorityClaim kAliceCheck2{"alice", 2};
+const PriorityClaim kBobCheck1{"bob", 3};
+
+// The fair-queuing rule: a caller's checks go ahead of a waiting run once. Without it, a caller
+// looping checks kept another client's run waiting for as long as it looped.
+TEST(RunQueueTest, RuleEachCallerPassesAWaitingRunOnce) {
+  DeviceArbiter arbiter(absl::Milliseconds(5));
+  auto holder = arbiter.Acquire(std::vector<uint32_t>{0}, kNever);
+  ASSERT_TRUE(holder.ok());
+  Order order;
+  std::vector<std::thread> threads;
+  threads.push_back(Take(arbiter, {0}, RunPriority::kNormal, order, "run of carol"));
+  WaitForWaiting(arbiter, 1);
+  threads.push_back(TakeForCheck(arbiter, {0}, kAliceCheck1, order, "alice check 1"));
+  WaitForWaiting(arbiter, 2);
+  // Another run of the same check passes it too: a check's verdict waits for no other client.
+  threads.push_back(TakeForCheck(arbiter, {0}, kAliceCheck1, order, "alice check 1, run 2"));
+  WaitForWaiting(arbiter, 3);
+  // Alice's next check has had its turn with this run: it queues behind it.
+  threads.push_back(TakeForCheck(arbiter, {0}, kAliceCheck2, order, "alice check 2"));
+  WaitForWaiting(arbiter, 4);
+  holder->Release();
+  for (auto& t : threads) t.join();
+  EXPECT_THAT(order.names(), ::testing::ElementsAre("alice check 1", "alice check 1, run 2",
+                                                    "run of carol", "alice check 2"));
+}
+
+TEST(RunQueueTest, FirstCheckOfAnotherCallerStillGoesFirst) {
+  DeviceArbiter arbiter(absl::Milliseconds(5));
+  auto holder = arbiter.Acquire(std::vector<uint32_t>{0}, kNever);
+  ASSERT_TRUE(holder.ok());
+  Order order;
+  std::vector<std::thread> threads;
+  threads.push_back(Take(arbiter, {0}, RunPriority::kNormal, order, "run of carol"));
+  WaitForWaiting(arbiter, 1);
+  threads.push_back(TakeForCheck(arbiter, {0}, kAliceCheck1, order, "alice check 1"));
+  WaitForWaiting(arbiter, 2);
+  threads.push_back(TakeForCheck(arbiter, {0}, kAliceCheck2, order, "alice check 2"));
+  WaitForWaiting(arbiter, 3);
+  // Bob has not passed the run yet: his check goes ahead of it, and so of alice's second check,
+  // which waits behind the run.
+  threads.push_back(TakeForCheck(arbiter, {0}, kBobCheck1, order, "bob check 1"));
+  WaitForWaiting(arbiter, 4);
+  holder->Release();
+  for (auto& t : threads) t.join();
+  EXPECT_THAT(order.names(), ::testing::ElementsAre("alice check 1", "bob check 1", "run of carol",
+                                                    "alice check 2"));
+}
+
+// The same rule for a running run: it yields to each caller's checks once.
+TEST(RunQueueTest, RuleARunningRunYieldsToEachCallerOnce) {
+  DeviceArbiter arbiter(absl::Milliseconds(5));
+  auto sweep = arbiter.Acquire(std::vector<uint32_t>{0, 1}, kNever);
+  ASSERT_TRUE(sweep.ok());
+  Order order;
+  std::thread first = TakeForCheck(arbiter, {0}, kAliceCheck1, order, "alice check 1");
+  WaitForWaiting(arbiter, 1);
+  absl::StatusOr<bool> lent = arbiter.YieldToPriority(*sweep, kNever);
+  ASSERT_TRUE(lent.ok());
+  EXPECT_TRUE(*lent);
+  first.join();
+
+  // Another run of the same check: the sweep yields again (a check of several runs lets the
+  // sweep run one case between two of them).
+  std::thread same = TakeForCheck(arbiter, {1}, kAliceCheck1, order, "alice check 1, run 2");
+  WaitForWaiting(arbiter, 1);
+  lent = arbiter.YieldToPriority(*sweep, kNever);
+  ASSERT_TRUE(lent.ok());
+  EXPECT_TRUE(*lent);
+  same.join();
+
+  std::thread second = TakeForCheck(arbiter, {0}, kAliceCheck2, order, "alice check 2");
+  WaitForWaiting(arbiter, 1);
+  lent = arbiter.YieldToPriority(*sweep, kNever);
+  ASSERT_TRUE(lent.ok());
+  EXPECT_FALSE(*lent) << "alice's second check made the sweep yield again";
+
+  std::thread bob = TakeForCheck(arbiter, {1}, kBobCheck1, order, "bob check 1");
+  WaitForWaiting(arbiter, 2);
+  lent = arbiter.YieldToPriority(*sweep, kNever);
+  ASSERT_TRUE(lent.ok());
+  EXPECT_TRUE(*lent) << "bob's first check did not make the sweep yield";
+  // The sweep went back ahead of alice's second check, which it did not yield to.
+  EXPECT_TRUE(sweep->held());
+  EXPECT_THAT(order.names(),
+              ::testing::ElementsAre("alice check 1", "alice check 1, run 2", "bob check 1"));
+  sweep->Release();
+  second.join();
+  bob.join();
+  EXPECT_THAT(order.names(), ::testing::ElementsAre("alice check 1", "alice check 1, run 2",
+                                                    "bob check 1", "alice check 2"));
+}
+
 }  // namespace
 }  // namespace colltest::server

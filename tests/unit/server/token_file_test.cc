@@ -1,8 +1,17 @@
 #include "server/token_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <fstream>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -87,6 +96,54 @@ TEST(TokenFileTest, CommonNamesNeedMutualTls) {
   EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("--tls-client-ca"));
   EXPECT_TRUE(LoadTokenFile(path, /*mutual_tls=*/true).ok());
   EXPECT_EQ(LoadTokenFile(path + ".missing", true).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A FIFO given as --token-file made open() wait for a writer: colltestd hung before serving, deaf
+// to SIGTERM. It must be refused at once, naming the flag and the file's type.
+TEST(TokenFileTest, RefusesAFifoWithoutBlocking) {
+  const std::string path = ::testing::TempDir() + "/colltestd_tokens_fifo";
+  unlink(path.c_str());
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+  auto outcome = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> loaded = outcome->get_future();
+  const auto start = std::chrono::steady_clock::now();
+  std::thread([path, outcome] {
+    outcome->set_value(LoadTokenFile(path, false).status());
+  }).detach();
+  const bool returned = loaded.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "LoadTokenFile(FIFO) " << (returned ? "returned after " : "still blocked after ")
+            << seconds << " s\n";
+  if (!returned) {
+    // Be the writer it waits for, so that its thread can end.
+    const int writer = open(path.c_str(), O_WRONLY | O_NONBLOCK);
+    if (writer >= 0) close(writer);
+  }
+  EXPECT_TRUE(returned) << "LoadTokenFile blocked on a FIFO";
+  const absl::Status status = loaded.get();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("--token-file " + path + ": is a FIFO, not a regular file"));
+  unlink(path.c_str());
+}
+
+TEST(TokenFileTest, RefusesDevicesAndDirectoriesNamingTheFlag) {
+  EXPECT_THAT(std::string(LoadTokenFile("/dev/null", false).status().message()),
+              HasSubstr("--token-file /dev/null: is a character device, not a regular file"));
+  EXPECT_THAT(std::string(LoadTokenFile("/", false).status().message()),
+              HasSubstr("--token-file /: is a directory, not a regular file"));
+}
+
+TEST(TokenFileTest, FollowsSymlinksToRegularFiles) {
+  const std::string path = ::testing::TempDir() + "/colltestd_tokens_target";
+  const std::string link = ::testing::TempDir() + "/colltestd_tokens_link";
+  std::ofstream(path) << "ci runner runner-token-000000000a\n";
+  chmod(path.c_str(), 0600);
+  unlink(link.c_str());
+  ASSERT_EQ(symlink(path.c_str(), link.c_str()), 0);
+  EXPECT_TRUE(LoadTokenFile(link, false).ok());
+  unlink(link.c_str());
 }
 
 }  // namespace

@@ -306,6 +306,16 @@ TEST(ValidationTest, LabelIsOneLineOfPrintableText) {
   ExpectInvalid(spec, {"spec.label: control character \\x1b at byte 0"});
 }
 
+// U+202E would show "build\u202e-rc1" reversed in every client's run list; U+2028 breaks the log
+// line the label is written to.
+TEST(ValidationTest, LabelRefusesBidiControlsAndLineSeparators) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_label("build\xe2\x80\xae-rc1");
+  ExpectInvalid(spec, {"spec.label: bidirectional control U+202E at byte 5"});
+  spec.set_label("ok\xe2\x80\xa8INFO forged log line");
+  ExpectInvalid(spec, {"spec.label: line separator U+2028 at byte 2"});
+}
+
 TEST(ValidationTest, LabelMustBeUtf8) {
   v1::SweepSpec spec = ValidSpec();
   spec.set_label("ab\xff");

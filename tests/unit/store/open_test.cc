@@ -124,7 +124,7 @@ TEST(OpenTest, MigratesAVersion1DatabaseAndEverythingWorksOnIt) {
     absl::StatusOr<std::unique_ptr<RunStore>> opened = RunStore::Open(path);
     ASSERT_TRUE(opened.ok()) << opened.status();
     RunStore& store = **opened;
-    EXPECT_EQ(store.schema_version(), 3);
+    EXPECT_EQ(store.schema_version(), 4);
 
     absl::StatusOr<v1::RunResult> run = store.GetRun("r-1");
     ASSERT_TRUE(run.ok()) << run.status();
@@ -151,7 +151,7 @@ TEST(OpenTest, MigratesAVersion1DatabaseAndEverythingWorksOnIt) {
     v1::Baseline baseline;
     baseline.set_machine_key("key-a");
     baseline.set_run_id("r-1");
-    ASSERT_TRUE(store.SetBaseline(baseline).ok());
+    ASSERT_TRUE(store.SetBaseline(baseline, {"alice"}).ok());
     EXPECT_EQ(store.GetBaseline("key-a", "default")->run_id(), "r-1");
     EXPECT_EQ(*store.Prune(1, absl::ZeroDuration(), 0, 0), 0u);  // r-1 baseline, r-2 newest
     EXPECT_THAT(*store.MarkInterrupted("stopped", 3000), ElementsAre("r-2"));
@@ -168,13 +168,13 @@ TEST(OpenTest, RefusesANewerSchemaAndLeavesItAlone) {
   const std::string path = HistoryDatabasePath(dir.path());
   {
     std::unique_ptr<Database> db = OpenRaw(path);
-    ASSERT_TRUE(db->Exec("CREATE TABLE runs (x); PRAGMA user_version = 4", "newer").ok());
+    ASSERT_TRUE(db->Exec("CREATE TABLE runs (x); PRAGMA user_version = 5", "newer").ok());
   }
   const std::string before = ReadBytes(path);
   const absl::Status status = RunStore::Open(path).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
   EXPECT_THAT(status.message(), HasSubstr(path));
-  EXPECT_THAT(status.message(), HasSubstr("schema version 4"));
+  EXPECT_THAT(status.message(), HasSubstr("schema version 5"));
   EXPECT_THAT(status.message(), HasSubstr("upgrade colltest"));
   EXPECT_EQ(ReadBytes(path), before);
   EXPECT_THAT(DirEntries(dir.path()), ElementsAre("history.sqlite3"));

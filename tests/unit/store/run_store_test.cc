@@ -82,7 +82,7 @@ TEST_F(RunStoreTest, RunAndCasesRoundTripWithPerRankResultsAcrossReopen) {
                                                           << got->DebugString() << "want:\n"
                                                           << expected.DebugString();
   EXPECT_EQ(got->cases(1).ranks_size(), 8);
-  EXPECT_EQ(store_->schema_version(), 3);
+  EXPECT_EQ(store_->schema_version(), 4);
   EXPECT_EQ(*store_->CountRuns(), 1u);
   EXPECT_EQ(*store_->CountCases(), 3u);
 }
@@ -120,7 +120,7 @@ TEST_F(RunStoreTest, EachRunKeepsWhereItsRanksWerePlaced) {
   v1::Baseline baseline;
   baseline.set_machine_key("key-a");
   baseline.set_run_id("r-shared");
-  ASSERT_TRUE(store_->SetBaseline(baseline).ok());
+  ASSERT_TRUE(store_->SetBaseline(baseline, {"alice"}).ok());
   Reopen();
   const std::string from_baseline = store_->GetBaseline("key-a", "")->run_id();
   EXPECT_EQ(store_->GetRun(from_baseline)->ranks_per_gpu(), 4u);
@@ -194,7 +194,7 @@ TEST_F(RunStoreTest, InMemoryDatabaseWorks) {
   ASSERT_TRUE((*memory)->InsertRun(NewRun("r-1", "x", {v1::VARIANT_NCCL})).ok());
   ASSERT_TRUE((*memory)->AddCase("r-1", NewCase(0, v1::CASE_STATUS_OK)).ok());
   EXPECT_EQ((*memory)->GetRun("r-1")->cases_size(), 1);
-  EXPECT_EQ((*memory)->schema_version(), 3);
+  EXPECT_EQ((*memory)->schema_version(), 4);
 }
 
 // Seven runs, seq 1..7 (r-1 oldest):
@@ -354,7 +354,7 @@ class PruneTest : public RunStoreTest {
     v1::Baseline baseline;
     baseline.set_machine_key("key-a");
     baseline.set_run_id("r-0");
-    ASSERT_TRUE(store_->SetBaseline(baseline).ok());
+    ASSERT_TRUE(store_->SetBaseline(baseline, {"alice"}).ok());
   }
 
   // How many runs Prune deleted; a failed Prune fails the test and counts as none.
@@ -413,21 +413,21 @@ TEST_F(RunStoreTest, BaselinesSetReplaceGetList) {
   baseline.set_machine_key("key-a");
   baseline.set_run_id("r-1");
   baseline.set_set_unix_ms(10);
-  baseline.set_set_by("alice");
   baseline.set_hostname("node-a");
-  absl::StatusOr<v1::Baseline> stored = store_->SetBaseline(baseline);
+  absl::StatusOr<v1::Baseline> stored = store_->SetBaseline(baseline, {"alice"});
   ASSERT_TRUE(stored.ok()) << stored.status();
   EXPECT_EQ(stored->name(), "default");
+  EXPECT_EQ(stored->set_by(), "alice");
 
-  baseline.set_run_id("r-2");  // replaces (key-a, default)
-  baseline.set_set_by("bob");
-  ASSERT_TRUE(store_->SetBaseline(baseline).ok());
+  baseline.set_run_id("r-2");  // replaces (key-a, default), as an admin may
+  const BaselineSetter admin{"bob", /*may_replace_any=*/true};
+  ASSERT_TRUE(store_->SetBaseline(baseline, admin).ok());
   baseline.set_name("fast");
-  ASSERT_TRUE(store_->SetBaseline(baseline).ok());
+  ASSERT_TRUE(store_->SetBaseline(baseline, admin).ok());
   baseline.set_machine_key("key-b");
   baseline.set_name("");
   baseline.set_run_id("r-3");
-  ASSERT_TRUE(store_->SetBaseline(baseline).ok());
+  ASSERT_TRUE(store_->SetBaseline(baseline, admin).ok());
 
   absl::StatusOr<v1::Baseline> got = store_->GetBaseline("key-a", "");
   ASSERT_TRUE(got.ok()) << got.status();
@@ -458,7 +458,7 @@ TEST_F(RunStoreTest, BaselineNotFoundNamesTheNameAndTheHost) {
   v1::Baseline baseline;
   baseline.set_machine_key("key-a");
   baseline.set_run_id("r-404");
-  const absl::Status missing_run = store_->SetBaseline(baseline).status();
+  const absl::Status missing_run = store_->SetBaseline(baseline, {"alice"}).status();
   EXPECT_EQ(missing_run.code(), absl::StatusCode::kNotFound) << missing_run;
   EXPECT_THAT(missing_run.message(), HasSubstr("r-404"));
 }
