@@ -5,16 +5,17 @@
 // only by getting its devices or by being cancelled.
 //
 // Priority tickets (health checks) go ahead of normal runs, fair-queued per caller: each normal
-// run, waiting or running, lets each caller's health checks go ahead of it once. A priority ticket
+// run, waiting or running, lets each caller's health checks go ahead of it once (a check already
+// holding or waiting for its devices when it queues counts as that once). A priority ticket
 // queues ahead of every normal waiter that no other check of its caller has gone ahead of, in
 // arrival order among the priority tickets there, and behind the runs its caller already passed,
 // like a normal ticket. A running normal run hands its devices to the priority tickets at the
 // front between two of its cases (YieldToPriority), once per caller's check, and gets them back
 // ahead of every normal waiter once those tickets are through. So the first check of a caller
 // waits for at most one case of a sweep; a sweep moves on by at least one case between two
-// yields; and a caller that loops health checks delays another client's run by about one of its
-// checks (before, a runner looping checks held a 1-case run back for as long as it looped: 56 s
-// with one loop, 87 s with two; now about one check, docs/neighbours.md).
+// yields; and a caller that loops health checks delays another client's run by the check running
+// and at most one queued before the run (before, a runner looping checks held a 1-case run back
+// for as long as it looped: 56 s with one loop, 87 s with two; now 3 s, docs/neighbours.md).
 #pragma once
 
 #include <condition_variable>
@@ -122,6 +123,8 @@ class DeviceArbiter {
   void Release(uint64_t ticket);
   // All with mu_ held.
   TicketIt EnqueuePriority(Ticket ticket);
+  // At the back; the checks already ahead of it count as their callers' passes.
+  TicketIt EnqueueNormal(Ticket ticket);
   // The first ticket behind the front.
   TicketIt FrontEnd();
   // Whether a running normal run on `ticket`'s devices was passed by another check of its caller.

@@ -36,9 +36,10 @@ inline bool CancelRequested() {
   return page != nullptr && page->cancel.load(std::memory_order_relaxed) != 0;
 }
 
-// Announces (peer >= 0) or withdraws (-1) the peer this rank waits for. Several blocks of a rank
-// may overwrite each other; the controller reads it only once every rank has stopped moving
-// forward, when all of them wait for the same thing.
+// Announces (peer >= 0) or withdraws (-1) the peer this rank waits for. The controller reads it
+// when it stops a rank that did not answer. A backend whose blocks wait at once keeps one word for
+// all of them (the cpu backend's SpinGuard), and keeps naming the peer of a wait that timed out
+// until its next call.
 inline void Awaiting(int peer) {
   if (WorkerPage* page = worker_page) {
     page->awaiting_plus_one.store(peer < 0 ? 0u : static_cast<uint32_t>(peer) + 1,

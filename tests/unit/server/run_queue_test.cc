@@ -350,6 +350,30 @@ TEST(RunQueueTest, RuleEachCallerPassesAWaitingRunOnce) {
                                                     "run of carol", "alice check 2"));
 }
 
+// The same rule when the caller's checks were there first: a check holding or waiting for the
+// devices when a run queues is its caller's pass. Without it, a runner looping checks on two
+// connections held a 1-case run back for three checks (10.1 s): the running one, the one queued
+// before the run, and the next, which passed it.
+TEST(RunQueueTest, RuleACheckAheadWhenARunQueuesIsItsCallersPass) {
+  const PriorityClaim alice_check3{"alice", 4};
+  DeviceArbiter arbiter(absl::Milliseconds(5));
+  auto running_check = arbiter.Acquire(std::vector<uint32_t>{0}, kNever, nullptr,
+                                       RunPriority::kPriority, "alice check 1", kAliceCheck1);
+  ASSERT_TRUE(running_check.ok());
+  Order order;
+  std::vector<std::thread> threads;
+  threads.push_back(TakeForCheck(arbiter, {0}, kAliceCheck2, order, "alice check 2"));
+  WaitForWaiting(arbiter, 1);
+  threads.push_back(Take(arbiter, {0}, RunPriority::kNormal, order, "run of carol"));
+  WaitForWaiting(arbiter, 2);
+  threads.push_back(TakeForCheck(arbiter, {0}, alice_check3, order, "alice check 3"));
+  WaitForWaiting(arbiter, 3);
+  running_check->Release();
+  for (auto& t : threads) t.join();
+  EXPECT_THAT(order.names(),
+              ::testing::ElementsAre("alice check 2", "run of carol", "alice check 3"));
+}
+
 TEST(RunQueueTest, FirstCheckOfAnotherCallerStillGoesFirst) {
   DeviceArbiter arbiter(absl::Milliseconds(5));
   auto holder = arbiter.Acquire(std::vector<uint32_t>{0}, kNever);

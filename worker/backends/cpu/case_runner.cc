@@ -393,6 +393,9 @@ absl::Status CpuBackend::Runtime::FoldCheck(uint32_t index, int64_t call, bool /
 absl::StatusOr<colltest::v1::RankResult> CpuBackend::RunCase(
     const colltest::worker::v1::CaseRequest& req) {
   if (!connected_) return absl::FailedPreconditionError("RunCase before Connect");
+  // The page names nobody until a wait of this case does: a wait of the last case that timed out
+  // kept naming its peer, and a case that ends before arming (missing_rank) must not repeat it.
+  guard_.Arm(Clock::now());
   return worker::RunCase(
       req, rank_, world_, options_.device, Rules(layout_),
       [this](const worker::CasePlan& plan) -> absl::StatusOr<std::unique_ptr<worker::CaseRuntime>> {

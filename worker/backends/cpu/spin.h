@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "worker/backends/cpu/posted_stores.h"
 #include "worker/heartbeat.h"
@@ -21,26 +22,35 @@ struct HangRecord {
   std::string phase;
 };
 
-// One per rank and call: the deadline, and the first hang any block of the rank hit.
+// One per rank and call: the deadline, the first hang any block of the rank hit, and the peers its
+// blocks wait for, which it publishes on the worker's page (worker/heartbeat.h) for the controller.
 class SpinGuard {
  public:
-  void Arm(std::chrono::steady_clock::time_point deadline) {
-    deadline_ = deadline;
-    aborted_.store(false, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(mu_);
-    record_ = HangRecord{};
-  }
+  // Starts a call (or a case): no hang, no wait, and a page that names nobody.
+  void Arm(std::chrono::steady_clock::time_point deadline);
   bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
-  // The first block to time out names the culprit; the others of the rank just stop.
+  // The first block to time out names the culprit; the others of the rank just stop. From then on
+  // the page names that culprit until the next Arm, so that a controller that stops the rank
+  // before its answer arrives (host deadline, watchdog) reads the peer the answer names.
   void RecordHang(int block, int awaited_peer, const char* phase);
   HangRecord record() const;
+  // Block `block` waits for `peer`, or no longer does. The page names a peer while any block of
+  // the rank still waits for one: a block that is done with its wait does not erase the peer that
+  // another block still waits for.
+  void BeginWait(int block, int peer);
+  void EndWait(int block);
 
  private:
+  void PublishLocked() const;
+
   std::chrono::steady_clock::time_point deadline_{};
   std::atomic<bool> aborted_{false};
   mutable std::mutex mu_;
   HangRecord record_;
+  // The peer block b waits for at [b], -1 for none; grown to the grid once, then reused (a wait
+  // that spins this long costs far more than the lock).
+  std::vector<int> waiting_;
 };
 
 void Backoff(uint32_t polls);
@@ -58,7 +68,7 @@ bool SpinUntil(SpinGuard& guard, PostedStores& posted, int block, int awaited_pe
   constexpr uint32_t kDrainEveryPolls = 48;
   bool announced = false;  // this wait told the controller whom it waits for
   auto leave = [&](bool result) {
-    if (announced) worker::Awaiting(-1);
+    if (announced) guard.EndWait(block);
     return result;
   };
   for (uint32_t polls = 0;; ++polls) {
@@ -67,7 +77,7 @@ bool SpinUntil(SpinGuard& guard, PostedStores& posted, int block, int awaited_pe
     if ((polls & 15) == 15) {
       worker::Beat();
       if (!announced && awaited_peer >= 0) {
-        worker::Awaiting(awaited_peer);
+        guard.BeginWait(block, awaited_peer);
         announced = true;
       }
       if (guard.aborted()) return leave(false);
