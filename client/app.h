@@ -1,6 +1,5 @@
 // The whole CLI behind main(): parse, connect, run the command, map the outcome to an exit code.
-#ifndef COLLTEST_CLIENT_APP_H_
-#define COLLTEST_CLIENT_APP_H_
+#pragma once
 
 #include <ostream>
 #include <string>
@@ -12,5 +11,3 @@ namespace colltest::client {
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace colltest::client
-
-#endif  // COLLTEST_CLIENT_APP_H_

@@ -7,8 +7,8 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "client/exit_code.h"
-#include "client/suggest.h"
+#include "client/commands/exit_code.h"
+#include "client/flags/suggest.h"
 
 #ifndef COLLTEST_VERSION
 #define COLLTEST_VERSION "unknown"

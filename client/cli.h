@@ -1,7 +1,6 @@
 // The command line: global flags, commands and their flags, parsed with CLI11 into plain structs.
 // Values are kept as typed so that their syntax errors name the flag and exit with code 3.
-#ifndef COLLTEST_CLIENT_CLI_H_
-#define COLLTEST_CLIENT_CLI_H_
+#pragma once
 
 #include <optional>
 #include <ostream>
@@ -9,10 +8,10 @@
 #include <variant>
 #include <vector>
 
-#include "client/compare_flags.h"
-#include "client/flags.h"
-#include "client/history.h"
-#include "client/rpc.h"
+#include "client/commands/rpc.h"
+#include "client/flags/compare_flags.h"
+#include "client/flags/flags.h"
+#include "client/flags/history.h"
 
 namespace colltest::client {
 
@@ -42,5 +41,3 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
                                                std::ostream& out, std::ostream& err);
 
 }  // namespace colltest::client
-
-#endif  // COLLTEST_CLIENT_CLI_H_

@@ -70,8 +70,8 @@ if(colltest_worker_backend STREQUAL "cuda")
   string(APPEND colltest_worker_body " This build runs on NVIDIA GPUs (${colltest_cuda_archs})\n"
          "and includes the cpu backend. The CUDA runtime is linked in; the NVIDIA driver\n"
          "(libcuda.so.1, e.g. from libcuda1) must be installed.")
-  # NCCL linked (worker/CMakeLists.txt: both found) from a tarball owns no package that
-  # dpkg-shlibdeps could name (it warns and leaves it out): libnccl2 is its package in Debian's
+  # NCCL linked (worker/backends/gpu/CMakeLists.txt: both found) from a tarball owns no package
+  # that dpkg-shlibdeps could name (it warns and leaves it out): libnccl2 is its package in Debian's
   # non-free and in NVIDIA's repository.
   if(COLLTEST_NCCL_LIBRARY AND COLLTEST_NCCL_INCLUDE)
     set(CPACK_DEBIAN_WORKER_PACKAGE_DEPENDS libnccl2)

@@ -39,6 +39,9 @@ struct FaultSpec {
   FaultKind kind = FaultKind::kNone;
   int rank = -1;  // -1: the kind takes no rank and applies to every rank
   uint32_t delay_us = 0;
+
+  // Whether the fault is aimed at rank `r`.
+  bool Targets(uint32_t r) const { return rank < 0 || static_cast<uint32_t>(rank) == r; }
 };
 
 // "" is kNone. `world` 0 means the world size is not known yet (the CLI): the syntax and the

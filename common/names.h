@@ -1,7 +1,9 @@
-// Names of the public API's enums, written once for every room: the spellings users type on the
-// command line ("one_stage", "eager", "bf16"), which colltestd's messages, the worker's verdicts,
-// the HTTP gateway and every client output format (the JSON contract, docs/design.md section 10)
-// repeat, so that a name in a message can be pasted back into a command.
+// Names of the public API's enums, read from the proto's descriptors (each value's name without
+// its enum's prefix: VARIANT_LAMPORT_TB is "lamport_tb", CASE_STATUS_HANG "HANG"), for every room:
+// the spellings users type on the command line ("one_stage", "eager", "bf16"), which colltestd's
+// messages, the worker's verdicts, the HTTP gateway and every client output format (the JSON
+// contract, docs/design.md section 10) repeat, so that a name in a message can be pasted back into
+// a command.
 #pragma once
 
 #include <optional>

@@ -11,8 +11,8 @@
 namespace colltest::common {
 
 // "/colltest.<controller pid>.<worker pid>.": the controller computes it for each worker it
-// spawns and passes it in InitRequest.shm_prefix (server/rendezvous.cc); the worker appends its
-// segment's index (ShmSegmentName).
+// spawns and passes it in InitRequest.shm_prefix (server/workers/rendezvous.cc); the worker appends
+// its segment's index (ShmSegmentName).
 std::string ShmSegmentPrefix(int controller_pid, int worker_pid);
 std::string ShmSegmentName(absl::string_view prefix, unsigned index);
 // ShmSegmentName(ShmSegmentPrefix(controller_pid, worker_pid), index).

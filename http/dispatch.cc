@@ -7,6 +7,7 @@
 #include "http/pages.h"
 #include "http/reply.h"
 #include "http/routes.h"
+#include "http/size_lists.h"
 #include "http/status_map.h"
 #include "http/sweep_stream.h"
 #include "http/unary_calls.h"
@@ -19,6 +20,8 @@ int ServeFound(mg_connection* conn, absl::string_view path, const RouteMatch& ma
   switch (match.endpoint) {
     case Endpoint::kSweep:
       return ServeSweep(conn, match, handlers);
+    case Endpoint::kParseSizes:
+      return ServeParseSizes(conn, handlers);
     case Endpoint::kMetrics:
       return ServeMetrics(conn, *handlers.options);
     case Endpoint::kHealthz:

@@ -7,7 +7,7 @@
 #include "colltest/v1/colltest.grpc.pb.h"
 #include "http/call_registry.h"
 #include "http/concurrency_limit.h"
-#include "http/gateway.h"
+#include "http/gateway_options.h"
 #include "http/origin_check.h"
 #include "http/read_deadline.h"
 #include "http/request_admission.h"

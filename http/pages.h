@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/strings/string_view.h"
-#include "http/gateway.h"
+#include "http/gateway_options.h"
 
 struct mg_connection;
 

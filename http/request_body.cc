@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
-#include "http/gateway.h"
+#include "http/gateway_options.h"
 #include "http/json_codec.h"
 #include "http/query.h"
 #include "http/status_map.h"

@@ -24,6 +24,7 @@ constexpr RouteSpec kApiRoutes[] = {
     {"GET", "/api/v1/baselines", Endpoint::kListBaselines},
     {"POST", "/api/v1/baselines", Endpoint::kSetBaseline},
     {"GET", "/api/v1/compare", Endpoint::kCompare},
+    {"POST", "/api/v1/sizes:parse", Endpoint::kParseSizes},
 };
 
 // Whether `path` fits `pattern`; the values of its {name} segments go to `params`.

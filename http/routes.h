@@ -20,6 +20,7 @@ enum class Endpoint {
   kListBaselines,  // GET /api/v1/baselines
   kSetBaseline,    // POST /api/v1/baselines
   kCompare,        // GET /api/v1/compare
+  kParseSizes,     // POST /api/v1/sizes:parse (the gateway's own: size_lists.h)
   kMetrics,        // GET /metrics
   kHealthz,        // GET /healthz
   kAsset,          // GET of any other path outside /api/: the dashboard's files

@@ -1,8 +1,9 @@
 #include "http/status_map.h"
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 
 namespace colltest::http {
 namespace {
@@ -98,40 +99,11 @@ int HttpStatusOf(const absl::Status& status) {
 }
 
 std::string ErrorJson(const absl::Status& status) {
-  return absl::StrCat("{\"code\":", JsonQuote(CodeName(status.code())),
-                      ",\"message\":", JsonQuote(status.message()), "}");
-}
-
-std::string JsonQuote(absl::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        // Other control characters as \u00XX; bytes >= 0x80 (UTF-8) pass as they are.
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-  return out;
+  const nlohmann::ordered_json error = {{"code", std::string(CodeName(status.code()))},
+                                        {"message", std::string(status.message())}};
+  // A message may quote bytes a client sent: what is not UTF-8 becomes U+FFFD rather than an
+  // exception.
+  return error.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace colltest::http

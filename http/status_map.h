@@ -26,7 +26,4 @@ int HttpStatusOf(const absl::Status& status);
 // {"code":"NAME","message":"..."} of an error (a compact JSON object, no newline).
 std::string ErrorJson(const absl::Status& status);
 
-// `text` as a JSON string literal, quotes included.
-std::string JsonQuote(absl::string_view text);
-
 }  // namespace colltest::http

@@ -3,6 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The room rules (docs/rooms.md): who may include whom. It needs no build (a second), so a broken
+# rule fails the run before the build starts. After setup.sh, which installs python3.
+/usr/bin/python3 scripts/check_includes.py
 bash scripts/build.sh
 hostile_rc=0
 # The attacks first (label hostile, about a minute): their bounds are latencies and RSS under

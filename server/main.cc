@@ -1,7 +1,6 @@
 // colltestd: the controller. Parses flags, picks the backend, starts the worker pool and the gRPC
 // server, prints the one line that tells scripts where it listens, and shuts down cleanly on
 // SIGINT/SIGTERM (workers ended, sockets and shared memory removed).
-#include <pthread.h>
 #include <signal.h>
 
 #include <chrono>
@@ -13,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/signal_mask.h"
 #include "common/status_macros.h"
 #include "dashboard/assets.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -20,28 +20,29 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "http/gateway.h"
-#include "server/auth.h"
-#include "server/backend_probe.h"
+#include "server/api/service.h"
 #include "server/build_info.h"
-#include "server/concurrency_check.h"
-#include "server/credentials.h"
-#include "server/device_users.h"
-#include "server/fd_limit.h"
-#include "server/grpc_server.h"
-#include "server/health_listener.h"
-#include "server/history_pruner.h"
-#include "server/history_setup.h"
-#include "server/machine_identity.h"
-#include "server/metrics.h"
+#include "server/devices/backend_probe.h"
+#include "server/devices/concurrency_check.h"
+#include "server/devices/device_users.h"
+#include "server/devices/machine_identity.h"
+#include "server/net/auth.h"
+#include "server/net/credentials.h"
+#include "server/net/fd_limit.h"
+#include "server/net/grpc_server.h"
+#include "server/net/health_listener.h"
+#include "server/net/listen_address.h"
+#include "server/net/parse_error_interceptor.h"
+#include "server/net/reflection_guard.h"
+#include "server/net/sd_notify.h"
+#include "server/net/token_file.h"
 #include "server/options.h"
-#include "server/parse_error_interceptor.h"
-#include "server/reflection_guard.h"
-#include "server/sd_notify.h"
-#include "server/service.h"
+#include "server/runs/history_pruner.h"
+#include "server/runs/history_setup.h"
+#include "server/runs/metrics.h"
+#include "server/runs/tune_table.h"
 #include "server/serving_state.h"
-#include "server/token_file.h"
-#include "server/tune_table.h"
-#include "server/worker_pool.h"
+#include "server/workers/worker_pool.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -79,7 +80,7 @@ int Fail(const std::string& what) {
 
 absl::StatusOr<AuthConfig> LoadAuth(const ServerOptions& options) {
   AuthConfig auth;
-  auth.mutual_tls = !options.tls_client_ca.empty();
+  auth.mutual_tls = !options.tls.client_ca.empty();
   if (!options.token_file.empty()) {
     absl::StatusOr<std::vector<Principal>> principals =
         LoadTokenFile(options.token_file, auth.mutual_tls);
@@ -102,18 +103,6 @@ void LogAuthMode(const ServerOptions& options, const Authorizer& authorizer) {
   }
 }
 
-// Blocked before any thread exists, so every thread (gRPC's included) inherits the mask and the
-// signals reach only the sigwait thread of Main. SIGPIPE: a client that hangs up must not kill us.
-sigset_t BlockStopSignals() {
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  return stop_signals;
-}
-
 // --http: the JSON API over the service in process, the dashboard, and /metrics behind HTTP Basic
 // auth when a token file exists (docs/http-api.md, docs/security.md).
 absl::StatusOr<std::unique_ptr<http::Gateway>> ServeHttp(const ServerOptions& options,
@@ -122,9 +111,9 @@ absl::StatusOr<std::unique_ptr<http::Gateway>> ServeHttp(const ServerOptions& op
   if (options.http.empty()) return nullptr;
   http::GatewayOptions gateway;
   gateway.address = options.http;
-  gateway.tls_cert = options.tls_cert;
-  gateway.tls_key = options.tls_key;
-  gateway.tls_client_ca = options.tls_client_ca;
+  gateway.tls_cert = options.tls.cert;
+  gateway.tls_key = options.tls.key;
+  gateway.tls_client_ca = options.tls.client_ca;
   gateway.channel = server.InProcessChannel(grpc::ChannelArguments());
   gateway.forwarding_secret = GatewaySecret();
   gateway.render_metrics = [&metrics] { return metrics.Render(); };
@@ -235,7 +224,7 @@ void AnnounceListening(const ServerOptions& options, const BackendInfo& backend,
   std::fflush(stdout);
   spdlog::info("serving {} on {} ({} devices: {}), TLS {}, {} identities{}", Version(), address,
                backend.backend, backend.devices.size(),
-               options.tls_cert.empty() ? "off" : (options.tls_client_ca.empty() ? "on" : "mutual"),
+               options.tls.cert.empty() ? "off" : (options.tls.client_ca.empty() ? "on" : "mutual"),
                auth.principals.size(),
                authorizer.enabled() ? ", reflection needs role viewer" : "");
 }
@@ -277,12 +266,12 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
   } else if (concurrency.checked) {
     spdlog::info("{}", concurrency.summary);
   }
-  d.metrics.SetBackend(d.backend.backend, d.backend.devices);
+  d.metrics.SetBackend(d.backend.backend, d.backend.devices, {Version(), BuildCommit()});
   if (!d.backend.note.empty()) spdlog::info("{}", d.backend.note);
   COLLTEST_ASSIGN_OR_RETURN(d.auth, LoadAuth(options));
   d.authorizer = std::make_unique<Authorizer>(d.auth);
   LogAuthMode(options, *d.authorizer);
-  COLLTEST_ASSIGN_OR_RETURN(d.credentials, MakeServerCredentials(options));
+  COLLTEST_ASSIGN_OR_RETURN(d.credentials, MakeServerCredentials(options.tls));
   d.serving = std::make_unique<ServingState>(&d.metrics);
   COLLTEST_ASSIGN_OR_RETURN(d.history, OpenHistory(options.state_dir));
   d.pruner = std::make_unique<HistoryPruner>(
@@ -308,7 +297,8 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
 }
 
 int Main(int argc, char** argv) {
-  const sigset_t stop_signals = BlockStopSignals();
+  // Before any thread exists: the stop signals reach only the sigwait thread below.
+  const sigset_t stop_signals = common::BlockStopSignals();
   // stdout carries exactly one line (the listening line) that scripts read; logs go to stderr.
   spdlog::set_default_logger(spdlog::stderr_color_mt("colltestd"));
 
@@ -339,10 +329,10 @@ int Main(int argc, char** argv) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   FrontEndLimits front_limits =
-      ResolveFrontEndLimits(options, fd_limits->soft, d.backend.devices.size());
+      ResolveFrontEndLimits(options.front_end, fd_limits->soft, d.backend.devices.size());
   front_limits.listener_events = &d.metrics;
   absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> front = GrpcFrontEnd::Prepare(
-      options.listen, d.credentials, !options.tls_cert.empty(), front_limits, builder);
+      options.listen, d.credentials, !options.tls.cert.empty(), front_limits, builder);
   if (!front.ok()) {
     d.pool->Shutdown();
     return Fail(std::string(front.status().message()));

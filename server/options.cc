@@ -1,26 +1,16 @@
 #include "server/options.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <unistd.h>
-
 #include <climits>
 #include <filesystem>
 #include <iostream>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "common/parse.h"
-
-#ifndef COLLTEST_VERSION
-#define COLLTEST_VERSION "unknown"
-#endif
+#include "server/build_info.h"
+#include "server/net/listen_address.h"
 
 namespace colltest::server {
-
-const char* Version() { return COLLTEST_VERSION; }
 
 std::string DefaultWorkerPath() {
   std::error_code error;
@@ -41,32 +31,9 @@ std::string DefaultTuneDir() {
   return "";
 }
 
-std::string ListenHost(const std::string& listen) {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos) return listen;
-  return listen.substr(0, colon);
-}
-
-bool IsLoopbackListen(const std::string& listen) {
-  if (absl::StartsWith(listen, "unix:")) return true;
-  const std::string host_and_brackets = ListenHost(listen);
-  absl::string_view host = host_and_brackets;
-  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
-  if (host == "localhost") return true;
-  const std::string text(host);
-  in_addr v4{};
-  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  in6_addr v6{};
-  if (inet_pton(AF_INET6, text.c_str(), &v6) == 1) {
-    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
-    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
-  }
-  return false;  // a wildcard, a routable address or a name that may resolve to one
-}
-
 absl::Status CheckListenIsProtected(const ServerOptions& options) {
   if (options.insecure_listen || IsLoopbackListen(options.listen)) return absl::OkStatus();
-  if (!options.tls_cert.empty() || !options.token_file.empty()) return absl::OkStatus();
+  if (!options.tls.cert.empty() || !options.token_file.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       "--listen ", options.listen,
       " is not a loopback address and neither --tls-cert/--tls-key nor --token-file is given: "
@@ -111,33 +78,33 @@ void AddByteSizeOption(CLI::App& app, const std::string& name, uint64_t& target,
 
 // Flags of the connection limits: docs/limits.md.
 void AddConnectionOptions(CLI::App& app, ServerOptions& o) {
-  app.add_option("--max-connections", o.max_connections,
+  app.add_option("--max-connections", o.front_end.max_connections,
                  "open client connections at most; more are accepted and closed at once (default: "
                  "min(1024, (fd soft limit - 64 - 8 x devices) / 2))")
       ->check(CLI::Range(1u, 1u << 20));
-  AddDurationOption(app, "--handshake-timeout", o.handshake_timeout,
+  AddDurationOption(app, "--handshake-timeout", o.front_end.handshake_timeout,
                     "a connection that has not sent the HTTP/2 preface by then is closed");
-  AddDurationOption(app, "--first-call-timeout", o.first_call_timeout,
+  AddDurationOption(app, "--first-call-timeout", o.front_end.first_call_timeout,
                     "a connection that has made no authenticated call by then (counted from its "
                     "accept) is closed");
-  app.add_option("--max-connections-per-peer", o.max_connections_per_peer,
+  app.add_option("--max-connections-per-peer", o.front_end.max_connections_per_peer,
                  "connections without an authenticated call yet from one client IP address at "
                  "most; beyond, the peer's oldest such one is closed or the new one refused "
                  "(default: max(16, --max-connections / 4), at most --max-connections)")
       ->check(CLI::Range(1u, 1u << 20));
   AddDurationOption(app, "--stream-send-timeout", o.stream_send_timeout,
                     "a Sweep whose client has not taken a message by then is cancelled");
-  AddDurationOption(app, "--max-connection-idle", o.max_connection_idle,
+  AddDurationOption(app, "--max-connection-idle", o.front_end.max_connection_idle,
                     "a connection with no call for this long is closed (GOAWAY)");
-  app.add_option("--max-streams-per-connection", o.max_streams_per_connection,
+  app.add_option("--max-streams-per-connection", o.front_end.max_streams_per_connection,
                  "concurrent calls on one connection; more wait in the client")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
-  app.add_option("--max-threads", o.max_threads,
+  app.add_option("--max-threads", o.front_end.max_threads,
                  "threads gRPC may use for calls; beyond, calls fail RESOURCE_EXHAUSTED")
       ->capture_default_str()
       ->check(CLI::Range(16, 1 << 16));
-  app.add_option("--grpc-memory", o.grpc_memory,
+  app.add_option("--grpc-memory", o.front_end.grpc_memory,
                  "memory gRPC may use for connection buffers (e.g. 1GiB)")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(true));
@@ -191,11 +158,11 @@ absl::Status CheckHttpOptions(const ServerOptions& o) {
 
 // TLS, tokens and what callers may ask for: docs/security.md.
 void AddSecurityOptions(CLI::App& app, ServerOptions& o) {
-  auto* cert = app.add_option("--tls-cert", o.tls_cert, "server certificate (PEM)")
+  auto* cert = app.add_option("--tls-cert", o.tls.cert, "server certificate (PEM)")
                    ->check(CLI::ExistingFile);
   auto* key =
-      app.add_option("--tls-key", o.tls_key, "server private key (PEM)")->check(CLI::ExistingFile);
-  auto* ca = app.add_option("--tls-client-ca", o.tls_client_ca,
+      app.add_option("--tls-key", o.tls.key, "server private key (PEM)")->check(CLI::ExistingFile);
+  auto* ca = app.add_option("--tls-client-ca", o.tls.client_ca,
                             "require client certificates signed by this CA (mutual TLS)")
                  ->check(CLI::ExistingFile);
   cert->needs(key);

@@ -9,7 +9,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "server/validation.h"
+#include "common/defaults.h"  // kDefaultMaxCaseBytes
+#include "server/net/listen_options.h"
 
 namespace colltest::server {
 
@@ -35,9 +36,7 @@ struct ServerOptions {
   // probes that can send neither (Kubernetes' grpc probe); empty = none.
   std::string health_listen;
   std::string state_dir;  // the history database's directory; empty = store::ResolveStateDir("")
-  std::string tls_cert;
-  std::string tls_key;
-  std::string tls_client_ca;  // set: clients must present a certificate signed by it
+  TlsOptions tls;
   std::string token_file;
   bool insecure_listen = false;  // serve a non-loopback address without TLS or token
   bool allow_fault_injection = false;
@@ -58,17 +57,8 @@ struct ServerOptions {
   // Health checks one caller may start per minute (docs/limits.md); 0: no limit.
   uint32_t health_rate_per_caller = 30;
   // Connections and streams (docs/limits.md).
-  uint32_t max_connections = 0;  // 0: DefaultMaxConnections(the soft fd limit, the devices)
-  absl::Duration handshake_timeout = absl::Seconds(5);  // TCP accept to HTTP/2 client preface
-  // TCP accept to the first call that passes authentication (server/listener.h).
-  absl::Duration first_call_timeout = absl::Seconds(10);
-  // Connections without such a call per client IP address; 0: max(16, max_connections / 4).
-  uint32_t max_connections_per_peer = 0;
+  FrontEndFlags front_end;
   absl::Duration stream_send_timeout = absl::Seconds(30);  // one Sweep message to the client
-  uint32_t max_streams_per_connection = 64;
-  absl::Duration max_connection_idle = absl::Minutes(5);  // no call open: GOAWAY
-  uint32_t max_threads = 512;         // gRPC's resource quota: threads for calls
-  uint64_t grpc_memory = 1ull << 30;  // gRPC's resource quota: buffer memory
 };
 
 // Either the options to run with, or the exit code to leave with (after --help, --version or a
@@ -87,15 +77,8 @@ std::string DefaultWorkerPath();
 // directory (an installed or bundled tree), else the source tree's tune/ (build/bin/../../tune).
 std::string DefaultTuneDir();
 
-// "127.0.0.1" of "127.0.0.1:50051", "[::1]" of "[::1]:0".
-std::string ListenHost(const std::string& listen);
-// Whether only this machine can reach `listen`: 127.0.0.0/8, ::1, localhost or a unix: socket.
-bool IsLoopbackListen(const std::string& listen);
 // Refuses a non-loopback --listen that has neither TLS nor a token file (anyone on the network
 // could run, read and cancel anything), unless --insecure-listen says that is intended.
 absl::Status CheckListenIsProtected(const ServerOptions& options);
-
-// The version reported by ListDevices and --version.
-const char* Version();
 
 }  // namespace colltest::server

@@ -13,11 +13,10 @@
 #include "absl/synchronization/mutex.h"
 #include "colltest/v1/colltest.pb.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "server/metrics.h"
+#include "server/net/health_service_names.h"
+#include "server/runs/metrics.h"
 
 namespace colltest::server {
-
-inline constexpr char kCollectiveTestService[] = "colltest.v1.CollectiveTest";
 
 class ServingState {
  public:

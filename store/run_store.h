@@ -23,7 +23,8 @@ inline constexpr uint32_t kMaxListLimit = 1000;
 // Who sets a baseline, and the rules it is held to (docs/history.md, "Baselines and their owners").
 // A baseline is owned by the caller that created it; replacing it keeps that owner.
 struct BaselineSetter {
-  // The caller as colltestd counts it (server/caller_key.h): recorded as set_by and as the owner.
+  // The caller as colltestd counts it (server/net/caller_key.h): recorded as set_by and as the
+  // owner.
   std::string name;
   bool may_replace_any = false;  // an admin: may replace baselines of others and of nobody
   // Baselines one owner may hold, over every machine; 0: no bound. At the bound an owner may still

@@ -1,23 +1,21 @@
 #include "worker/capabilities_json.h"
 
-#include "absl/strings/str_cat.h"
+#include <string>
+
 #include "common/names.h"
 
 namespace colltest::worker {
 
-std::string CapabilitiesJson(const colltest::worker::v1::Capabilities& capabilities) {
-  // Variant names are the command line's (common/names.h): plain identifiers, nothing to escape.
-  std::string json = R"({"variants":[)";
+nlohmann::ordered_json CapabilitiesJson(const colltest::worker::v1::Capabilities& capabilities) {
+  // Variant names are the command line's (common/names.h).
+  nlohmann::ordered_json variants = nlohmann::ordered_json::array();
   for (int i = 0; i < capabilities.variants_size(); ++i) {
-    absl::StrAppend(&json, i == 0 ? "\"" : ",\"", common::VariantName(capabilities.variants(i)),
-                    "\"");
+    variants.push_back(std::string(common::VariantName(capabilities.variants(i))));
   }
-  const auto flag = [](bool b) { return b ? "true" : "false"; };
-  absl::StrAppend(&json, R"(],"uses_shared_memory_segments":)",
-                  flag(capabilities.uses_shared_memory_segments()), R"(,"graph_mode":)",
-                  flag(capabilities.graph_mode()), R"(,"reports_devices":)",
-                  flag(capabilities.reports_devices()), "}");
-  return json;
+  return {{"variants", std::move(variants)},
+          {"uses_shared_memory_segments", capabilities.uses_shared_memory_segments()},
+          {"graph_mode", capabilities.graph_mode()},
+          {"reports_devices", capabilities.reports_devices()}};
 }
 
 }  // namespace colltest::worker

@@ -319,7 +319,7 @@ absl::StatusOr<PlannedCase> PlanCase(const colltest::worker::v1::CaseRequest& re
       std::clamp<size_t>(rules.capacity() / plan.slot_stride, 1, std::max(1u, rules.max_slots())));
   COLLTEST_ASSIGN_OR_RETURN(const std::string shape_refusal, rules.RefuseShape(plan));
   if (!shape_refusal.empty()) return refused(shape_refusal);
-  absl::StatusOr<FaultPlan> fault = ParseFault(req.fault(), world);
+  absl::StatusOr<common::FaultSpec> fault = common::ParseFaultSpec("fault", req.fault(), world);
   if (!fault.ok()) {
     // A result, not an RPC error: a bad fault spec must not cost the group its workers.
     out.result.set_status(colltest::v1::CASE_STATUS_ERROR);
@@ -327,7 +327,7 @@ absl::StatusOr<PlannedCase> PlanCase(const colltest::worker::v1::CaseRequest& re
     return out;
   }
   plan.fault = *fault;
-  if (plan.fault.kind == FaultPlan::Kind::kMissingRank && plan.fault.Targets(rank)) {
+  if (plan.fault.kind == common::FaultKind::kMissingRank && plan.fault.Targets(rank)) {
     // The injected absence: this rank does nothing, not even the host barrier after arming; its
     // peers must time out there naming it.
     out.result.set_status(colltest::v1::CASE_STATUS_HANG);

@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "colltest/v1/colltest.pb.h"
 #include "colltest/v1/worker.pb.h"
-#include "worker/fault_plan.h"
+#include "common/fault_spec.h"
 #include "worker/numerics/diff.h"
 #include "worker/numerics/reference.h"
 
@@ -38,7 +38,7 @@ struct CasePlan {
   uint64_t timeout_ms = 0;
   size_t slot_stride = 0;  // bytes between input slots
   uint32_t slots = 1;      // input slots rotated over, so a cache is not measured instead of a link
-  FaultPlan fault;
+  common::FaultSpec fault;  // parsed from req->fault (common/fault_spec.h)
   uint32_t rank = 0;
   uint32_t world = 0;
 };

@@ -1,6 +1,6 @@
-// The worker's half of "who else uses this GPU" (server/device_users.h): the processes holding a
-// device file open, found through /proc, and the `--users` line the controller reads. Plain C++
-// with no GPU library, so that every build has it and tests run anywhere.
+// The worker's half of "who else uses this GPU" (server/devices/device_users.h): the processes
+// holding a device file open, found through /proc, and the `--users` line the controller reads.
+// Plain C++ with no GPU library, so that every build has it and tests run anywhere.
 #pragma once
 
 #include <cstdint>

@@ -1,15 +1,10 @@
 #include "worker/worker_service.h"
 
-#include <string>
-
-#include "worker/fault_plan.h"
+#include "common/grpc_status.h"
 
 namespace colltest::worker {
 
-grpc::Status ToGrpcStatus(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-}
+using common::ToGrpcStatus;
 
 grpc::Status WorkerService::Init(grpc::ServerContext*, const v1::InitRequest* request,
                                  v1::InitReply* reply) {
@@ -26,23 +21,10 @@ grpc::Status WorkerService::Connect(grpc::ServerContext*, const v1::ConnectReque
   return ToGrpcStatus(backend_->Connect(*request));
 }
 
-namespace {
-
-v1::CaseRequest WithFault(const v1::CaseRequest& request, const std::string& fault) {
-  v1::CaseRequest faulted = request;
-  faulted.set_fault(fault);
-  return faulted;
-}
-
-}  // namespace
-
 grpc::Status WorkerService::RunCase(grpc::ServerContext*, const v1::CaseRequest* request,
                                     colltest::v1::RankResult* reply) {
   std::lock_guard<std::mutex> lock(mu_);
-  absl::StatusOr<colltest::v1::RankResult> r =
-      StandingTestFault().empty() || !request->fault().empty()
-          ? backend_->RunCase(*request)
-          : backend_->RunCase(WithFault(*request, StandingTestFault()));
+  absl::StatusOr<colltest::v1::RankResult> r = backend_->RunCase(*request);
   if (!r.ok()) return ToGrpcStatus(r.status());
   *reply = std::move(*r);
   return grpc::Status::OK;

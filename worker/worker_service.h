@@ -34,6 +34,4 @@ class WorkerService final : public colltest::worker::v1::Worker::Service {
   absl::Notification* shutdown_;
 };
 
-grpc::Status ToGrpcStatus(const absl::Status& s);
-
 }  // namespace colltest::worker

@@ -311,8 +311,7 @@ function runLink(runId) {
 // ---------------------------------------------------------------------------------------------
 // The sweep form
 
-// A list as the CLI takes it (docs/input.md): "1,8,64", "8..128" (doubling), "8..128:x4",
-// "1..8:+1", suffixes K M G T (powers of 1024, optionally followed by i, iB or B).
+// A count ("64", "8K"; K M G T powers of 1024, optionally followed by i, iB or B).
 function parseCount(text, field) {
   const m = /^(\d+)(?:([kmgtKMGT])(?:i|iB|B)?)?$/.exec(text);
   if (!m) throw new ApiError('INVALID_ARGUMENT', `${field}: '${text}' is not a count (e.g. 64 or 8K)`);
@@ -322,29 +321,38 @@ function parseCount(text, field) {
   return value;
 }
 
-function parseList(text, field) {
-  const values = [];
-  for (const raw of text.split(',')) {
-    const item = raw.trim();
-    if (!item) throw new ApiError('INVALID_ARGUMENT', `${field}: empty item in '${text}'`);
-    const range = /^([^.]+)\.\.([^:]+)(?::([x+])(\d+))?$/.exec(item);
-    if (!range) {
-      values.push(parseCount(item, field));
-      continue;
+// The form's list fields, sent as typed: the server expands them in the CLI's grammar
+// (docs/input.md: "1,8,64", "8..128:x4", "1:1024:x4"), so the page has no grammar of its own.
+const LIST_FIELDS = ['m', 'n'];
+
+// Shows (or, with '', hides) the server's message about a field next to it.
+function showFieldError(name, message) {
+  const box = $(`#f-${name}-error`);
+  box.textContent = message;
+  box.hidden = message === '';
+  $(`#f-${name}`).setAttribute('aria-invalid', message === '' ? 'false' : 'true');
+}
+
+// {m: [...], n: [...]}, or null when the server refused a field (its message is then shown next
+// to the field). Any other failure (the server out of reach) is thrown.
+async function listsFromForm() {
+  const replies = await Promise.allSettled(LIST_FIELDS.map((name) =>
+    api('api/v1/sizes:parse', {method: 'POST', body: {[name]: $(`#f-${name}`).value}})));
+  const lists = {};
+  let refused = false;
+  replies.forEach((reply, i) => {
+    const name = LIST_FIELDS[i];
+    if (reply.status === 'fulfilled') {
+      lists[name] = reply.value[name];
+      showFieldError(name, '');
+    } else if (reply.reason instanceof ApiError && reply.reason.code === 'INVALID_ARGUMENT') {
+      showFieldError(name, reply.reason.message);
+      refused = true;
+    } else {
+      throw reply.reason;
     }
-    const from = parseCount(range[1], field);
-    const to = parseCount(range[2], field);
-    const op = range[3] || 'x';
-    const step = range[4] ? Number(range[4]) : 2;
-    if (to < from) throw new ApiError('INVALID_ARGUMENT', `${field}: '${item}' runs backwards`);
-    if (op === 'x' && (step < 2 || from === 0)) throw new ApiError('INVALID_ARGUMENT', `${field}: '${item}' needs a factor of 2 or more from a value above 0`);
-    if (op === '+' && step < 1) throw new ApiError('INVALID_ARGUMENT', `${field}: '${item}' needs a step of 1 or more`);
-    for (let v = from; v <= to; v = op === 'x' ? v * step : v + step) {
-      values.push(v);
-      if (values.length > 4096) throw new ApiError('INVALID_ARGUMENT', `${field}: more than 4096 values`);
-    }
-  }
-  return values;
+  });
+  return refused ? null : lists;
 }
 
 function optionalCount(selector) {
@@ -352,13 +360,16 @@ function optionalCount(selector) {
   return text === '' ? undefined : parseCount(text, $(selector).name);
 }
 
-// The form as a SweepSpec (proto field names; defaults left out).
-function specFromForm() {
+// The form as a SweepSpec (proto field names; defaults left out), or null when a list field was
+// refused (shown next to it).
+async function specFromForm() {
+  const lists = await listsFromForm();
+  if (!lists) return null;
   const checked = (name) => [...document.querySelectorAll(`#sweep-form input[name="${name}"]:checked`)].map((x) => x.value);
   const spec = {
     world_size: optionalCount('#f-world'),
-    m: parseList($('#f-m').value, 'm'),
-    n: parseList($('#f-n').value, 'n'),
+    m: lists.m,
+    n: lists.n,
     dtype: $('#f-dtype').value,
     variants: checked('variant'),
     modes: checked('mode'),
@@ -380,11 +391,15 @@ async function submitSweep(event) {
     showError(new ApiError('FAILED_PRECONDITION', 'this page is already following a sweep; wait for it or cancel it'));
     return;
   }
-  let spec;
+  let spec = null;
+  $('#sweep-submit').disabled = true;
   try {
-    spec = specFromForm();
+    spec = await specFromForm();
   } catch (e) {
     showError(e);
+  }
+  if (!spec) {
+    $('#sweep-submit').disabled = false;
     return;
   }
   const live = {
@@ -393,7 +408,6 @@ async function submitSweep(event) {
     controller: new AbortController(),
     streaming: true,
   };
-  $('#sweep-submit').disabled = true;
   try {
     await streamSweep(live, spec, () => {
       // Accepted: follow it in the results view. A refused request stays on the form.

@@ -2,7 +2,8 @@
 """The dashboard in a real browser: headless Chromium driven over the DevTools protocol.
 
 Starts colltestd (cpu backend, 4 ranks) on free ports with a fresh --state-dir, opens the page,
-starts a sweep from the form, waits for every case and DONE, checks the table and the latency plot
+submits lists the server refuses (their messages shown next to the m and n fields, no run), starts
+a sweep from the form with m as a range of the CLI's grammar, waits for every case and DONE, checks the table and the latency plot
 (one series per chosen variant), finds the run in the history, restarts colltestd on the same
 state dir and finds the run again (and opens it). Saves a screenshot of the results view.
 
@@ -24,13 +25,20 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 
 VARIANTS = ['one_stage', 'lamport', 'lamport_tb']
-M_LIST = '1,8,64'
+# A range in the CLI's grammar (docs/input.md), which the server expands for the form.
+M_LIST = '1:64:x4'
+M_VALUES = [1, 4, 16, 64]
 N_LIST = '1024'
 WORLD = 2
-CASES = len(VARIANTS) * len(M_LIST.split(','))
+CASES = len(VARIANTS) * len(M_VALUES)
+# Lists the server's grammar refuses; the message names the field and the limit.
+BAD_M = '1:100000:+1'
+BAD_M_MESSAGE = "m: more than 4096 values (range '1:100000:+1'), the limit is 4096"
+BAD_N = '8q'
 LISTEN_RE = re.compile(r'colltestd listening on (\S+) .*http=(\S+)')
 
 
@@ -266,7 +274,7 @@ class Browser:
 # ------------------------------------------------------------------------------------------------
 # The page
 
-def fill_and_submit(browser, label):
+def fill_and_submit(browser, label, m_list=M_LIST, n_list=N_LIST):
     """Fills the sweep form as a user would (values, then the submit button's click)."""
     script = '''
     (() => {
@@ -290,7 +298,7 @@ def fill_and_submit(browser, label):
       set('f-label', %s);
       document.getElementById('sweep-submit').click();
       return '';
-    })()''' % (json.dumps(VARIANTS), WORLD, json.dumps(M_LIST), json.dumps(N_LIST), json.dumps(label))
+    })()''' % (json.dumps(VARIANTS), WORLD, json.dumps(m_list), json.dumps(n_list), json.dumps(label))
     problem = browser.eval(script)
     if problem:
         raise TestFailure(problem)
@@ -306,7 +314,7 @@ def check_results(browser):
     if bad:
         raise TestFailure(f'cases not OK: {bad}')
     seen = sorted((r['cells'][0], int(r['cells'][3])) for r in rows)
-    want = sorted((v, int(m)) for v in VARIANTS for m in M_LIST.split(','))
+    want = sorted((v, m) for v in VARIANTS for m in M_VALUES)
     if seen != want:
         raise TestFailure(f'results table (variant, m) = {seen}, expected {want}')
     plot = browser.eval('''(() => { const p = document.getElementById('latency-plot');
@@ -371,6 +379,46 @@ def check_shared_gpu_note(browser):
     log('shared-GPU note: shown for ranks_per_gpu 4 and time-sliced, not for one rank per GPU')
 
 
+def server_message(url, body):
+    """The error message colltestd answers POST /api/v1/sizes:parse with for `body`."""
+    request = urllib.request.Request(url + 'api/v1/sizes:parse', data=json.dumps(body).encode(),
+                                     headers={'Content-Type': 'application/json'}, method='POST')
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            raise TestFailure(f'sizes:parse took {body}: {reply.read()!r}')
+    except urllib.error.HTTPError as e:
+        return json.loads(e.read())['message']
+
+
+def check_refused_lists(browser, url, label):
+    """Lists the server's grammar refuses: each field shows the server's own message next to it,
+    naming the field, the error box stays hidden and no run starts."""
+    want = {'m': server_message(url, {'m': BAD_M}), 'n': server_message(url, {'n': BAD_N})}
+    if want['m'] != BAD_M_MESSAGE or not want['n'].startswith(f"n: cannot parse '{BAD_N}'"):
+        raise TestFailure(f'colltestd refused the lists with unexpected messages: {want}')
+    fill_and_submit(browser, label, m_list=BAD_M, n_list=BAD_N)
+    shown = browser.wait_for(
+        '''(() => { const m = document.getElementById('f-m-error'), n = document.getElementById('f-n-error');
+             return !m.hidden && !n.hidden && m.offsetParent !== null &&
+                    document.getElementById('sweep-submit').disabled === false
+               ? {m: m.textContent, n: n.textContent,
+                  invalid: document.getElementById('f-m').getAttribute('aria-invalid')} : null; })()''',
+        'the refusals next to the m and n fields', 15)
+    if shown['m'] != want['m'] or shown['n'] != want['n'] or shown['invalid'] != 'true':
+        raise TestFailure(f'the form shows {shown}, expected the server\'s messages {want}')
+    if browser.eval("location.hash") == '#results' or browser.eval("document.getElementById('run-id').textContent.startsWith('r-')"):
+        raise TestFailure('a sweep started although its lists were refused')
+    # Chromium logs each refused request ("the server responded with a status of 400") as an
+    # error; those two are expected, any other error still fails the test at its end.
+    time.sleep(0.3)
+    browser.eval('0')  # reads the events that arrived meanwhile
+    refused = [e for e in browser.console if 'status of 400' in e and 'api/v1/sizes:parse' in e]
+    if len(refused) > 2:
+        raise TestFailure(f'more refused requests than the two fields: {refused}')
+    browser.console = [e for e in browser.console if e not in refused]
+    log(f'refused lists shown next to their fields: {shown["m"]!r}; {shown["n"]!r}')
+
+
 def wait_history_row(browser, run_id, timeout=15):
     browser.wait_for(
         f'''(() => {{ const r = document.querySelector('#history-table tr[data-run-id={json.dumps(run_id)}]');
@@ -407,10 +455,13 @@ def run_test(args, websocket_module, work):
                 document.getElementById('run-progress').dataset.state,
                 document.querySelectorAll('#results-table tbody tr').length]))
               .observe(document.getElementById('run-progress'), {attributes: true});''')
+        check_refused_lists(browser, url, label)
         fill_and_submit(browser, label)
         browser.wait_for("document.getElementById('run-id').textContent.startsWith('(') === false && "
                          "document.getElementById('run-progress').dataset.total !== '0'",
                          'the run to start (run id and total)', 15)
+        if not browser.eval("document.getElementById('f-m-error').hidden && document.getElementById('f-n-error').hidden"):
+            raise TestFailure('the fields still show refusals after an accepted sweep')
         browser.wait_for(
             f"document.getElementById('run-progress').dataset.state === 'DONE' && "
             f"document.querySelectorAll('#results-table tbody tr').length === {CASES}",

@@ -220,7 +220,7 @@ INSTANTIATE_TEST_SUITE_P(Matrix, GpuMatrixTest,
 constexpr char kNcclRefusesSharing[] = "nccl: NCCL refuses two ranks on one GPU";
 
 // The message starts with the refusal, after the "rank R: " that names the first rank to refuse
-// in a merged case message (server/verdict.cc GroupFailureSummary).
+// in a merged case message (server/workers/verdict.cc GroupFailureSummary).
 bool StartsWithRefusal(std::string message) {
   if (message.rfind("rank ", 0) == 0 && message.find(": ") != std::string::npos) {
     message = message.substr(message.find(": ") + 2);

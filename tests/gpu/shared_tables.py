@@ -12,7 +12,7 @@ import sys
 
 FUSED = ["one_stage", "two_kernel", "lamport", "lamport_tb", "lamport_two_shot"]
 # The case message names the first rank that refused, as every merged failure does
-# (server/verdict.cc GroupFailureSummary): "rank 0: nccl: NCCL refuses two ranks on one GPU, ...".
+# (server/workers/verdict.cc GroupFailureSummary): "rank 0: nccl: NCCL refuses two ranks on one GPU, ...".
 NCCL_REFUSAL = re.compile(r"^(rank \d+: )?nccl: NCCL refuses two ranks on one GPU")
 BENCH_LABEL = "kernel overhead with ranks sharing one GPU (not a link figure)"
 

@@ -7,7 +7,7 @@ server sends, and is reopened as soon as the server closes it. During the flood,
 with a valid token is called 20 times from 127.0.0.1 and every call must succeed.
 
 Before the first-call timeout, the per-peer limit and the fair eviction of unproven connections
-(server/listener.h), such connections passed the listener's preface check and held the cap until
+(server/net/listener.h), such connections passed the listener's preface check and held the cap until
 the 5-minute idle limit: every call was refused. Prints how many calls succeeded, their latency,
 and what the attacker saw (connections opened, closed by the server).
 """

@@ -16,8 +16,9 @@ namespace colltest::testing {
 
 std::string BinDir();
 // colltest-worker-breaks in BinDir(): the test build of the worker, the only one that reads
-// COLLTEST_BREAK_PROTOCOL (worker/backends/cpu/protocol_breaks_env.h). A test that breaks a
-// protocol rule in real worker processes passes it to colltestd as `--worker`.
+// COLLTEST_BREAK_PROTOCOL (worker/backends/cpu/protocol_breaks_env.h) and COLLTEST_TEST_FAULT
+// (worker/test_fault_env.h). A test that breaks a protocol rule or a node in real worker processes
+// passes it to colltestd as `--worker`.
 std::string BreaksWorkerPath();
 
 class Daemon {

@@ -1,8 +1,9 @@
 // The fleet check (`colltest health --targets`) against real colltestd on loopback: two healthy
 // nodes, one whose rank 1 never arrives (a missing rank injected from the node's own environment,
-// COLLTEST_TEST_FAULT, since the fleet sends one request to every node), one behind a token, one
-// stopped (its port refuses), and a socket that accepts TCP but never speaks HTTP/2. Every daemon
-// is stopped by its Daemon's destructor, the socket closed by its owner.
+// COLLTEST_TEST_FAULT, since the fleet sends one request to every node; only the test build of the
+// worker, colltest-worker-breaks, reads it), one behind a token, one stopped (its port refuses),
+// and a socket that accepts TCP but never speaks HTTP/2. Every daemon is stopped by its Daemon's
+// destructor, the socket closed by its owner.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -64,7 +65,8 @@ class FleetTest : public ::testing::Test {
     healthy_a_ = Daemon::Start(2);
     healthy_b_ = Daemon::Start(2);
     // Rank 1 (device 1) never arrives in any case of this node: a HANG naming device 1.
-    hang_ = Daemon::Start(2, {}, {"COLLTEST_TEST_FAULT=missing_rank:1"});
+    hang_ =
+        Daemon::Start(2, {"--worker", BreaksWorkerPath()}, {"COLLTEST_TEST_FAULT=missing_rank:1"});
     const std::string tokens =
         WriteTokenFile("fleet_server_tokens", absl::StrCat("fleet runner ", kToken, "\n"));
     token_ = Daemon::Start(2, {"--token-file", tokens});

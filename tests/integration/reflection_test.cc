@@ -1,5 +1,5 @@
 // Server reflection on a real colltestd, v1alpha (grpc++_reflection) and v1
-// (server/reflection_v1.h): open to every caller with authentication off, and with a token file
+// (server/net/reflection_v1.h): open to every caller with authentication off, and with a token file
 // answered only to callers of role viewer or above, whichever the version.
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>

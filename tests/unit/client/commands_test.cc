@@ -1,6 +1,6 @@
 // The CLI end to end against an in-process fake colltestd on a loopback port: metadata, streaming,
 // error mapping and exit codes, without the real server.
-#include "client/commands.h"
+#include "client/commands/commands.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "client/app.h"
-#include "client/command_support.h"
-#include "client/hints.h"
-#include "client/rpc.h"
+#include "client/commands/command_support.h"
+#include "client/commands/hints.h"
+#include "client/commands/rpc.h"
 #include "colltest/v1/colltest.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -237,7 +237,7 @@ class FakeColltestd final : public v1::CollectiveTest::Service {
     if (request->run_a() == "r-gone") {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "run r-gone not found");
     }
-    // colltestd refuses runs placed differently (server/compare.h CheckPlacedAlike).
+    // colltestd refuses runs placed differently (server/runs/compare.h CheckPlacedAlike).
     if (request->run_a() == "r-apart" || request->baseline() == "apart") {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, kPlacedApart);
     }

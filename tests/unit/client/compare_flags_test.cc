@@ -1,4 +1,4 @@
-#include "client/compare_flags.h"
+#include "client/flags/compare_flags.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,4 +1,4 @@
-#include "client/exit_code.h"
+#include "client/commands/exit_code.h"
 
 #include <initializer_list>
 

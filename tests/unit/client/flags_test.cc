@@ -1,4 +1,4 @@
-#include "client/flags.h"
+#include "client/flags/flags.h"
 
 #include <algorithm>
 #include <ostream>
@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "client/size_flags.h"
-#include "client/suggest.h"
+#include "client/flags/size_flags.h"
+#include "client/flags/suggest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-#include "client/fleet_targets.h"
+#include "client/fleet/fleet_targets.h"
 
 #include <cstdio>
 #include <fstream>

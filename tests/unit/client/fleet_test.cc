@@ -1,6 +1,6 @@
 // The fleet check's rules without a network: what each answer or failure makes of a node, the
 // exit code over the nodes, and the runner's bounds (parallelism, retries, a slow node).
-#include "client/fleet.h"
+#include "client/fleet/fleet.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/app.h"
-#include "client/exit_code.h"
-#include "client/fleet_verdict.h"
+#include "client/commands/exit_code.h"
+#include "client/fleet/fleet_verdict.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

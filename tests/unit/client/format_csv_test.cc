@@ -2,7 +2,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "client/format.h"
+#include "client/format/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/client/sample_health.h"

@@ -1,4 +1,4 @@
-#include "client/format_fleet.h"
+#include "client/fleet/format_fleet.h"
 
 #include <string>
 #include <vector>

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "client/format.h"
+#include "client/format/format.h"
 #include "common/names.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

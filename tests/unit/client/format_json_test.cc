@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "client/format.h"
+#include "client/format/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

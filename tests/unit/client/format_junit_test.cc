@@ -1,7 +1,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "client/format.h"
+#include "client/format/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/client/sample_health.h"

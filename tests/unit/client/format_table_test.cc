@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "client/format.h"
-#include "client/format_groups.h"
-#include "client/text_table.h"
+#include "client/format/format.h"
+#include "client/format/format_groups.h"
+#include "client/format/text_table.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

@@ -1,6 +1,6 @@
 // The statuses below are the texts gRPC and colltestd give in each situation, as observed against
 // a real colltestd (tests/integration/cli_hints_test.cc checks the first three end to end).
-#include "client/hints.h"
+#include "client/commands/hints.h"
 
 #include <string>
 

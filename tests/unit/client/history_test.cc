@@ -1,5 +1,5 @@
 // `history`: its flags, --since, and following the pages of the history.
-#include "client/history.h"
+#include "client/flags/history.h"
 
 #include <string>
 #include <vector>

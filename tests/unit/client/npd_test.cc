@@ -1,4 +1,4 @@
-#include "client/npd.h"
+#include "client/fleet/npd.h"
 
 #include <grpcpp/grpcpp.h>
 

@@ -1,4 +1,4 @@
-#include "client/progress.h"
+#include "client/commands/progress.h"
 
 #include <algorithm>
 #include <iostream>

@@ -1,4 +1,4 @@
-#include "client/size_flags.h"
+#include "client/flags/size_flags.h"
 
 #include <cstdint>
 #include <string>

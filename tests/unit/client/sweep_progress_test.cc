@@ -1,11 +1,11 @@
-#include "client/sweep_progress.h"
+#include "client/commands/sweep_progress.h"
 
 #include <functional>
 #include <sstream>
 #include <string>
 
 #include "absl/time/time.h"
-#include "client/progress.h"
+#include "client/commands/progress.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/client/sample_run.h"

@@ -1,4 +1,4 @@
-#include "client/tune.h"
+#include "client/format/tune.h"
 
 #include <string>
 #include <vector>

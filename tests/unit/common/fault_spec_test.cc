@@ -40,6 +40,18 @@ TEST(ParseFaultSpecTest, ReadsEveryKind) {
   }
 }
 
+// A fault with a rank is aimed at that rank alone; one without, at every rank.
+TEST(ParseFaultSpecTest, TargetsItsRankOrEveryRank) {
+  const absl::StatusOr<FaultSpec> one = ParseFaultSpec("spec.fault", "crash_rank:2", 4);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_TRUE(one->Targets(2));
+  EXPECT_FALSE(one->Targets(0));
+  EXPECT_FALSE(one->Targets(3));
+  const absl::StatusOr<FaultSpec> all = ParseFaultSpec("spec.fault", "skip_rearm", 4);
+  ASSERT_TRUE(all.ok()) << all.status();
+  for (uint32_t r = 0; r < 4; ++r) EXPECT_TRUE(all->Targets(r)) << r;
+}
+
 TEST(ParseFaultSpecTest, RefusesMalformedFaultsNamingTheFieldAndListingTheGrammar) {
   for (const char* text :
        {"foo", "missing_rank:9", "missing_rank:4", "missing_rank:-1", "missing_rank:+1",

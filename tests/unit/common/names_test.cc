@@ -93,6 +93,30 @@ TEST(NamesTest, RunStatesParseInAnyCaseAndListInLowerCase) {
   EXPECT_THAT(RunStateNames(), ::testing::Contains("interrupted"));
 }
 
+// The names are derived from the proto; these are the exact strings users type and outputs have
+// printed (the JSON contract, golden outputs), which a change of the derivation must keep.
+TEST(NamesTest, KeepsTheNamesOutputsPrint) {
+  EXPECT_EQ(VariantName(v1::VARIANT_ONE_STAGE), "one_stage");
+  EXPECT_EQ(VariantName(v1::VARIANT_TWO_KERNEL), "two_kernel");
+  EXPECT_EQ(VariantName(v1::VARIANT_LAMPORT), "lamport");
+  EXPECT_EQ(VariantName(v1::VARIANT_LAMPORT_TB), "lamport_tb");
+  EXPECT_EQ(VariantName(v1::VARIANT_NCCL), "nccl");
+  EXPECT_EQ(VariantName(v1::VARIANT_AUTO), "auto");
+  EXPECT_EQ(VariantName(v1::VARIANT_LAMPORT_TWO_SHOT), "lamport_two_shot");
+  EXPECT_EQ(ModeName(v1::MODE_GRAPH), "graph");
+  EXPECT_EQ(DTypeName(v1::DTYPE_FP16), "fp16");
+  EXPECT_EQ(DTypeName(v1::DTYPE_FP32), "fp32");
+  EXPECT_EQ(PatternName(v1::PATTERN_NEG_ZERO), "neg_zero");
+  EXPECT_EQ(PatternName(v1::PATTERN_DENORMAL), "denormal");
+  EXPECT_EQ(ToleranceName(v1::TOLERANCE_TRTLLM), "trtllm");
+  EXPECT_EQ(CaseStatusName(v1::CASE_STATUS_UNSUPPORTED), "UNSUPPORTED");
+  EXPECT_EQ(RunStateName(v1::RUN_STATE_INTERRUPTED), "INTERRUPTED");
+  EXPECT_EQ(GroupStateName(v1::GROUP_STATE_RECOVERING), "RECOVERING");
+  EXPECT_EQ(CompareVerdictName(v1::COMPARE_VERDICT_ONLY_A), "ONLY_A");
+  EXPECT_EQ(ParseVariantName("Lamport_TB"), v1::VARIANT_LAMPORT_TB);
+  EXPECT_EQ(ParseRunStateName("cancelled"), v1::RUN_STATE_CANCELLED);
+}
+
 // An UNSPECIFIED value prints as what the server treats it as, so it can be typed back in.
 TEST(NamesTest, UnspecifiedPrintsAsItsDefault) {
   EXPECT_EQ(VariantName(v1::VARIANT_UNSPECIFIED), "unspecified");

@@ -25,6 +25,7 @@ TEST(RoutesTest, ApiPathsAndMethods) {
         Case{"GET", "/api/v1/baselines", Endpoint::kListBaselines},
         Case{"POST", "/api/v1/baselines", Endpoint::kSetBaseline},
         Case{"GET", "/api/v1/compare", Endpoint::kCompare},
+        Case{"POST", "/api/v1/sizes:parse", Endpoint::kParseSizes},
         Case{"GET", "/metrics", Endpoint::kMetrics}, Case{"GET", "/healthz", Endpoint::kHealthz},
         Case{"GET", "/", Endpoint::kAsset}, Case{"GET", "/static/app.js", Endpoint::kAsset}}) {
     const RouteMatch match = Route(c.method, c.path);

@@ -49,5 +49,12 @@ TEST(StatusMapTest, ErrorJsonEscapes) {
             "{\"code\":\"NOT_FOUND\",\"message\":\"r\xc3\xa9sum\xc3\xa9\"}");
 }
 
+// A message may quote bytes a client sent: the body stays valid JSON, bytes that are not UTF-8
+// becoming U+FFFD.
+TEST(StatusMapTest, ErrorJsonReplacesBytesThatAreNotUtf8) {
+  EXPECT_EQ(ErrorJson(absl::InvalidArgumentError("bad \xff")),
+            "{\"code\":\"INVALID_ARGUMENT\",\"message\":\"bad \xef\xbf\xbd\"}");
+}
+
 }  // namespace
 }  // namespace colltest::http

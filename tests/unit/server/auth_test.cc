@@ -1,4 +1,4 @@
-#include "server/auth.h"
+#include "server/net/auth.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

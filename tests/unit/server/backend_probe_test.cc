@@ -1,4 +1,4 @@
-#include "server/backend_probe.h"
+#include "server/devices/backend_probe.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,7 +26,7 @@ const std::string kTwoGpus = absl::StrCat(
     R"({"index":1,"name":"NVIDIA H200","memory_bytes":150000000000}],"capabilities":)",
     testing::kGpuCapabilitiesJson, "}");
 
-// What `colltest-worker --probe --backend cpu` prints (worker/main.cc).
+// What `colltest-worker --probe --backend cpu` prints (worker/app/main.cc).
 const std::string kCpu = absl::StrCat(R"({"backend":"cpu","devices":[],"capabilities":)",
                                       testing::kCpuCapabilitiesJson, "}");
 

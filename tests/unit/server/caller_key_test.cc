@@ -1,4 +1,4 @@
-#include "server/caller_key.h"
+#include "server/net/caller_key.h"
 
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-#include "server/case_merge.h"
+#include "server/workers/case_merge.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,4 +1,4 @@
-#include "server/compare.h"
+#include "server/runs/compare.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "server/concurrency_check.h"
+#include "server/devices/concurrency_check.h"
 
 #include <string>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "server/device_users.h"
+#include "server/devices/device_users.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/worker_pool.h"
+#include "server/workers/worker_pool.h"
 
 namespace colltest::server::testing {
 

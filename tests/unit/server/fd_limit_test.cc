@@ -1,4 +1,4 @@
-#include "server/fd_limit.h"
+#include "server/net/fd_limit.h"
 
 #include <sys/resource.h>
 

@@ -1,4 +1,4 @@
-#include "server/health_check.h"
+#include "server/health/health_check.h"
 
 #include <algorithm>
 #include <map>
@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/health_report.h"
-#include "server/run_executor.h"
-#include "server/run_history.h"
-#include "server/run_queue.h"
+#include "server/health/health_report.h"
+#include "server/runs/run_executor.h"
+#include "server/runs/run_history.h"
+#include "server/runs/run_queue.h"
 #include "tests/unit/server/fake_worker_pool.h"
 #include "tests/unit/server/test_capabilities.h"
 

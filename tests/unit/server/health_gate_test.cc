@@ -1,4 +1,4 @@
-#include "server/health_gate.h"
+#include "server/health/health_gate.h"
 
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "server/health_levels.h"
+#include "server/health/health_levels.h"
 
 #include <filesystem>
 #include <fstream>

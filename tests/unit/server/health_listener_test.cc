@@ -1,4 +1,4 @@
-#include "server/health_listener.h"
+#include "server/net/health_listener.h"
 
 #include <future>
 #include <memory>
@@ -11,7 +11,7 @@
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "gtest/gtest.h"
-#include "server/metrics.h"
+#include "server/runs/metrics.h"
 #include "server/serving_state.h"
 
 namespace colltest::server {

@@ -1,4 +1,4 @@
-#include "server/health_rate_limit.h"
+#include "server/health/health_rate_limit.h"
 
 #include <string>
 

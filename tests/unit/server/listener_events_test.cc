@@ -15,8 +15,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
-#include "server/listener.h"
-#include "server/unique_fd.h"
+#include "server/net/listener.h"
+#include "server/net/unique_fd.h"
 
 namespace colltest::server {
 namespace {

@@ -1,6 +1,6 @@
 // The listener's protections against connections that speak HTTP/2 but never make an
-// authenticated call (server/listener.h): the first-call timeout, the per-peer limit and the fair
-// eviction at the cap, each leaving proven connections alone. The test stands in for gRPC (it
+// authenticated call (server/net/listener.h): the first-call timeout, the per-peer limit and the
+// fair eviction at the cap, each leaving proven connections alone. The test stands in for gRPC (it
 // keeps what it is handed) and for the service (it marks connections proven in its PeerNames).
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,9 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
-#include "server/listener.h"
-#include "server/peer_names.h"
-#include "server/unique_fd.h"
+#include "server/net/listener.h"
+#include "server/net/peer_names.h"
+#include "server/net/unique_fd.h"
 
 namespace colltest::server {
 namespace {

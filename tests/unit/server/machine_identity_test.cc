@@ -1,4 +1,4 @@
-#include "server/machine_identity.h"
+#include "server/devices/machine_identity.h"
 
 #include <sys/utsname.h>
 
@@ -6,8 +6,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/backend_probe.h"
 #include "server/build_info.h"
+#include "server/devices/backend_probe.h"
 #include "tests/unit/server/test_capabilities.h"
 
 namespace colltest::server {

@@ -1,4 +1,4 @@
-#include "server/metrics.h"
+#include "server/runs/metrics.h"
 
 #include <map>
 #include <sstream>
@@ -13,7 +13,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/build_info.h"
-#include "server/options.h"
 
 namespace colltest::server {
 namespace {
@@ -133,7 +132,7 @@ TEST(MetricsTest, ObserveCaseCountsEveryStatusButTimesOnlyCasesThatRan) {
 // no non-base units, which `promtool check metrics` rejects (tests/metrics runs promtool itself).
 TEST(MetricsTest, NamesUseBaseUnits) {
   Metrics metrics;
-  metrics.SetBackend("cpu", {});
+  metrics.SetBackend("cpu", {}, {Version(), BuildCommit()});
   std::istringstream in(metrics.Render());
   std::string line;
   while (std::getline(in, line)) {
@@ -152,7 +151,7 @@ TEST(MetricsTest, SetBackendAddsBuildInfoAndZeroHangsForEveryRankAndDevice) {
   Metrics metrics;
   std::vector<v1::Device> devices(3);
   for (uint32_t i = 0; i < devices.size(); ++i) devices[i].set_index(i + 4);
-  metrics.SetBackend("cuda", devices);
+  metrics.SetBackend("cuda", devices, {Version(), BuildCommit()});
   const std::string info = absl::StrCat("colltest_build_info{backend=\"cuda\",commit=\"",
                                         BuildCommit(), "\",version=\"", Version(), "\"}");
   EXPECT_EQ(Value(metrics, info), 1);

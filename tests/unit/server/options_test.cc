@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/net/listen_address.h"
 
 namespace colltest::server {
 namespace {
@@ -121,7 +122,7 @@ TEST(OptionsTest, ANonLoopbackListenNeedsTlsATokenFileOrInsecureListen) {
   o.token_file = "/etc/colltestd/tokens";
   EXPECT_TRUE(CheckListenIsProtected(o).ok());
   o.token_file.clear();
-  o.tls_cert = "/etc/colltestd/cert.pem";
+  o.tls.cert = "/etc/colltestd/cert.pem";
   EXPECT_TRUE(CheckListenIsProtected(o).ok());
 }
 

@@ -1,4 +1,4 @@
-#include "server/own_processes.h"
+#include "server/devices/own_processes.h"
 
 #include <signal.h>
 #include <sys/wait.h>

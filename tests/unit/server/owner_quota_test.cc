@@ -1,4 +1,4 @@
-#include "server/owner_quota.h"
+#include "server/runs/owner_quota.h"
 
 #include <iostream>
 #include <optional>

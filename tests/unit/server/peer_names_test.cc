@@ -1,4 +1,4 @@
-#include "server/peer_names.h"
+#include "server/net/peer_names.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "server/unique_fd.h"
+#include "server/net/unique_fd.h"
 
 namespace colltest::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/run_history.h"
+#include "server/runs/run_history.h"
 
 #include <memory>
 #include <set>

@@ -1,4 +1,4 @@
-#include "server/run_queue.h"
+#include "server/runs/run_queue.h"
 
 #include <atomic>
 #include <future>

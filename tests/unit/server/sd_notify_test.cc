@@ -1,4 +1,4 @@
-#include "server/sd_notify.h"
+#include "server/net/sd_notify.h"
 
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "server/unique_fd.h"
+#include "server/net/unique_fd.h"
 
 namespace colltest::server {
 namespace {

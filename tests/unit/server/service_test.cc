@@ -1,6 +1,6 @@
 // The service end to end in-process: a real grpc::Server on 127.0.0.1:0, a real stub, and a fake
 // worker pool.
-#include "server/service.h"
+#include "server/api/service.h"
 
 #include <signal.h>
 #include <sys/wait.h>

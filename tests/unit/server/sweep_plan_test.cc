@@ -1,10 +1,10 @@
-#include "server/sweep_plan.h"
+#include "server/runs/sweep_plan.h"
 
 #include <tuple>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/validation.h"
+#include "server/runs/validation.h"
 
 namespace colltest::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/token_file.h"
+#include "server/net/token_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "server/tune_table.h"
+#include "server/runs/tune_table.h"
 
 #include <filesystem>
 #include <fstream>

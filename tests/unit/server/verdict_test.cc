@@ -1,6 +1,6 @@
-// The rules of server/verdict.h, one test each: the watchdog's facts become rank results, and
-// the ranks' results one case verdict (docs/verdicts.md).
-#include "server/verdict.h"
+// The rules of server/workers/verdict.h, one test each: the watchdog's facts become rank results,
+// and the ranks' results one case verdict (docs/verdicts.md).
+#include "server/workers/verdict.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

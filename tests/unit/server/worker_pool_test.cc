@@ -1,4 +1,4 @@
-#include "server/worker_pool.h"
+#include "server/workers/worker_pool.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -26,7 +26,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/case_deadline.h"
+#include "server/workers/case_deadline.h"
 
 namespace colltest::server {
 namespace {

@@ -142,7 +142,7 @@ class CpuBackend::Runtime final : public worker::CaseRuntime {
   const CaseShape& s_;
   // The rules in force for this case: the backend's, plus an injected fault's.
   ProtocolBreaks breaks_;
-  worker::FaultPlan::Kind fault_ = worker::FaultPlan::Kind::kNone;  // aimed at this rank
+  common::FaultKind fault_ = common::FaultKind::kNone;  // aimed at this rank
   ToleranceProfile profile_;
   std::vector<uint8_t> weight_;
   std::vector<uint8_t> residual_;  // slots x slot_stride, private
@@ -164,7 +164,7 @@ CpuBackend::Runtime::Runtime(CpuBackend& b, const worker::CasePlan& plan)
       s_(plan.shape),
       breaks_(b.options_.breaks),
       profile_(ProfileFor(worker::ToTolerance(plan.req->tolerance()), plan.shape.dtype)) {
-  using Fault = worker::FaultPlan::Kind;
+  using Fault = common::FaultKind;
   if (plan.fault.Targets(plan.rank)) fault_ = plan.fault.kind;
   if (fault_ == Fault::kSkipRearm) breaks_.skip_rearm = true;
   if (fault_ == Fault::kSkipCanonicalize) breaks_.skip_canonicalize = true;
@@ -218,7 +218,7 @@ absl::Status CpuBackend::Runtime::Generate(uint32_t slot, uint64_t call, uint32_
 absl::Status CpuBackend::Runtime::Launch(Variant variant, uint32_t m, uint32_t slot) {
   // A stopped or hung rank launches nothing more (the cpu runs an eager call at launch).
   if (stopped_ || hung_) return absl::OkStatus();
-  using Fault = worker::FaultPlan::Kind;
+  using Fault = common::FaultKind;
   const Call call{variant, m, slot, fault_ == Fault::kCrashRank && calls_ == 1,
                   fault_ == Fault::kStallRank && calls_ == 1};
   ++calls_;
@@ -234,7 +234,7 @@ absl::Status CpuBackend::Runtime::Launch(Variant variant, uint32_t m, uint32_t s
 
 // The faults done by the host before a call: what a GPU stream runs before the call's kernels.
 void CpuBackend::Runtime::Inject(const Call& call) {
-  using Fault = worker::FaultPlan::Kind;
+  using Fault = common::FaultKind;
   if (fault_ == Fault::kDelayRank) {
     std::this_thread::sleep_for(std::chrono::microseconds(p_.fault.delay_us));
   }

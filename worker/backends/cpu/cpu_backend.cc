@@ -101,16 +101,12 @@ bool CpuBackend::EnsureArmed(colltest::v1::Variant variant, DType dtype, size_t 
   pending_.Drain();
   if (variant == colltest::v1::VARIANT_LAMPORT || variant == colltest::v1::VARIANT_LAMPORT_TB ||
       variant == colltest::v1::VARIANT_LAMPORT_TWO_SHOT) {
-    Armed& a = variant == colltest::v1::VARIANT_LAMPORT ? lamport_armed_ : tb_armed_;
-    // lamport_tb and lamport_two_shot share the triple buffer but write different parts of it and
-    // clear only what they wrote: the first call of the other one re-arms it whole.
-    const bool same_user = a.user == variant || variant == colltest::v1::VARIANT_LAMPORT;
-    if (a.dtype != dtype || a.bytes < bytes || !same_user) {
-      // A new dtype has a different sentinel: re-arm everything armed so far.
-      const size_t from = a.dtype == dtype && same_user ? a.bytes : 0;
-      const size_t to = std::max(a.bytes, bytes);
-      for (uint8_t* region : ArmedRegions(variant)) ArmStaging(dtype, region + from, to - from);
-      a = {dtype, to, variant};
+    protocol::Armed& a = variant == colltest::v1::VARIANT_LAMPORT ? lamport_armed_ : tb_armed_;
+    if (const auto step = protocol::NextArming(a, variant, dtype, bytes)) {
+      for (uint8_t* region : ArmedRegions(variant)) {
+        ArmStaging(dtype, region + step->from, step->to - step->from);
+      }
+      a = step->after;
     }
   }
   // Always meet the peers here, armed or not: it orders this rank's arming before any peer's

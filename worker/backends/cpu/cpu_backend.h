@@ -15,6 +15,7 @@
 #include "worker/backends/cpu/rank_memory.h"
 #include "worker/backends/cpu/shm_segment.h"
 #include "worker/numerics/reference.h"
+#include "worker/protocol/arming.h"
 
 namespace colltest::cpu {
 
@@ -75,14 +76,8 @@ class CpuBackend final : public worker::Backend {
   SpinGuard guard_;
   bool connected_ = false;
 
-  struct Armed {
-    DType dtype = DType::kBf16;
-    size_t bytes = 0;
-    // The variant that armed the triple buffer last (lamport_tb or lamport_two_shot).
-    colltest::v1::Variant user = colltest::v1::VARIANT_UNSPECIFIED;
-  };
-  Armed lamport_armed_;
-  Armed tb_armed_;
+  protocol::Armed lamport_armed_;
+  protocol::Armed tb_armed_;
 };
 
 }  // namespace colltest::cpu

@@ -1,5 +1,5 @@
 // Whether the kernels of two processes on one GPU run at the same time (`colltest-worker
-// --concurrency-probe`, read by server/concurrency_check.h). Ranks that share a GPU
+// --concurrency-probe`, read by server/devices/concurrency_check.h). Ranks that share a GPU
 // (colltestd --ranks-per-gpu, docs/shared-gpu.md) spin-wait on each other's flags, so their kernels
 // must be resident together: on NVIDIA that takes MPS, without it the contexts of two processes
 // are time-sliced and every flag round trip costs a time slice (measured on an H200: 4.5 ms,

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "worker/backends/gpu/elem_bits.h"
 #include "worker/backends/gpu/gpu_runtime.h"
 #include "worker/numerics/dtype.h"
 #include "worker/numerics/input_hash.h"
@@ -41,18 +42,8 @@ __device__ __forceinline__ uint32_t DevStoredBits(DType t, float f) {
       return __float_as_uint(f);
   }
 }
-__device__ __forceinline__ float DevFromBits(DType t, uint32_t b) {
-  switch (t) {
-    case DType::kBf16:
-      return Bf16ToFloat(static_cast<uint16_t>(b));
-    case DType::kFp16:
-      return HalfBitsToFloat(static_cast<uint16_t>(b));
-    default:
-      return __uint_as_float(b);
-  }
-}
 __device__ __forceinline__ float DevRoundTo(DType t, float f) {
-  return t == DType::kFp32 ? f : DevFromBits(t, DevStoredBits(t, f));
+  return t == DType::kFp32 ? f : ElemFromBits(t, DevStoredBits(t, f));
 }
 
 __device__ __forceinline__ float NormalFromHash(uint64_t h) {
@@ -86,9 +77,9 @@ __device__ __forceinline__ float ElementFromHash(Pattern p, DType t, uint64_t h,
       const uint32_t bits = static_cast<uint32_t>(h);
       switch (t) {
         case DType::kBf16:
-          return DevFromBits(t, (neg ? 0x8000u : 0u) | (1u + Below(bits, 127)));
+          return ElemFromBits(t, (neg ? 0x8000u : 0u) | (1u + Below(bits, 127)));
         case DType::kFp16:
-          return DevFromBits(t, (neg ? 0x8000u : 0u) | (1u + Below(bits, 1023)));
+          return ElemFromBits(t, (neg ? 0x8000u : 0u) | (1u + Below(bits, 1023)));
         default:
           return __uint_as_float((neg ? 0x80000000u : 0u) | (1u + Below(bits, 0x7fffffu)));
       }

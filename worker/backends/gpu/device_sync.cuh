@@ -1,7 +1,8 @@
 // Bounded spinning, hang records and the per-block barriers across ranks
-// (docs/design.md sections 4, 7). Every device wait goes through SpinTick: every few hundred polls
-// it reads the global timer and the rank's abort flag, and past the call's deadline it records who
-// waited for whom in host-mapped memory, raises the abort flag for the other blocks and gives up.
+// (docs/design.md sections 4, 7). Every device wait is one SpinWait loop (WaitArrived for one
+// flag) that ticks SpinTick on each miss: every few hundred polls it reads the global timer and the
+// rank's abort flag, and past the call's deadline it records who waited for whom in host-mapped
+// memory, raises the abort flag for the other blocks and gives up.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +68,49 @@ __device__ __forceinline__ bool SpinTick(SpinClock& clk, const DeviceGroup& g, P
   return true;
 }
 
+// How a wait loads what it polls. Each kind of site keeps the ordering it needs, so the ordering
+// is the site's choice and the poll loop below is the same for all:
+enum class PollOrder {
+  kVolatile16,       // Lamport data as its own flag: one 16-byte load that always goes to memory
+  kAcquireDevice32,  // a device-scope counter of this rank's blocks
+  kAcquireSystem32,  // a barrier epoch a peer device stores with release
+};
+
+template <PollOrder O>
+__device__ __forceinline__ auto PollLoad(const void* p) {
+  if constexpr (O == PollOrder::kVolatile16) {
+    return LoadVolatile16(p);
+  } else if constexpr (O == PollOrder::kAcquireDevice32) {
+    return LoadAcquireDevice(static_cast<const uint32_t*>(p));
+  } else {
+    return LoadAcquireSys(static_cast<const uint32_t*>(p));
+  }
+}
+
+// The loop of every bounded device wait: `poll()` loads and compares (true: arrived); each miss
+// ticks the wait (SpinTick), which at the deadline records `awaited()` as the peer and `pack`.
+// `awaited` runs on each miss, where the expression it wraps always ran, and never on a hit.
+// False when the wait gave up. Lambdas passed here are COLLTEST_INLINE_LAMBDA (gpu_runtime.h), so
+// that the loop compiles as the hand-written one did.
+template <class Poll, class Awaited>
+__device__ __forceinline__ bool SpinWait(SpinClock& clk, const DeviceGroup& g, Phase phase,
+                                         Awaited&& awaited, uint64_t pack, Poll&& poll) {
+  while (!poll()) {
+    if (!SpinTick(clk, g, phase, awaited(), pack)) return false;
+  }
+  return true;
+}
+
+// One flag: loads `flag` with ordering O until `arrived(value loaded)`. A site that needs the value
+// that arrived keeps it in `arrived`; one that does not leaves no value live past the loop.
+template <PollOrder O, class Arrived, class Awaited>
+__device__ __forceinline__ bool WaitArrived(SpinClock& clk, const DeviceGroup& g, Phase phase,
+                                            Awaited&& awaited, uint64_t pack, const void* flag,
+                                            Arrived&& arrived) {
+  return SpinWait(clk, g, phase, awaited, pack,
+                  [&]() COLLTEST_INLINE_LAMBDA { return arrived(PollLoad<O>(flag)); });
+}
+
 enum class BarrierSlot { kStart, kEnd, kHost };
 
 // Block b of every rank stores its new epoch into slot [b][rank] of every peer's Signal, then waits
@@ -95,11 +139,11 @@ __device__ __forceinline__ bool BlockBarrier(const DeviceGroup& g, BarrierSlot s
                                                      : &self->host[t];
     FenceSystem();
     StoreReleaseSys(out, epoch);
-    while (!protocol::EpochReached(LoadAcquireSys(in), epoch)) {
-      if (!SpinTick(clk, g, phase, static_cast<int>(t), 0)) {
-        failed = 1;
-        break;
-      }
+    using protocol::EpochReached;
+    auto peer_t = [&]() COLLTEST_INLINE_LAMBDA { return static_cast<int>(t); };
+    auto reached = [&](uint32_t e) COLLTEST_INLINE_LAMBDA { return EpochReached(e, epoch); };
+    if (!WaitArrived<PollOrder::kAcquireSystem32>(clk, g, phase, peer_t, 0, in, reached)) {
+      failed = 1;
     }
   }
   const bool any_failed = __syncthreads_or(failed) != 0;

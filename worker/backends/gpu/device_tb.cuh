@@ -51,8 +51,11 @@ __device__ __forceinline__ void TbAdvance(const DeviceGroup& g, const TbCall& c,
                                           SpinClock& clk, Phase phase) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   RankControl* control = ControlOf(g);
-  while (LoadAcquireDevice(&control->tb_blocks) != gridDim.x) {
-    if (!SpinTick(clk, g, phase, -1, 0)) return;
+  auto nobody = []() COLLTEST_INLINE_LAMBDA { return -1; };  // the blocks of this rank, not a peer
+  auto all_counted = [](uint32_t blocks) COLLTEST_INLINE_LAMBDA { return blocks == gridDim.x; };
+  if (!WaitArrived<PollOrder::kAcquireDevice32>(clk, g, phase, nobody, 0, &control->tb_blocks,
+                                                all_counted)) {
+    return;
   }
   control->tb_used_bytes[c.buf] = packs * 16;
   control->tb_blocks = 0;
@@ -69,19 +72,21 @@ __device__ __forceinline__ bool PollPeers(const DeviceGroup& g, const TbCall& c,
   for (int r = 0; r < W; ++r) {
     if (protocol::TbStaged(r, g.rank)) missing |= 1u << r;
   }
-  for (;;) {
+  // Every missing slot in one loop; the hang record names the lowest rank still missing.
+  auto all_arrived = [&]() COLLTEST_INLINE_LAMBDA {
 #pragma unroll
     for (int r = 0; r < W; ++r) {
       if ((missing & (1u << r)) == 0) continue;
-      const uint4 p = LoadVolatile16(TbSlot(g, g.rank, c.buf, r) + pack * 16);
+      const uint4 p = PollLoad<PollOrder::kVolatile16>(TbSlot(g, g.rank, c.buf, r) + pack * 16);
       if (Arrived<D>(p)) {
         v[r] = p;
         missing &= ~(1u << r);
       }
     }
-    if (missing == 0) return true;
-    if (!SpinTick(clk, g, phase, __ffs(missing) - 1, pack)) return false;
-  }
+    return missing == 0;
+  };
+  auto lowest_missing = [&]() COLLTEST_INLINE_LAMBDA { return __ffs(missing) - 1; };
+  return SpinWait(clk, g, phase, lowest_missing, pack, all_arrived);
 }
 
 }  // namespace colltest::gpu

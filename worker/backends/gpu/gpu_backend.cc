@@ -5,7 +5,10 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,32 +19,13 @@
 #include "worker/backends/gpu/stream_wait.h"
 #include "worker/capabilities_json.h"
 #include "worker/case_config.h"
+#include "worker/case_driver.h"
 
 namespace colltest::gpu {
 namespace {
 
-constexpr size_t kWeightBytes = 256 << 10;
-constexpr size_t kScratchAlign = 4096;
-size_t AlignUp(size_t v) { return (v + kScratchAlign - 1) / kScratchAlign * kScratchAlign; }
-
-// The contents of a JSON string: what the runtime reports is not ours to trust to be plain text.
-std::string JsonEscape(absl::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", u);
-      out += buf;
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
+// Ordered: the probe's keys come out in the order colltestd's tests and readers know.
+using Json = nlohmann::ordered_json;
 
 // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" as nvidia-smi prints it, or "GPU-<hex digits>" as
 // ROCm's tools print its text form (gpu_runtime.h kUuidIsText). "" for an all-zero UUID: the
@@ -101,13 +85,13 @@ std::string DriverVersionText() {
   const std::string api = VersionText(&DriverVersion);
   const std::string kernel = KernelDriverVersion();
   if (kernel.empty()) return api;
-  return absl::StrCat(kernel, " (", COLLTEST_GPU_VENDOR_HIP ? "HIP " : "CUDA ", api, ")");
+  return absl::StrCat(kernel, " (" COLLTEST_GPU_RUNTIME_NAME " ", api, ")");
 }
 
 // One probe device; false when its name and memory cannot be read (then the probe reports none).
 // UUID, PCI bus id and serial are recorded for the machine identity only: a failed query leaves
 // them "". The bus id goes to `bus` for the links.
-bool AppendDeviceJson(int d, const DeviceFacts& facts, std::string* bus, std::string* json) {
+bool AppendDeviceJson(int d, const DeviceFacts& facts, std::string* bus, Json* devices) {
   DeviceInfo info;
   if (GetDeviceInfo(d, &info) != kSuccess) return false;
   Uuid uuid;
@@ -117,19 +101,22 @@ bool AppendDeviceJson(int d, const DeviceFacts& facts, std::string* bus, std::st
   bus_text[sizeof bus_text - 1] = 0;
   *bus = bus_text;
   const std::string serial = bus->empty() ? "" : facts.Serial(*bus);
-  absl::StrAppend(json, d > 0 ? "," : "", R"({"index":)", d, R"(,"name":")", JsonEscape(info.name),
-                  R"(","memory_bytes":)", info.memory_bytes, R"(,"uuid":")", JsonEscape(uuid_text),
-                  R"(","pci_bus_id":")", JsonEscape(*bus), R"(","serial":")", JsonEscape(serial),
-                  R"("})");
+  // What the runtime reports is not ours to trust to be plain text: nlohmann escapes it.
+  devices->push_back({{"index", d},
+                      {"name", std::string(info.name, strnlen(info.name, sizeof info.name))},
+                      {"memory_bytes", info.memory_bytes},
+                      {"uuid", uuid_text},
+                      {"pci_bus_id", *bus},
+                      {"serial", serial}});
   return true;
 }
 
 // Every pair a < b. p2p needs access both ways: a collective's ranks read and write each other.
 // Rank and atomics are the a -> b direction's; a failed query leaves 0 / false. Kind, hops and
 // lanes as DeviceFacts::Link finds them.
-std::string LinksJson(const std::vector<std::string>& buses, const DeviceFacts& facts) {
+Json LinksJson(const std::vector<std::string>& buses, const DeviceFacts& facts) {
   const int count = static_cast<int>(buses.size());
-  std::string json = "[";
+  Json links = Json::array();
   for (int a = 0; a < count; ++a) {
     for (int b = a + 1; b < count; ++b) {
       int ab = 0, ba = 0, rank = 0, atomics = 0;
@@ -138,14 +125,17 @@ std::string LinksJson(const std::vector<std::string>& buses, const DeviceFacts& 
       if (P2PAttribute(&rank, kP2PPerformanceRank, a, b) != kSuccess) rank = 0;
       if (P2PAttribute(&atomics, kP2PNativeAtomics, a, b) != kSuccess) atomics = 0;
       const LinkFacts link = facts.Link(a, b, buses[a], buses[b], p2p);
-      absl::StrAppend(&json, json.size() > 1 ? "," : "", R"({"a":)", a, R"(,"b":)", b, R"(,"p2p":)",
-                      p2p ? "true" : "false", R"(,"performance_rank":)", rank,
-                      R"(,"native_atomics":)", atomics != 0 ? "true" : "false", R"(,"kind":")",
-                      link.kind, R"(","hops":)", link.hops, R"(,"lanes":)", link.lanes, "}");
+      links.push_back({{"a", a},
+                       {"b", b},
+                       {"p2p", p2p},
+                       {"performance_rank", rank},
+                       {"native_atomics", atomics != 0},
+                       {"kind", link.kind},
+                       {"hops", link.hops},
+                       {"lanes", link.lanes}});
     }
   }
-  json.push_back(']');
-  return json;
+  return links;
 }
 
 }  // namespace
@@ -153,6 +143,13 @@ std::string LinksJson(const std::vector<std::string>& buses, const DeviceFacts& 
 absl::Status GpuOk(Error e, const char* what) {
   if (e == kSuccess) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(what, ": ", ErrorString(e)));
+}
+
+absl::Status GpuOk(const KernelStatus& s, const char* what) {
+  if (s.unsupported) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", UnsupportedText(*s.unsupported)));
+  }
+  return GpuOk(s.error, what);
 }
 
 std::unique_ptr<worker::Backend> CreateGpuBackend(const GpuBackendOptions& options) {
@@ -177,15 +174,18 @@ std::string ProbeDevicesJson() {
   if (GetDeviceCount(&count) != kSuccess || count <= 0) return "";
   const DeviceFacts facts;
   std::vector<std::string> buses(count);
-  std::string json = absl::StrCat(R"({"backend":")", kBackendName, R"(","devices":[)");
+  Json devices = Json::array();
   for (int d = 0; d < count; ++d) {
-    if (!AppendDeviceJson(d, facts, &buses[d], &json)) return "";
+    if (!AppendDeviceJson(d, facts, &buses[d], &devices)) return "";
   }
-  absl::StrAppend(&json, R"(],"driver_version":")", JsonEscape(DriverVersionText()),
-                  R"(","runtime_version":")", JsonEscape(VersionText(&RuntimeVersion)),
-                  R"(","links":)", LinksJson(buses, facts), R"(,"capabilities":)",
-                  worker::CapabilitiesJson(GpuCapabilities()), "}");
-  return json;
+  const Json probe = {{"backend", kBackendName},
+                      {"devices", std::move(devices)},
+                      {"driver_version", DriverVersionText()},
+                      {"runtime_version", VersionText(&RuntimeVersion)},
+                      {"links", LinksJson(buses, facts)},
+                      {"capabilities", worker::CapabilitiesJson(GpuCapabilities())}};
+  // A name that is not UTF-8 becomes U+FFFD rather than an exception.
+  return probe.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 absl::Status GpuBackend::UseDevice() const {
@@ -213,10 +213,9 @@ absl::Status GpuBackend::AllocateBuffers() {
       GpuOk(AllocateDevice(layout_.total, &own_), "allocate registered buffers"));
   COLLTEST_RETURN_IF_ERROR(GpuOk(Memset(own_.get(), 0, layout_.total), "zero registered buffers"));
   // Private buffers: residual slots, outputs, reference outputs (fp32), weight, diff statistics.
-  scratch_bytes_ =
-      3 * layout_.capacity + 2 * 2 * layout_.capacity + kWeightBytes + AlignUp(sizeof(DiffAccum));
+  scratch_layout_ = MakeScratchLayout(layout_.capacity, worker::kGraphStressCalls);
   COLLTEST_RETURN_IF_ERROR(
-      GpuOk(AllocateDevice(scratch_bytes_, &scratch_), "allocate private buffers"));
+      GpuOk(AllocateDevice(scratch_layout_.total, &scratch_), "allocate private buffers"));
   COLLTEST_RETURN_IF_ERROR(
       GpuOk(AllocateHostMapped(sizeof(HangRecord), &hang_host_), "allocate hang record"));
   std::memset(hang_host_.get(), 0, sizeof(HangRecord));
@@ -324,21 +323,17 @@ absl::StatusOr<bool> GpuBackend::EnsureArmed(colltest::v1::Variant variant, DTyp
   // Nothing of earlier calls may land over the arming below.
   if (auto s = GpuOk(StreamSynchronizeBeating(stream_.get()), "synchronize before arming"); !s.ok())
     return s;
-  auto arm = [&](Armed& a, auto&& regions) -> absl::Status {
-    // lamport_tb and lamport_two_shot share the triple buffer but write different parts of it and
-    // clear only what they wrote: the first call of the other one re-arms it whole.
-    const bool same_user = a.user == variant || variant == colltest::v1::VARIANT_LAMPORT;
-    if (a.dtype == dtype && a.bytes >= bytes && same_user) return absl::OkStatus();
-    // A new dtype has a different sentinel: re-arm everything armed so far.
-    const size_t from = a.dtype == dtype && same_user ? a.bytes : 0;
-    const size_t to = std::max(a.bytes, bytes);
+  auto arm = [&](protocol::Armed& a, auto&& regions) -> absl::Status {
+    const std::optional<protocol::ArmStep> step = protocol::NextArming(a, variant, dtype, bytes);
+    if (!step) return absl::OkStatus();
     for (uint8_t* r : regions) {
-      if (auto s = GpuOk(LaunchArm(dtype, r + from, to - from, stream_.get()), "arm staging");
+      if (auto s = GpuOk(LaunchArm(dtype, r + step->from, step->to - step->from, stream_.get()),
+                         "arm staging");
           !s.ok()) {
         return s;
       }
     }
-    a = {dtype, to, variant};
+    a = step->after;
     return absl::OkStatus();
   };
   if (variant == colltest::v1::VARIANT_LAMPORT) {

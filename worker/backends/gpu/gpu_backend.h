@@ -14,6 +14,8 @@
 #include "worker/backends/gpu/gpu_runtime.h"
 #include "worker/backends/gpu/kernels.h"
 #include "worker/backends/gpu/nccl_group.h"
+#include "worker/backends/gpu/scratch_layout.h"
+#include "worker/protocol/arming.h"
 
 namespace colltest::gpu {
 
@@ -28,11 +30,11 @@ std::unique_ptr<worker::Backend> CreateGpuBackend(const GpuBackendOptions& optio
 colltest::worker::v1::Capabilities GpuCapabilities();
 
 // `{"backend":"cuda","devices":[...],"driver_version":..,"runtime_version":..,"links":[...],
-// "capabilities":{...}}` when devices exist, empty otherwise (server/backend_probe.h reads it;
-// the capabilities are GpuCapabilities(), worker/capabilities_json.h). Devices carry index, name,
-// memory_bytes, uuid, pci_bus_id and serial; links every pair a < b with p2p, performance_rank,
-// native_atomics, kind, hops and lanes (device_facts.h). A failed uuid, bus id, serial, version
-// or link query leaves that field "" / false / 0 rather than failing the probe.
+// "capabilities":{...}}` when devices exist, empty otherwise (server/devices/backend_probe.h reads
+// it; the capabilities are GpuCapabilities(), worker/capabilities_json.h). Devices carry index,
+// name, memory_bytes, uuid, pci_bus_id and serial; links every pair a < b with p2p,
+// performance_rank, native_atomics, kind, hops and lanes (device_facts.h). A failed uuid, bus id,
+// serial, version or link query leaves that field "" / false / 0 rather than failing the probe.
 std::string ProbeDevicesJson();
 
 class GpuBackend final : public worker::Backend {
@@ -87,23 +89,20 @@ class GpuBackend final : public worker::Backend {
   uint32_t device_slots_ = 1;
   int blocks_per_sm_256_ = 0;
   int blocks_per_sm_512_ = 0;
-  // Private per-case buffers, sized once for the largest case.
+  // Private per-case buffers, sized once for the largest case, and where each one lies in them.
   DeviceMemory<uint8_t> scratch_;
-  size_t scratch_bytes_ = 0;
+  ScratchLayout scratch_layout_;
   bool connected_ = false;
   NcclGroup nccl_;  // the `nccl` variant (nccl_group.h)
 
-  struct Armed {
-    DType dtype = DType::kBf16;
-    size_t bytes = 0;
-    // The variant that armed the triple buffer last (lamport_tb or lamport_two_shot).
-    colltest::v1::Variant user = colltest::v1::VARIANT_UNSPECIFIED;
-  };
-  Armed lamport_armed_;
-  Armed tb_armed_;
+  protocol::Armed lamport_armed_;
+  protocol::Armed tb_armed_;
 };
 
 // absl::Status from a runtime call; `what` names the call.
 absl::Status GpuOk(Error e, const char* what);
+// The same for a launch or an occupancy query: InvalidArgument where no kernel is instantiated for
+// the values asked (naming the parameter and the values that exist), else as above.
+absl::Status GpuOk(const KernelStatus& s, const char* what);
 
 }  // namespace colltest::gpu

@@ -13,14 +13,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/fault_spec.h"
 #include "common/names.h"
 #include "common/status_macros.h"
+#include "worker/backends/gpu/elem_bits.h"
 #include "worker/backends/gpu/gpu_backend.h"
 #include "worker/backends/gpu/gpu_handles.h"
 #include "worker/backends/gpu/stream_wait.h"
 #include "worker/case_config.h"
 #include "worker/case_driver.h"
-#include "worker/fault_plan.h"
 #include "worker/numerics/diff.h"
 #include "worker/rank_report.h"
 
@@ -29,10 +30,6 @@ namespace colltest::gpu {
 using colltest::v1::Variant;
 
 namespace {
-
-constexpr size_t kWeightBytes = 256 << 10;
-// The private buffers hold one 4096-byte-aligned block of accumulators (gpu_backend.cc).
-static_assert(worker::kGraphStressCalls * sizeof(DiffAccum) <= 4096);
 
 const char* PhaseName(int32_t phase) {
   switch (static_cast<Phase>(phase)) {
@@ -60,17 +57,6 @@ const char* PhaseName(int32_t phase) {
       return "lamport_two_shot gather";
     default:
       return "unknown";
-  }
-}
-
-float ElemToFloat(DType t, uint32_t bits) {
-  switch (t) {
-    case DType::kBf16:
-      return Bf16ToFloat(static_cast<uint16_t>(bits));
-    case DType::kFp16:
-      return Fp16ToFloat(static_cast<uint16_t>(bits));
-    default:
-      return BitsToFloat(bits);
   }
 }
 
@@ -163,8 +149,8 @@ class GpuBackend::Rules final : public worker::CaseRules {
       return std::string("auto: no measured crossover table for this backend yet");
     }
     if (!SupportedWorld(b_.world_)) {
-      return absl::StrCat(common::VariantName(req.variant()),
-                          ": kernels exist for 2, 4 and 8 ranks, not ", b_.world_);
+      return absl::StrCat(common::VariantName(req.variant()), ": ",
+                          UnsupportedText(Unsupported{KernelParam::kWorld, b_.world_}));
     }
     return std::string();
   }
@@ -180,7 +166,7 @@ class GpuBackend::Rules final : public worker::CaseRules {
     const uint32_t row_packs = req.n() / PackElems(plan.shape.dtype);
     if (plan.variant == colltest::v1::VARIANT_LAMPORT_TB) {
       TbShape tb;
-      if (LamportTbBlockShape(b_.world_, plan.shape.dtype, req.n(), tpb, &tb) != kSuccess ||
+      if (!LamportTbBlockShape(b_.world_, plan.shape.dtype, req.n(), tpb, &tb).ok() ||
           tb.blocks_per_sm <= 0) {
         return absl::StrCat(name, ": a row of ", row_packs, " packs exceeds ", kMaxRowPacks,
                             " packs per thread at ", tpb != 0 ? tpb : kMaxTbThreads,
@@ -273,16 +259,16 @@ GpuBackend::Runtime::Runtime(GpuBackend& b, const worker::CasePlan& plan)
       threads_(Rules::ThreadsOf(*plan.req)),
       timeout_ns_(plan.timeout_ms * 1'000'000ull),
       profile_(ProfileFor(worker::ToTolerance(plan.req->tolerance()), plan.shape.dtype)) {
-  // Private buffers (gpu_backend.cc): residual slots, outputs, fp32 references, weight, diffs.
-  const size_t cap = b.layout_.capacity;
+  // The private buffers, where the backend's allocation has them (scratch_layout.h).
+  const ScratchLayout& l = b.scratch_layout_;
   uint8_t* scratch = b.scratch_.get();
-  residual_ = scratch;
-  residual_out_ = scratch + cap;
-  out_ = scratch + 2 * cap;
-  want_residual_out_ = reinterpret_cast<float*>(scratch + 3 * cap);
-  want_out_ = reinterpret_cast<float*>(scratch + 5 * cap);
-  weight_ = scratch + 7 * cap;
-  accum_ = reinterpret_cast<DiffAccum*>(scratch + 7 * cap + kWeightBytes);
+  residual_ = scratch + l.residual_offset;
+  residual_out_ = scratch + l.residual_out_offset;
+  out_ = scratch + l.out_offset;
+  want_residual_out_ = reinterpret_cast<float*>(scratch + l.want_residual_out_offset);
+  want_out_ = reinterpret_cast<float*>(scratch + l.want_out_offset);
+  weight_ = scratch + l.weight_offset;
+  accum_ = reinterpret_cast<DiffAccum*>(scratch + l.accum_offset);
 }
 
 absl::Status GpuBackend::Runtime::Prepare() {
@@ -361,7 +347,7 @@ absl::Status GpuBackend::Runtime::Generate(uint32_t slot, uint64_t call, uint32_
 // Every fault is enqueued on the stream or carried in the call's arguments, never done by the
 // host at launch time: a graph captures it with the call, so replays run it too.
 absl::Status GpuBackend::Runtime::EnqueueFaults(Variant variant, uint32_t m, CallArgs& a) {
-  using Fault = worker::FaultPlan::Kind;
+  using Fault = common::FaultKind;
   const Fault fault = p_.fault.Targets(b_.rank_) ? p_.fault.kind : Fault::kNone;
   if (fault == Fault::kDelayRank) {
     COLLTEST_RETURN_IF_ERROR(
@@ -408,27 +394,29 @@ absl::Status GpuBackend::Runtime::Launch(Variant variant, uint32_t m, uint32_t s
   const uint32_t grid = Grid(variant, m);
   const DType t = s_.dtype;
   const DeviceGroup& group = b_.group_;
-  Error e = kSuccess;
+  // The variant picks its launcher here, once; each launcher picks its kernel's instantiation
+  // (kernel_dispatch.h).
+  KernelStatus e;
   switch (variant) {
     case colltest::v1::VARIANT_ONE_STAGE:
-      e = LaunchCollective(Kind::kOneStage, t, group, a, grid, threads_, stream());
+      e = LaunchOneStage(t, group, a, grid, threads_, stream());
       break;
     case colltest::v1::VARIANT_TWO_KERNEL:
-      e = LaunchCollective(Kind::kReduceScatter, t, group, a, grid, threads_, stream());
-      if (e == kSuccess) {
+      e = LaunchReduceScatter(t, group, a, grid, threads_, stream());
+      if (e.ok()) {
         // The second kernel does not spin: size it for the rows.
         const uint32_t rows_grid = std::max(1u, std::min<uint32_t>(m, b_.multiprocessors_ * 4));
-        e = LaunchCollective(Kind::kLoadNorm, t, group, a, rows_grid, threads_, stream());
+        e = LaunchLoadNorm(t, group, a, rows_grid, threads_, stream());
       }
       break;
     case colltest::v1::VARIANT_LAMPORT:
-      e = LaunchCollective(Kind::kLamport, t, group, a, grid, threads_, stream());
+      e = LaunchLamport(t, group, a, grid, threads_, stream());
       break;
     case colltest::v1::VARIANT_LAMPORT_TB:
-      e = LaunchCollective(Kind::kLamportTb, t, group, a, grid, tb_.threads, stream());
+      e = LaunchLamportTb(t, group, a, grid, tb_.threads, stream());
       break;
     case colltest::v1::VARIANT_LAMPORT_TWO_SHOT:
-      e = LaunchCollective(Kind::kLamportTwoShot, t, group, a, grid, threads_, stream());
+      e = LaunchLamportTwoShot(t, group, a, grid, threads_, stream());
       break;
     case colltest::v1::VARIANT_NCCL: {
       // NCCL sums this call's registered input slot into its staging; our norm kernel follows.
@@ -442,7 +430,7 @@ absl::Status GpuBackend::Runtime::Launch(Variant variant, uint32_t m, uint32_t s
       return absl::InvalidArgumentError("variant has no kernel");
   }
   ++calls_;
-  if (e == kSuccess && (a.faults & kFaultSkipEndSync) != 0) {
+  if (e.ok() && (a.faults & kFaultSkipEndSync) != 0) {
     // This rank left without its end barrier and stops here, so its peers wait for it until
     // their timeout and name it.
     e = LaunchFaultStop(group, stream());
@@ -501,7 +489,7 @@ absl::Status GpuBackend::Runtime::FirstBadText(const DiffAccum& d, int64_t call,
     COLLTEST_RETURN_IF_ERROR(
         GpuOk(MemcpyToHost(&want, wants + index, sizeof want), "read first bad"));
     *msg += " got ";
-    AppendFloat(*msg, ElemToFloat(s_.dtype, got_bits));
+    AppendFloat(*msg, ElemFromBits(s_.dtype, got_bits));
     *msg += " want ";
     AppendFloat(*msg, want);
   }

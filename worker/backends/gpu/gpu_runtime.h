@@ -4,9 +4,9 @@
 // compiled by nvcc or hipcc) also sees the device intrinsics.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <atomic>
 #include <cstdlib>
 #include <string_view>
 
@@ -28,6 +28,8 @@ __device__ inline __2f16 __llvm_amdgcn_rcp_2f16(__2f16 x) {
 #include <hsa/hsa_ext_amd.h>  // hsa_amd_link_info_type_t, which hipExtGetLinkTypeAndHopCount reports
 #define COLLTEST_GPU_API(x) hip##x
 #define COLLTEST_GPU_VENDOR_HIP 1
+// The runtime's name, as version texts print it.
+#define COLLTEST_GPU_RUNTIME_NAME "HIP"
 using ColltestGpuDeviceProp = hipDeviceProp_t;
 #else
 #include <cuda_fp16.h>
@@ -37,10 +39,27 @@ using ColltestGpuDeviceProp = hipDeviceProp_t;
 #endif
 #define COLLTEST_GPU_API(x) cuda##x
 #define COLLTEST_GPU_VENDOR_HIP 0
+#define COLLTEST_GPU_RUNTIME_NAME "CUDA"
 using ColltestGpuDeviceProp = cudaDeviceProp;
 #endif
 
+// After the runtime's headers: HIP defines __host__ and __device__ there, which COLLTEST_HD uses.
+#include "worker/numerics/dtype.h"
+#include "worker/numerics/host_device.h"
+
 namespace colltest::gpu {
+
+// ---- Host and device ----------------------------------------------------------------------------
+
+// fp16 bits -> float in kernels and host code alike: the device's conversion instruction in the
+// device pass, the numerics library's conversion on the host; both are exact.
+COLLTEST_HD float HalfBitsToFloat(uint16_t h) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return __half2float(__ushort_as_half(h));
+#else
+  return Fp16ToFloat(h);
+#endif
+}
 
 // ---- Host runtime API ---------------------------------------------------------------------------
 using Error = COLLTEST_GPU_API(Error_t);
@@ -283,6 +302,12 @@ inline void DisableEarlyLaunch() { EarlyLaunchSwitch().store(false, std::memory_
 #if defined(__CUDACC__) || defined(__HIPCC__)
 namespace colltest::gpu {
 
+// On a lambda (after its parameter list): its call operator is inlined where the lambda is called
+// before the caller is optimized, as a __forceinline__ function is, so that a loop written with
+// lambdas (device_sync.cuh's waits) compiles as if written out: without it clang inlines the lambda
+// only after optimizing it on its own, and AMDGPU code of the same loop came out different.
+#define COLLTEST_INLINE_LAMBDA __attribute__((always_inline))
+
 template <class Kernel>
 inline Error OccupancyBlocksPerSm(int* n, Kernel k, int threads) {
   return COLLTEST_GPU_API(OccupancyMaxActiveBlocksPerMultiprocessor)(n, k, threads, 0);
@@ -479,10 +504,8 @@ __device__ __forceinline__ double WarpSum(double v) {
   return v;
 }
 
-// fp16 bit patterns <-> float, round to nearest even.
-__device__ __forceinline__ float HalfBitsToFloat(uint16_t h) {
-  return __half2float(__ushort_as_half(h));
-}
+// fp16 bit patterns <-> float, round to nearest even (HalfBitsToFloat is above: host code uses it
+// too).
 __device__ __forceinline__ uint16_t FloatToHalfBits(float f) {
   return __half_as_ushort(__float2half_rn(f));
 }

@@ -1,5 +1,5 @@
-// `colltest-worker --users`: which processes use this machine's GPUs (server/device_users.h reads
-// the line). CUDA asks NVML for the processes with a context on each device (source "nvml");
+// `colltest-worker --users`: which processes use this machine's GPUs (server/devices/device_users.h
+// reads the line). CUDA asks NVML for the processes with a context on each device (source "nvml");
 // HIP, which has no such query, looks for processes holding the device's render node open
 // (source "proc").
 #pragma once

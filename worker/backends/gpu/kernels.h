@@ -4,28 +4,36 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "worker/backends/gpu/device_layout.h"
 #include "worker/backends/gpu/gpu_runtime.h"
+#include "worker/backends/gpu/kernel_dispatch.h"
+#include "worker/backends/gpu/scratch_layout.h"
 #include "worker/numerics/dtype.h"
 #include "worker/numerics/input_hash.h"
 #include "worker/numerics/tolerance.h"
 
 namespace colltest::gpu {
 
-enum class Kind : uint8_t {
-  kOneStage,
-  kReduceScatter,
-  kLoadNorm,
-  kLamport,
-  kLamportTb,
-  kLamportTwoShot
+// What a launch or an occupancy query answers: the runtime's error, or Unsupported when no kernel
+// is instantiated for the values asked (kernel_dispatch.h), in which case nothing ran.
+struct KernelStatus {
+  Error error = kSuccess;
+  std::optional<Unsupported> unsupported;
+
+  KernelStatus() = default;
+  KernelStatus(Error e) : error(e) {}              // NOLINT: a runtime call's answer as it is
+  KernelStatus(Unsupported u) : unsupported(u) {}  // NOLINT: the dispatch's answer as it is
+  bool ok() const { return error == kSuccess && !unsupported; }
 };
 
-// A row is held in registers: at most this many 16-byte packs per thread.
-inline constexpr uint32_t kMaxRowPacks = 8;
+inline std::string KernelStatusText(const KernelStatus& s) {
+  return s.unsupported ? UnsupportedText(*s.unsupported) : ErrorString(s.error);
+}
 
-// Injected faults the kernels obey (docs/design.md section 7, worker/fault_plan.h); 0 outside fault
+// Injected faults the kernels obey (docs/design.md section 7, common/fault_spec.h); 0 outside fault
 // injection. A kernel parameter, so a test of it is uniform and costs no memory access.
 enum FaultFlags : uint32_t {
   kFaultSkipCanonicalize = 1u << 0,  // Lamport producers store -0.0 as is
@@ -47,52 +55,40 @@ struct CallArgs {
   uint64_t timeout_ns = 5'000'000'000ull;
 };
 
-// Whether W is a world size the kernels are instantiated for.
-bool SupportedWorld(uint32_t world);
-
-// lamport_tb's block shape (kernels_lamport_tb.cu). A thread owns one 16-byte pack of each row
-// where a row has at most kMaxTbThreads packs, else the fewest of 1, 2, 4 or 8 that fit: its row
-// stays in registers without the spills of a fixed 512-thread block holding up to 8 packs.
-inline constexpr uint32_t kMaxTbThreads = 1024;
-// Packs per thread for rows of `row_packs` packs at `threads` threads: 1, 2, 4 or 8; 0 when a row
-// does not fit.
-constexpr uint32_t TbPacksPerThread(uint32_t row_packs, uint32_t threads) {
-  if (threads == 0) return 0;
-  const uint32_t need = (row_packs + threads - 1) / threads;
-  for (uint32_t p = 1; p <= kMaxRowPacks; p *= 2) {
-    if (need <= p) return p;
-  }
-  return 0;
-}
-// The thread count for rows of `row_packs` packs: the fewest packs per thread that keep a block
-// within kMaxTbThreads, rounded up to whole warps.
-constexpr uint32_t TbThreads(uint32_t row_packs, uint32_t warp) {
-  uint32_t p = 1;
-  while (p < kMaxRowPacks && (row_packs + p - 1) / p > kMaxTbThreads) p *= 2;
-  const uint32_t t = (row_packs + p - 1) / p;
-  return t < warp ? warp : (t + warp - 1) / warp * warp;
-}
 struct TbShape {
   uint32_t threads = 0;
   uint32_t packs_per_thread = 0;
   int blocks_per_sm = 0;  // co-resident blocks of that kernel at that thread count
 };
-// threads_knob: 0 picks TbThreads; otherwise that many threads.
-Error LamportTbBlockShape(uint32_t world, DType dtype, uint32_t n, uint32_t threads_knob,
-                          TbShape* shape);
-Error LaunchLamportTb(DType dtype, const DeviceGroup& group, const CallArgs& args, uint32_t grid,
-                      uint32_t threads, Stream stream);
-
-// lamport_two_shot (kernels_lamport_two_shot.cu): the grid and threads of the other variants.
-Error LaunchLamportTwoShot(DType dtype, const DeviceGroup& group, const CallArgs& args,
+// The collective kernels, one launcher per kernel (kernels_collective.cu, kernels_lamport_tb.cu,
+// kernels_lamport_two_shot.cu). Each maps (group.world, dtype) onto its template instantiation
+// through kernel_dispatch.h, as its occupancy query below does. Every one is launched early
+// (LaunchEarly).
+KernelStatus LaunchOneStage(DType dtype, const DeviceGroup& group, const CallArgs& args,
+                            uint32_t grid, uint32_t threads, Stream stream);
+// two_kernel: the reduce-scatter, then the norm over what it stored.
+KernelStatus LaunchReduceScatter(DType dtype, const DeviceGroup& group, const CallArgs& args,
+                                 uint32_t grid, uint32_t threads, Stream stream);
+KernelStatus LaunchLoadNorm(DType dtype, const DeviceGroup& group, const CallArgs& args,
+                            uint32_t grid, uint32_t threads, Stream stream);
+KernelStatus LaunchLamport(DType dtype, const DeviceGroup& group, const CallArgs& args,
                            uint32_t grid, uint32_t threads, Stream stream);
-Error LamportTwoShotBlocksPerSm(uint32_t world, uint32_t threads, int* blocks);
+// `threads`: LamportTbBlockShape's; packs per thread follow from it and n.
+KernelStatus LaunchLamportTb(DType dtype, const DeviceGroup& group, const CallArgs& args,
+                             uint32_t grid, uint32_t threads, Stream stream);
+// The grid and threads of the other variants.
+KernelStatus LaunchLamportTwoShot(DType dtype, const DeviceGroup& group, const CallArgs& args,
+                                  uint32_t grid, uint32_t threads, Stream stream);
 
-// Co-resident blocks per multiprocessor of the smallest-occupancy spinning kernel at `threads`.
-Error SpinKernelBlocksPerSm(uint32_t world, uint32_t threads, int* blocks);
-
-Error LaunchCollective(Kind kind, DType dtype, const DeviceGroup& group, const CallArgs& args,
-                       uint32_t grid, uint32_t threads, Stream stream);
+// threads_knob: 0 picks TbThreads; otherwise that many threads. The occupancy is that of the
+// kernel LaunchLamportTb launches for this world, dtype and shape.
+KernelStatus LamportTbBlockShape(uint32_t world, DType dtype, uint32_t n, uint32_t threads_knob,
+                                 TbShape* shape);
+// Co-resident blocks per multiprocessor of lamport_two_shot's kernel at `threads`.
+KernelStatus LamportTwoShotBlocksPerSm(uint32_t world, DType dtype, uint32_t threads, int* blocks);
+// Co-resident blocks per multiprocessor of the smallest-occupancy spinning kernel at `threads`:
+// one_stage, two_kernel's reduce-scatter, lamport and lamport_two_shot at every dtype.
+KernelStatus SpinKernelBlocksPerSm(uint32_t world, uint32_t threads, int* blocks);
 
 // Fills `bytes` at `dst` with the dtype's sentinel (-0.0 in every lane).
 Error LaunchArm(DType dtype, void* dst, size_t bytes, Stream stream);
@@ -120,17 +116,6 @@ struct GenerateArgs {
 Error LaunchGenerate(const GenerateArgs& args, Stream stream);
 Error LaunchWeight(DType dtype, Pattern pattern, uint64_t seed, uint32_t n, void* weight,
                    Stream stream);
-
-// Device-side diff statistics of one check (docs/design.md section 5), accumulated with atomics.
-struct DiffAccum {
-  unsigned long long mismatches;
-  unsigned long long checked;
-  unsigned long long max_abs_bits;  // bits of a non-negative double: ordered like the value
-  unsigned long long max_rel_bits;
-  unsigned long long max_ulp;
-  unsigned long long nan_inf;
-  unsigned long long first_bad_key;  // tensor << 62 | element index; ~0 when none
-};
 
 struct CheckArgs {
   DType dtype;

@@ -161,13 +161,14 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     const bool ok = FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
       const size_t pack = static_cast<size_t>(row) * ppr + k;
       uint8_t* slot = staging + pack * 16;
-      for (;;) {
-        s = LoadVolatile16(slot);
-        if (Arrived<D>(s)) break;
-        if (!SpinTick(clk, g, Phase::kLamportPhaseB, static_cast<int>(OwnerOf(pack, packs, W)),
-                      pack)) {
-          return false;
-        }
+      auto owner = [&]() COLLTEST_INLINE_LAMBDA -> int { return OwnerOf(pack, packs, W); };
+      auto arrived = [&](const uint4& p) COLLTEST_INLINE_LAMBDA {
+        s = p;
+        return Arrived<D>(p);
+      };
+      if (!WaitArrived<PollOrder::kVolatile16>(clk, g, Phase::kLamportPhaseB, owner, pack, slot,
+                                               arrived)) {
+        return false;
       }
       for (uint32_t i = 0; i < a.arm_repeat; ++i) Store16(slot, SentinelPack<D>());
       return true;
@@ -176,95 +177,66 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
   }
 }
 
-// Every collective kernel is launched early (LaunchEarly): its launch overlaps the previous
-// kernel's tail, and it waits for that kernel in EnterEarlyLaunched before touching memory.
-template <DType D, int W>
-Error LaunchTyped(Kind kind, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
-                  uint32_t threads, Stream s) {
-  switch (kind) {
-    case Kind::kOneStage:
-      return LaunchEarly(OneStageKernel<D, W>, grid, threads, s, g, a);
-    case Kind::kReduceScatter:
-      return LaunchEarly(ReduceScatterKernel<D, W>, grid, threads, s, g, a);
-    case Kind::kLoadNorm:
-      return LaunchEarly(LoadNormKernel<D>, grid, threads, s, g, a);
-    case Kind::kLamport:
-      return LaunchEarly(LamportKernel<D, W>, grid, threads, s, g, a);
-    case Kind::kLamportTb:
-      return LaunchLamportTb(D, g, a, grid, threads, s);
-    case Kind::kLamportTwoShot:
-      return LaunchLamportTwoShot(D, g, a, grid, threads, s);
-  }
-  return GetLastError();
-}
-
-template <int W>
-Error LaunchWorld(Kind kind, DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
-                  uint32_t threads, Stream s) {
-  switch (dtype) {
-    case DType::kBf16:
-      return LaunchTyped<DType::kBf16, W>(kind, g, a, grid, threads, s);
-    case DType::kFp16:
-      return LaunchTyped<DType::kFp16, W>(kind, g, a, grid, threads, s);
-    case DType::kFp32:
-      return LaunchTyped<DType::kFp32, W>(kind, g, a, grid, threads, s);
-  }
-  return GetLastError();
-}
-
-template <int W>
-int MinBlocksPerSm(uint32_t threads) {
-  int best = 1 << 20;
-  auto take = [&](auto kernel) {
-    int n = 0;
-    if (OccupancyBlocksPerSm(&n, kernel, static_cast<int>(threads)) == kSuccess) {
-      best = std::min(best, n);
-    } else {
-      best = 0;
-    }
-  };
-  take(OneStageKernel<DType::kBf16, W>);
-  take(OneStageKernel<DType::kFp32, W>);
-  take(ReduceScatterKernel<DType::kBf16, W>);
-  take(LamportKernel<DType::kBf16, W>);
-  take(LamportKernel<DType::kFp16, W>);
-  take(LamportKernel<DType::kFp32, W>);
-  int two_shot = 0;
-  if (LamportTwoShotBlocksPerSm(W, threads, &two_shot) != kSuccess) two_shot = 0;
-  return std::min(best, two_shot);
-}
-
 }  // namespace
 
-bool SupportedWorld(uint32_t world) { return world == 2 || world == 4 || world == 8; }
-
-Error SpinKernelBlocksPerSm(uint32_t world, uint32_t threads, int* blocks) {
-  switch (world) {
-    case 2:
-      *blocks = MinBlocksPerSm<2>(threads);
-      break;
-    case 4:
-      *blocks = MinBlocksPerSm<4>(threads);
-      break;
-    default:
-      *blocks = MinBlocksPerSm<8>(threads);
-      break;
-  }
-  return GetLastError();
+// Every collective kernel is launched early (LaunchEarly): its launch overlaps the previous
+// kernel's tail, and it waits for that kernel in EnterEarlyLaunched before touching memory.
+KernelStatus LaunchOneStage(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
+                            uint32_t threads, Stream s) {
+  return DispatchWorldDtype(g.world, dtype, [&](auto w, auto d) -> KernelStatus {
+    return LaunchEarly(OneStageKernel<decltype(d)::value, decltype(w)::value>, grid, threads, s, g,
+                       a);
+  });
 }
 
-Error LaunchCollective(Kind kind, DType dtype, const DeviceGroup& g, const CallArgs& a,
-                       uint32_t grid, uint32_t threads, Stream s) {
-  switch (g.world) {
-    case 2:
-      return LaunchWorld<2>(kind, dtype, g, a, grid, threads, s);
-    case 4:
-      return LaunchWorld<4>(kind, dtype, g, a, grid, threads, s);
-    case 8:
-      return LaunchWorld<8>(kind, dtype, g, a, grid, threads, s);
-    default:
-      return COLLTEST_GPU_API(ErrorInvalidValue);
-  }
+KernelStatus LaunchReduceScatter(DType dtype, const DeviceGroup& g, const CallArgs& a,
+                                 uint32_t grid, uint32_t threads, Stream s) {
+  return DispatchWorldDtype(g.world, dtype, [&](auto w, auto d) -> KernelStatus {
+    return LaunchEarly(ReduceScatterKernel<decltype(d)::value, decltype(w)::value>, grid, threads,
+                       s, g, a);
+  });
+}
+
+// Reads only this rank's staging: no world in its instantiation.
+KernelStatus LaunchLoadNorm(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
+                            uint32_t threads, Stream s) {
+  return DispatchDtype(dtype, [&](auto d) -> KernelStatus {
+    return LaunchEarly(LoadNormKernel<decltype(d)::value>, grid, threads, s, g, a);
+  });
+}
+
+KernelStatus LaunchLamport(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
+                           uint32_t threads, Stream s) {
+  return DispatchWorldDtype(g.world, dtype, [&](auto w, auto d) -> KernelStatus {
+    return LaunchEarly(LamportKernel<decltype(d)::value, decltype(w)::value>, grid, threads, s, g,
+                       a);
+  });
+}
+
+// Every spinning kernel a launcher above (or lamport_two_shot's) can launch at this world: the
+// same lists, so no grid is sized by a kernel other than the one that runs. A failed query counts
+// as 0 blocks.
+KernelStatus SpinKernelBlocksPerSm(uint32_t world, uint32_t threads, int* blocks) {
+  return DispatchWorld(world, [&](auto w) -> KernelStatus {
+    constexpr int W = decltype(w)::value;
+    int least = 1 << 20;
+    auto take = [&](auto kernel) {
+      int n = 0;
+      const Error e = OccupancyBlocksPerSm(&n, kernel, static_cast<int>(threads));
+      least = std::min(least, e == kSuccess ? n : 0);
+    };
+    ForEachValue(KernelDtypes{}, [&](auto d) {
+      constexpr DType D = decltype(d)::value;
+      take(OneStageKernel<D, W>);
+      take(ReduceScatterKernel<D, W>);
+      take(LamportKernel<D, W>);
+      int two_shot = 0;
+      if (!LamportTwoShotBlocksPerSm(W, D, threads, &two_shot).ok()) two_shot = 0;
+      least = std::min(least, two_shot);
+    });
+    *blocks = least;
+    return GetLastError();
+  });
 }
 
 }  // namespace colltest::gpu

@@ -171,101 +171,37 @@ __global__ void __launch_bounds__(kMaxTbThreads, 1) LamportTbKernel(DeviceGroup 
   TbAdvance(g, c, packs, clk, Phase::kLamportTbConsume);
 }
 
-template <DType D, int W, int P>
-Error Launch(const DeviceGroup& g, const CallArgs& a, uint32_t grid, uint32_t threads, Stream s) {
-  return LaunchEarly(LamportTbKernel<D, W, P>, grid, threads, s, g, a);
-}
-
-template <DType D, int W>
-Error LaunchPacks(uint32_t packs_per_thread, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
-                  uint32_t threads, Stream s) {
-  switch (packs_per_thread) {
-    case 1:
-      return Launch<D, W, 1>(g, a, grid, threads, s);
-    case 2:
-      return Launch<D, W, 2>(g, a, grid, threads, s);
-    case 4:
-      return Launch<D, W, 4>(g, a, grid, threads, s);
-    default:
-      return Launch<D, W, 8>(g, a, grid, threads, s);
-  }
-}
-
-template <int W>
-Error LaunchWorld(DType dtype, uint32_t packs_per_thread, const DeviceGroup& g, const CallArgs& a,
-                  uint32_t grid, uint32_t threads, Stream s) {
-  switch (dtype) {
-    case DType::kBf16:
-      return LaunchPacks<DType::kBf16, W>(packs_per_thread, g, a, grid, threads, s);
-    case DType::kFp16:
-      return LaunchPacks<DType::kFp16, W>(packs_per_thread, g, a, grid, threads, s);
-    default:
-      return LaunchPacks<DType::kFp32, W>(packs_per_thread, g, a, grid, threads, s);
-  }
-}
-
-template <DType D, int W>
-Error Occupancy(uint32_t packs_per_thread, uint32_t threads, int* blocks) {
-  const int t = static_cast<int>(threads);
-  switch (packs_per_thread) {
-    case 1:
-      return OccupancyBlocksPerSm(blocks, LamportTbKernel<D, W, 1>, t);
-    case 2:
-      return OccupancyBlocksPerSm(blocks, LamportTbKernel<D, W, 2>, t);
-    case 4:
-      return OccupancyBlocksPerSm(blocks, LamportTbKernel<D, W, 4>, t);
-    default:
-      return OccupancyBlocksPerSm(blocks, LamportTbKernel<D, W, 8>, t);
-  }
-}
-
-template <int W>
-Error OccupancyWorld(DType dtype, uint32_t packs_per_thread, uint32_t threads, int* blocks) {
-  switch (dtype) {
-    case DType::kBf16:
-      return Occupancy<DType::kBf16, W>(packs_per_thread, threads, blocks);
-    case DType::kFp16:
-      return Occupancy<DType::kFp16, W>(packs_per_thread, threads, blocks);
-    default:
-      return Occupancy<DType::kFp32, W>(packs_per_thread, threads, blocks);
-  }
+// The kernel for (world, dtype, packs per thread), handed to `use`: the launch and the occupancy
+// query below both pick it here, so a grid is sized by the kernel that runs.
+template <class Use>
+KernelStatus WithLamportTbKernel(uint32_t world, DType dtype, uint32_t packs_per_thread,
+                                 Use&& use) {
+  return DispatchWorldDtypePacks(
+      world, dtype, packs_per_thread, [&](auto w, auto d, auto p) -> KernelStatus {
+        return use(LamportTbKernel<decltype(d)::value, decltype(w)::value, decltype(p)::value>);
+      });
 }
 
 }  // namespace
 
-Error LaunchLamportTb(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
-                      uint32_t threads, Stream s) {
-  const uint32_t p = TbPacksPerThread(a.n / PackElems(dtype), threads);
-  if (p == 0) return COLLTEST_GPU_API(ErrorInvalidValue);
-  switch (g.world) {
-    case 2:
-      return LaunchWorld<2>(dtype, p, g, a, grid, threads, s);
-    case 4:
-      return LaunchWorld<4>(dtype, p, g, a, grid, threads, s);
-    case 8:
-      return LaunchWorld<8>(dtype, p, g, a, grid, threads, s);
-    default:
-      return COLLTEST_GPU_API(ErrorInvalidValue);
-  }
+KernelStatus LaunchLamportTb(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
+                             uint32_t threads, Stream s) {
+  const uint32_t packs_per_thread = TbPacksPerThread(a.n / PackElems(dtype), threads);
+  return WithLamportTbKernel(g.world, dtype, packs_per_thread, [&](auto kernel) -> KernelStatus {
+    return LaunchEarly(kernel, grid, threads, s, g, a);
+  });
 }
 
-Error LamportTbBlockShape(uint32_t world, DType dtype, uint32_t n, uint32_t threads_knob,
-                          TbShape* shape) {
+KernelStatus LamportTbBlockShape(uint32_t world, DType dtype, uint32_t n, uint32_t threads_knob,
+                                 TbShape* shape) {
   const uint32_t ppr = n / PackElems(dtype);
   shape->threads = threads_knob != 0 ? threads_knob : TbThreads(ppr, kWarpSize);
   shape->packs_per_thread = TbPacksPerThread(ppr, shape->threads);
-  if (shape->packs_per_thread == 0) return COLLTEST_GPU_API(ErrorInvalidValue);
-  switch (world) {
-    case 2:
-      return OccupancyWorld<2>(dtype, shape->packs_per_thread, shape->threads,
-                               &shape->blocks_per_sm);
-    case 4:
-      return OccupancyWorld<4>(dtype, shape->packs_per_thread, shape->threads,
-                               &shape->blocks_per_sm);
-    default:
-      return OccupancyWorld<8>(dtype, shape->packs_per_thread, shape->threads,
-                               &shape->blocks_per_sm);
-  }
+  return WithLamportTbKernel(world, dtype, shape->packs_per_thread,
+                             [&](auto kernel) -> KernelStatus {
+                               return OccupancyBlocksPerSm(&shape->blocks_per_sm, kernel,
+                                                           static_cast<int>(shape->threads));
+                             });
 }
 
 }  // namespace colltest::gpu

@@ -120,72 +120,41 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
     const bool ok = FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
       const size_t pack = static_cast<size_t>(row) * ppr + k;
-      for (;;) {
-        s = LoadVolatile16(gather + pack * 16);
-        if (Arrived<D>(s)) return true;
-        if (!SpinTick(gather_clk, g, Phase::kLamportTwoShotGather,
-                      static_cast<int>(OwnerOf(pack, packs, W)), pack)) {
-          return false;
-        }
-      }
+      auto owner = [&]() COLLTEST_INLINE_LAMBDA -> int { return OwnerOf(pack, packs, W); };
+      auto arrived = [&](const uint4& p) COLLTEST_INLINE_LAMBDA {
+        s = p;
+        return Arrived<D>(p);
+      };
+      return WaitArrived<PollOrder::kVolatile16>(gather_clk, g, Phase::kLamportTwoShotGather, owner,
+                                                 pack, gather + pack * 16, arrived);
     });
     if (!ok) return;
   }
   TbAdvance(g, c, packs, gather_clk, Phase::kLamportTwoShotGather);
 }
 
-template <int W>
-Error LaunchWorld(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
-                  uint32_t threads, Stream s) {
-  switch (dtype) {
-    case DType::kBf16:
-      return LaunchEarly(LamportTwoShotKernel<DType::kBf16, W>, grid, threads, s, g, a);
-    case DType::kFp16:
-      return LaunchEarly(LamportTwoShotKernel<DType::kFp16, W>, grid, threads, s, g, a);
-    default:
-      return LaunchEarly(LamportTwoShotKernel<DType::kFp32, W>, grid, threads, s, g, a);
-  }
-}
-
-template <int W>
-Error BlocksPerSm(uint32_t threads, int* blocks) {
-  int least = 1 << 20;
-  for (auto kernel : {LamportTwoShotKernel<DType::kBf16, W>, LamportTwoShotKernel<DType::kFp16, W>,
-                      LamportTwoShotKernel<DType::kFp32, W>}) {
-    int n = 0;
-    const Error e = OccupancyBlocksPerSm(&n, kernel, static_cast<int>(threads));
-    if (e != kSuccess) return e;
-    least = n < least ? n : least;
-  }
-  *blocks = least;
-  return kSuccess;
+// The kernel for (world, dtype), handed to `use`: the launch and the occupancy query below both
+// pick it here.
+template <class Use>
+KernelStatus WithLamportTwoShotKernel(uint32_t world, DType dtype, Use&& use) {
+  return DispatchWorldDtype(world, dtype, [&](auto w, auto d) -> KernelStatus {
+    return use(LamportTwoShotKernel<decltype(d)::value, decltype(w)::value>);
+  });
 }
 
 }  // namespace
 
-Error LaunchLamportTwoShot(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
-                           uint32_t threads, Stream s) {
-  switch (g.world) {
-    case 2:
-      return LaunchWorld<2>(dtype, g, a, grid, threads, s);
-    case 4:
-      return LaunchWorld<4>(dtype, g, a, grid, threads, s);
-    case 8:
-      return LaunchWorld<8>(dtype, g, a, grid, threads, s);
-    default:
-      return COLLTEST_GPU_API(ErrorInvalidValue);
-  }
+KernelStatus LaunchLamportTwoShot(DType dtype, const DeviceGroup& g, const CallArgs& a,
+                                  uint32_t grid, uint32_t threads, Stream s) {
+  return WithLamportTwoShotKernel(g.world, dtype, [&](auto kernel) -> KernelStatus {
+    return LaunchEarly(kernel, grid, threads, s, g, a);
+  });
 }
 
-Error LamportTwoShotBlocksPerSm(uint32_t world, uint32_t threads, int* blocks) {
-  switch (world) {
-    case 2:
-      return BlocksPerSm<2>(threads, blocks);
-    case 4:
-      return BlocksPerSm<4>(threads, blocks);
-    default:
-      return BlocksPerSm<8>(threads, blocks);
-  }
+KernelStatus LamportTwoShotBlocksPerSm(uint32_t world, DType dtype, uint32_t threads, int* blocks) {
+  return WithLamportTwoShotKernel(world, dtype, [&](auto kernel) -> KernelStatus {
+    return OccupancyBlocksPerSm(blocks, kernel, static_cast<int>(threads));
+  });
 }
 
 }  // namespace colltest::gpu

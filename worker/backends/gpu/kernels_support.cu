@@ -58,7 +58,7 @@ __device__ __forceinline__ void StoreElem(void* base, DType t, size_t i, float v
 __device__ __forceinline__ float LoadElem(const void* base, DType t, size_t i) {
   const uint32_t b = t == DType::kFp32 ? static_cast<const uint32_t*>(base)[i]
                                        : static_cast<const uint16_t*>(base)[i];
-  return DevFromBits(t, b);
+  return ElemFromBits(t, b);
 }
 
 __global__ void GenerateKernel(GenerateArgs a) {

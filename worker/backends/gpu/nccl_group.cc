@@ -6,7 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "worker/backends/gpu/nccl_kernels.h"
 
-// Compiled only when NCCL was found (worker/CMakeLists.txt); the guard keeps a stray build safe.
+// Compiled only when NCCL was found (worker/backends/gpu/CMakeLists.txt); the guard keeps a stray
+// build safe.
 #if defined(COLLTEST_HAVE_NCCL) && COLLTEST_HAVE_NCCL
 #if COLLTEST_GPU_VENDOR_HIP
 #include <rccl/rccl.h>
@@ -79,8 +80,8 @@ void NcclGroup::Connect(const std::string& id, uint32_t rank, uint32_t world, si
   std::memcpy(&uid, id.data(), sizeof uid);
   // Collective: blocks until every rank of the group called it (Connect runs on every rank at once,
   // under the controller's rendezvous deadline).
-  if (ncclResult_t r = ncclCommInitRank(&impl_->comm, static_cast<int>(world), uid,
-                                        static_cast<int>(rank));
+  if (ncclResult_t r =
+          ncclCommInitRank(&impl_->comm, static_cast<int>(world), uid, static_cast<int>(rank));
       r != ncclSuccess) {
     impl_->comm = nullptr;
     reason_ = NcclError(r, "ncclCommInitRank");
@@ -123,9 +124,9 @@ absl::Status NcclGroup::Launch(DType dtype, const void* input, const CallArgs& a
     return absl::InternalError(NcclError(r, "ncclAllReduce"));
   }
   const uint32_t grid = std::max(1u, std::min(args.m, max_grid));
-  if (Error e = LaunchNormFromSums(dtype, impl_->staging, args, grid, threads, stream);
-      e != kSuccess) {
-    return absl::InternalError(absl::StrCat("nccl: norm kernel: ", ErrorString(e)));
+  const KernelStatus norm = LaunchNormFromSums(dtype, impl_->staging, args, grid, threads, stream);
+  if (!norm.ok()) {
+    return absl::InternalError(absl::StrCat("nccl: norm kernel: ", KernelStatusText(norm)));
   }
   return absl::OkStatus();
 }

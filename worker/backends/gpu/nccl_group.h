@@ -2,9 +2,9 @@
 // broadcasts it in ConnectRequest, and every rank joins the communicator in Connect (outside any
 // graph capture). A call is ncclAllReduce (sum, in T) from the rank's registered input into a
 // private staging buffer, then our fused residual + RMSNorm kernel reading the staging buffer.
-// Built without NCCL (COLLTEST_HAVE_NCCL unset: worker/CMakeLists.txt then leaves nccl_*.cc/.cu
-// out), the inline stand-ins at the end say why and the variant answers UNSUPPORTED. This header
-// does not include nccl.h.
+// Built without NCCL (COLLTEST_HAVE_NCCL unset: worker/backends/gpu/CMakeLists.txt then leaves
+// nccl_*.cc/.cu out), the inline stand-ins at the end say why and the variant answers UNSUPPORTED.
+// This header does not include nccl.h.
 #pragma once
 
 #include <cstddef>
@@ -58,8 +58,9 @@ class NcclGroup {
 #if !(defined(COLLTEST_HAVE_NCCL) && COLLTEST_HAVE_NCCL)
 struct NcclGroup::Impl {};
 inline NcclGroup::NcclGroup()
-    : reason_("nccl: this worker was built without NCCL (nccl.h or libnccl not found at build "
-              "time)") {}
+    : reason_(
+          "nccl: this worker was built without NCCL (nccl.h or libnccl not found at build "
+          "time)") {}
 inline NcclGroup::~NcclGroup() = default;
 inline std::string NcclGroup::CreateUniqueId() { return ""; }
 inline void NcclGroup::Connect(const std::string&, uint32_t, uint32_t, size_t) {}

@@ -20,21 +20,13 @@ __global__ void __launch_bounds__(512) NormFromSumsKernel(const uint4* sums, Cal
 
 }  // namespace
 
-Error LaunchNormFromSums(DType dtype, const void* sums, const CallArgs& args, uint32_t grid,
-                         uint32_t threads, Stream stream) {
+KernelStatus LaunchNormFromSums(DType dtype, const void* sums, const CallArgs& args, uint32_t grid,
+                                uint32_t threads, Stream stream) {
   const uint4* p = static_cast<const uint4*>(sums);
-  switch (dtype) {
-    case DType::kBf16:
-      NormFromSumsKernel<DType::kBf16><<<grid, threads, 0, stream>>>(p, args);
-      break;
-    case DType::kFp16:
-      NormFromSumsKernel<DType::kFp16><<<grid, threads, 0, stream>>>(p, args);
-      break;
-    case DType::kFp32:
-      NormFromSumsKernel<DType::kFp32><<<grid, threads, 0, stream>>>(p, args);
-      break;
-  }
-  return GetLastError();
+  return DispatchDtype(dtype, [&](auto d) -> KernelStatus {
+    NormFromSumsKernel<decltype(d)::value><<<grid, threads, 0, stream>>>(p, args);
+    return GetLastError();
+  });
 }
 
 }  // namespace colltest::gpu

@@ -11,7 +11,7 @@
 namespace colltest::gpu {
 
 // `sums`: m * n of T, the all-reduced rows. One block per row (grid-stride over rows).
-Error LaunchNormFromSums(DType dtype, const void* sums, const CallArgs& args, uint32_t grid,
-                         uint32_t threads, Stream stream);
+KernelStatus LaunchNormFromSums(DType dtype, const void* sums, const CallArgs& args, uint32_t grid,
+                                uint32_t threads, Stream stream);
 
 }  // namespace colltest::gpu

@@ -1,0 +1,80 @@
+#include "client/format/tune.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/element_size.h"
+#include "common/names.h"
+
+namespace colltest::client {
+
+TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
+                         const v1::ListDevicesResponse& devices, int64_t created_unix_ms) {
+  TuneTable table;
+  table.backend = devices.backend();
+  table.device = devices.devices().empty() ? std::string() : devices.devices(0).name();
+  table.world = spec.world_size();
+  table.dtype = spec.dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_BF16 : spec.dtype();
+  table.mode = spec.modes().empty() ? v1::MODE_EAGER : spec.modes(0);
+  table.n = spec.n().empty() ? 0 : spec.n(0);
+  table.created_unix_ms = created_unix_ms;
+  table.run_id = run.run_id();
+  for (int v : spec.variants()) table.variants.push_back(static_cast<v1::Variant>(v));
+
+  // A tune sweep has one case per (m, variant); should a server send one twice, the first counts
+  // rather than whichever happens to come last.
+  std::map<std::pair<uint32_t, v1::Variant>, const v1::CaseResult*> cases;
+  for (const v1::CaseResult& c : run.cases()) cases.try_emplace({c.m(), c.variant()}, &c);
+
+  std::vector<uint32_t> ms(spec.m().begin(), spec.m().end());
+  std::sort(ms.begin(), ms.end());
+  ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
+  for (uint32_t m : ms) {
+    TuneRow row;
+    row.m = m;
+    row.bytes = uint64_t{m} * table.n * common::ElementBytes(table.dtype);
+    DroppedTuneRow dropped;
+    dropped.m = m;
+    double best_us = 0;
+    for (v1::Variant v : table.variants) {
+      auto it = cases.find({m, v});
+      if (it == cases.end()) {
+        dropped.outcomes.emplace_back(v, "no result");
+        continue;
+      }
+      const v1::CaseResult& c = *it->second;
+      const double us = c.timing().median_us();
+      if (c.status() != v1::CASE_STATUS_OK || !(us > 0)) {
+        dropped.outcomes.emplace_back(v, c.status() == v1::CASE_STATUS_OK
+                                             ? "OK untimed"
+                                             : std::string(common::CaseStatusName(c.status())));
+        continue;
+      }
+      row.us.emplace_back(v, us);
+      // Strictly faster only, so that a tie keeps the variant listed first.
+      if (row.best == v1::VARIANT_UNSPECIFIED || us < best_us) {
+        row.best = v;
+        best_us = us;
+      }
+    }
+    if (row.us.empty()) {
+      table.dropped.push_back(std::move(dropped));
+    } else {
+      table.rows.push_back(std::move(row));
+    }
+  }
+  return table;
+}
+
+std::string DroppedRowWarning(const DroppedTuneRow& row) {
+  std::vector<std::string> outcomes;
+  for (const auto& [variant, outcome] : row.outcomes) {
+    outcomes.push_back(absl::StrCat(common::VariantName(variant), " ", outcome));
+  }
+  return absl::StrCat("no tune row for m=", row.m, ": no variant OK (",
+                      absl::StrJoin(outcomes, ", "), ")");
+}
+
+}  // namespace colltest::client

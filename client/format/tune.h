@@ -1,0 +1,65 @@
+// The crossover table of `colltest tune` (docs/design.md section 4): the fastest variant per m,
+// built from one sweep, written as the JSON that colltestd reads to resolve `auto`, and shown as a
+// text table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "client/format/format.h"
+#include "colltest/v1/colltest.pb.h"
+
+namespace colltest::client {
+
+// One m at which some variant was OK.
+struct TuneRow {
+  uint32_t m = 0;
+  uint64_t bytes = 0;  // m x n x element size: the per-rank input, the unit of the seed's gate
+  v1::Variant best = v1::VARIANT_UNSPECIFIED;
+  // Median us of every variant OK at this m, in the sweep's variant order.
+  std::vector<std::pair<v1::Variant, double>> us;
+};
+
+// An m left out of the table because no variant was OK there.
+struct DroppedTuneRow {
+  uint32_t m = 0;
+  // What each variant got instead, in the sweep's variant order: a status name, "OK untimed", or
+  // "no result" when the run holds no case for it.
+  std::vector<std::pair<v1::Variant, std::string>> outcomes;
+};
+
+struct TuneTable {
+  std::string backend;
+  std::string device;
+  uint32_t world = 0;
+  v1::DType dtype = v1::DTYPE_BF16;
+  v1::Mode mode = v1::MODE_GRAPH;
+  uint32_t n = 0;
+  int64_t created_unix_ms = 0;
+  std::string run_id;
+  std::vector<v1::Variant> variants;  // the sweep's, in order: the text table's columns
+  std::vector<TuneRow> rows;          // ascending m
+  std::vector<DroppedTuneRow> dropped;
+};
+
+// The table of `run`, the result of the sweep `spec` (built by BuildTuneSpec: one n, one mode).
+// Rows follow the spec's m; a variant counts at an m only when its case is OK with a median above
+// 0 (an untimed OK would win with 0 us), and ties go to the variant listed first.
+TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
+                         const v1::ListDevicesResponse& devices, int64_t created_unix_ms);
+
+// "no tune row for m=1024: no variant OK (one_stage UNSUPPORTED, lamport HANG)".
+std::string DroppedRowWarning(const DroppedTuneRow& row);
+
+// The JSON that colltestd loads (kind "colltest-tune-table", version 1). Its fields are read by
+// the server: add, never rename.
+std::string FormatTuneJson(const TuneTable& table);
+// One line per m (bytes, each variant's median, best, speed-up over the second best), then a
+// "crossovers: ..." line.
+std::string FormatTuneText(const TuneTable& table);
+// kJson or, for anything else, the text.
+std::string FormatTune(const TuneTable& table, OutputFormat format);
+
+}  // namespace colltest::client

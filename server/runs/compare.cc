@@ -1,0 +1,313 @@
+#include "server/runs/compare.h"
+
+#include <cmath>
+#include <deque>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/names.h"
+
+namespace colltest::server {
+namespace {
+
+namespace v1 = ::colltest::v1;
+
+// (variant, mode, world_size, m, n, dtype), unset mode and dtype as the server runs them.
+using CaseKey = std::tuple<int, int, uint32_t, uint32_t, uint32_t, int>;
+
+CaseKey KeyOf(const v1::CaseResult& c) {
+  const v1::Mode mode = c.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_EAGER : c.mode();
+  const v1::DType dtype = c.dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_BF16 : c.dtype();
+  return {c.variant(), mode, c.world_size(), c.m(), c.n(), dtype};
+}
+
+// How bad a status is for a comparison. HANG ranks above ERROR here: a case that errors out
+// at least returns, a hang costs a whole timeout and a group recovery. Unset is read as ERROR,
+// so that a server that forgot the status cannot make a case look fixed.
+int Severity(v1::CaseStatus status) {
+  switch (status) {
+    case v1::CASE_STATUS_OK:
+    case v1::CASE_STATUS_UNSUPPORTED:
+      return 0;
+    case v1::CASE_STATUS_WRONG:
+      return 1;
+    case v1::CASE_STATUS_HANG:
+      return 3;
+    default:
+      return 2;
+  }
+}
+
+// Only OK and WRONG cases ran their checks to the end; the diff of any other is empty, and
+// comparing it would call the first check of a fixed case a growth of its errors.
+bool Checked(const v1::CaseResult& c) {
+  return c.status() == v1::CASE_STATUS_OK || c.status() == v1::CASE_STATUS_WRONG;
+}
+
+bool Timed(const v1::CaseResult& c) { return Checked(c) && c.timing().median_us() > 0; }
+
+// Kinds of regression, the worse the higher: the message names the worst case by kind, then size.
+// A missing case ranks lowest: it is most often a narrower sweep, where a slowdown is news.
+enum class Badness { kNone = 0, kMissing = 1, kSlower = 2, kDiffGrew = 3, kStatusWorse = 4 };
+
+struct Judged {
+  v1::CaseComparison comparison;
+  Badness badness = Badness::kNone;
+  double size = 0;   // ratio for kSlower, status severity for kStatusWorse
+  std::string what;  // the regression in a few words, for the message
+};
+
+std::string Us(double us) { return absl::StrFormat("%.2f us", us); }
+std::string Percent(double ratio) { return absl::StrFormat("%+.1f %%", (ratio - 1) * 100); }
+
+// "status OK -> WRONG", "mismatches 0 -> 12", ...: every error count of `b` above `a`'s.
+std::vector<std::string> ErrorGrowth(const v1::CaseResult& a, const v1::CaseResult& b) {
+  std::vector<std::string> grew;
+  if (Severity(b.status()) > Severity(a.status())) {
+    grew.push_back(absl::StrCat("status ", common::CaseStatusName(a.status()), " -> ",
+                                common::CaseStatusName(b.status())));
+  }
+  if (!Checked(a) || !Checked(b)) return grew;
+  const std::pair<const char*, std::pair<uint64_t, uint64_t>> counts[] = {
+      {"mismatches", {a.diff().mismatches(), b.diff().mismatches()}},
+      {"max ulp", {a.diff().max_ulp(), b.diff().max_ulp()}},
+      {"nan/inf", {a.diff().nan_inf(), b.diff().nan_inf()}},
+  };
+  for (const auto& [name, values] : counts) {
+    if (values.second > values.first) {
+      grew.push_back(absl::StrCat(name, " ", values.first, " -> ", values.second));
+    }
+  }
+  return grew;
+}
+
+// The timing verdict of two timed cases, with its reason.
+std::pair<v1::CompareVerdict, std::string> JudgeTiming(const v1::TimingStats& a,
+                                                       const v1::TimingStats& b, double threshold) {
+  auto p10 = [](const v1::TimingStats& t) { return t.p10_us() > 0 ? t.p10_us() : t.median_us(); };
+  auto p90 = [](const v1::TimingStats& t) { return t.p90_us() > 0 ? t.p90_us() : t.median_us(); };
+  const double ratio = b.median_us() / a.median_us();
+  const std::string change = absl::StrCat("median ", Us(a.median_us()), " -> ", Us(b.median_us()),
+                                          " (", Percent(ratio), ")");
+  const bool slower = ratio > 1 + threshold;
+  const bool faster = ratio < 1 / (1 + threshold);
+  if (!slower && !faster) {
+    return {v1::COMPARE_VERDICT_SAME,
+            absl::StrFormat("%s, within the %g %% threshold", change, threshold * 100)};
+  }
+  if (slower && p10(b) > p90(a)) {
+    return {v1::COMPARE_VERDICT_REGRESSION,
+            absl::StrCat(change, ", p10 ", Us(p10(b)), " > p90 ", Us(p90(a)))};
+  }
+  if (faster && p90(b) < p10(a)) {
+    return {v1::COMPARE_VERDICT_IMPROVEMENT,
+            absl::StrCat(change, ", p90 ", Us(p90(b)), " < p10 ", Us(p10(a)))};
+  }
+  return {v1::COMPARE_VERDICT_SAME, slower ? absl::StrCat(change, ", within the spread: p10 ",
+                                                          Us(p10(b)), " <= p90 ", Us(p90(a)))
+                                           : absl::StrCat(change, ", within the spread: p90 ",
+                                                          Us(p90(b)), " >= p10 ", Us(p10(a)))};
+}
+
+void SetIdentity(const v1::CaseResult& c, v1::CaseComparison* out) {
+  out->set_variant(c.variant());
+  out->set_mode(c.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_EAGER : c.mode());
+  out->set_world_size(c.world_size());
+  out->set_m(c.m());
+  out->set_n(c.n());
+  out->set_dtype(c.dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_BF16 : c.dtype());
+}
+
+std::string StatusChange(const v1::CaseResult& a, const v1::CaseResult& b) {
+  if (a.status() == b.status())
+    return absl::StrCat(common::CaseStatusName(a.status()), " in both runs");
+  return absl::StrCat("status ", common::CaseStatusName(a.status()), " -> ",
+                      common::CaseStatusName(b.status()));
+}
+
+// `auto` is matched as `auto`; when it dispatched differently, that likely explains the change.
+std::string DispatchNote(const v1::CaseResult& a, const v1::CaseResult& b) {
+  if (a.variant() != v1::VARIANT_AUTO || a.resolved_variant() == b.resolved_variant()) return "";
+  return absl::StrCat("; auto dispatched to ", common::VariantName(b.resolved_variant()), " (was ",
+                      common::VariantName(a.resolved_variant()), ")");
+}
+
+Judged JudgeMatched(const v1::CaseResult& a, const v1::CaseResult& b, double threshold) {
+  Judged j;
+  v1::CaseComparison& out = j.comparison;
+  SetIdentity(a, &out);
+  *out.mutable_timing_a() = a.timing();
+  *out.mutable_timing_b() = b.timing();
+  out.set_status_a(a.status());
+  out.set_status_b(b.status());
+  *out.mutable_diff_a() = a.diff();
+  *out.mutable_diff_b() = b.diff();
+  const bool timed = Timed(a) && Timed(b);
+  if (timed) out.set_ratio(b.timing().median_us() / a.timing().median_us());
+
+  const std::vector<std::string> grew = ErrorGrowth(a, b);
+  const bool status_worse = Severity(b.status()) > Severity(a.status());
+  const bool status_better = Severity(b.status()) < Severity(a.status());
+  std::pair<v1::CompareVerdict, std::string> timing = {v1::COMPARE_VERDICT_SAME, ""};
+  if (timed) timing = JudgeTiming(a.timing(), b.timing(), threshold);
+  const std::string prefix = a.status() == b.status() ? "" : StatusChange(a, b) + ", ";
+  if (!grew.empty()) {
+    out.set_verdict(v1::COMPARE_VERDICT_REGRESSION);
+    out.set_reason(absl::StrJoin(grew, ", "));
+    j.badness = status_worse ? Badness::kStatusWorse : Badness::kDiffGrew;
+    j.size = Severity(b.status());
+    j.what = grew.front();
+  } else if (timing.first == v1::COMPARE_VERDICT_REGRESSION) {
+    out.set_verdict(v1::COMPARE_VERDICT_REGRESSION);
+    out.set_reason(prefix + timing.second);
+    j.badness = Badness::kSlower;
+    j.size = out.ratio();
+    j.what = Percent(out.ratio());
+  } else if (status_better) {
+    out.set_verdict(v1::COMPARE_VERDICT_IMPROVEMENT);
+    out.set_reason(timed ? prefix + timing.second : StatusChange(a, b));
+  } else if (timed) {
+    out.set_verdict(timing.first);
+    out.set_reason(prefix + timing.second);
+  } else {
+    out.set_verdict(v1::COMPARE_VERDICT_SAME);
+    out.set_reason(absl::StrCat(StatusChange(a, b), ", no timing to compare"));
+  }
+  out.set_reason(out.reason() + DispatchNote(a, b));
+  return j;
+}
+
+Judged OnlyIn(const v1::CaseResult& c, bool in_a) {
+  Judged j;
+  v1::CaseComparison& out = j.comparison;
+  SetIdentity(c, &out);
+  if (in_a) {
+    out.set_verdict(v1::COMPARE_VERDICT_ONLY_A);
+    out.set_reason("missing from run b");
+    *out.mutable_timing_a() = c.timing();
+    out.set_status_a(c.status());
+    *out.mutable_diff_a() = c.diff();
+    j.badness = Badness::kMissing;
+    j.what = "missing from run b";
+  } else {
+    out.set_verdict(v1::COMPARE_VERDICT_ONLY_B);
+    out.set_reason("new in run b");
+    *out.mutable_timing_b() = c.timing();
+    out.set_status_b(c.status());
+    *out.mutable_diff_b() = c.diff();
+  }
+  return j;
+}
+
+// Every case of `a` in order, matched with the next unmatched case of `b` with its key, then the
+// cases of `b` left over.
+std::vector<Judged> JudgeAll(const v1::RunResult& a, const v1::RunResult& b, double threshold) {
+  std::map<CaseKey, std::deque<int>> unmatched;
+  for (int i = 0; i < b.cases_size(); ++i) unmatched[KeyOf(b.cases(i))].push_back(i);
+  std::vector<bool> used(b.cases_size(), false);
+  std::vector<Judged> judged;
+  for (const v1::CaseResult& ca : a.cases()) {
+    std::deque<int>& candidates = unmatched[KeyOf(ca)];
+    if (candidates.empty()) {
+      judged.push_back(OnlyIn(ca, /*in_a=*/true));
+      continue;
+    }
+    const int ib = candidates.front();
+    candidates.pop_front();
+    used[ib] = true;
+    judged.push_back(JudgeMatched(ca, b.cases(ib), threshold));
+  }
+  for (int i = 0; i < b.cases_size(); ++i) {
+    if (!used[i]) judged.push_back(OnlyIn(b.cases(i), /*in_a=*/false));
+  }
+  return judged;
+}
+
+// "lamport graph w=4 m=64 n=7168 bf16"
+std::string CaseLabel(const v1::CaseComparison& c) {
+  return absl::StrCat(common::VariantName(c.variant()), " ", common::ModeName(c.mode()),
+                      " w=", c.world_size(), " m=", c.m(), " n=", c.n(), " ",
+                      common::DTypeName(c.dtype()));
+}
+
+std::string Summary(const std::vector<Judged>& judged, const v1::CompareResponse& response) {
+  const size_t total = judged.size();
+  const char* noun = total == 1 ? "case" : "cases";
+  if (response.regressions() > 0) {
+    const Judged* worst = nullptr;
+    for (const Judged& j : judged) {
+      if (j.badness == Badness::kNone) continue;
+      if (worst == nullptr || std::tie(j.badness, j.size) > std::tie(worst->badness, worst->size)) {
+        worst = &j;
+      }
+    }
+    return absl::StrCat(response.regressions(), " of ", total, " ", noun,
+                        " regressed (worst: ", CaseLabel(worst->comparison), " ", worst->what, ")");
+  }
+  int only_b = 0;
+  for (const Judged& j : judged) {
+    if (j.comparison.verdict() == v1::COMPARE_VERDICT_ONLY_B) ++only_b;
+  }
+  std::vector<std::string> notes;
+  if (response.improvements() > 0)
+    notes.push_back(absl::StrCat(response.improvements(), " improved"));
+  if (only_b > 0) notes.push_back(absl::StrCat(only_b, " only in run b"));
+  std::string message = absl::StrCat("no regression in ", total, " ", noun);
+  if (!notes.empty()) absl::StrAppend(&message, " (", absl::StrJoin(notes, ", "), ")");
+  return message;
+}
+
+// "ran on separate GPUs", "shared GPUs (4 ranks per GPU)", "shared time-sliced GPUs (...)".
+std::string Placement(const v1::RunResult& run) {
+  if (run.time_sliced()) {
+    return absl::StrCat("shared time-sliced GPUs (", EffectiveRanksPerGpu(run), " ranks per GPU)");
+  }
+  if (EffectiveRanksPerGpu(run) <= 1) return "ran on separate GPUs";
+  return absl::StrCat("shared GPUs (", EffectiveRanksPerGpu(run), " ranks per GPU)");
+}
+
+}  // namespace
+
+uint32_t EffectiveRanksPerGpu(const v1::RunResult& run) {
+  return run.ranks_per_gpu() == 0 ? 1 : run.ranks_per_gpu();
+}
+
+absl::Status CheckPlacedAlike(const v1::RunResult& first, absl::string_view first_name,
+                              const v1::RunResult& second, absl::string_view second_name) {
+  if (EffectiveRanksPerGpu(first) == EffectiveRanksPerGpu(second) &&
+      first.time_sliced() == second.time_sliced()) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat(first_name, " ", Placement(first), " and ", second_name, " ", Placement(second),
+                   ": their timings measure different things; compare runs placed alike"));
+}
+
+v1::CompareResponse CompareRuns(const v1::RunResult& a, const v1::RunResult& b, double threshold) {
+  if (!(threshold > 0) || !std::isfinite(threshold)) threshold = kDefaultCompareThreshold;
+  v1::CompareResponse response;
+  response.set_run_a(a.run_id());
+  response.set_run_b(b.run_id());
+  response.set_threshold(threshold);
+  *response.mutable_machine_a() = a.machine();
+  *response.mutable_machine_b() = b.machine();
+  const std::vector<Judged> judged = JudgeAll(a, b, threshold);
+  for (const Judged& j : judged) {
+    *response.add_cases() = j.comparison;
+    if (j.badness != Badness::kNone) response.set_regressions(response.regressions() + 1);
+    if (j.comparison.verdict() == v1::COMPARE_VERDICT_IMPROVEMENT) {
+      response.set_improvements(response.improvements() + 1);
+    }
+  }
+  response.set_regressed(response.regressions() > 0);
+  response.set_message(Summary(judged, response));
+  return response;
+}
+
+}  // namespace colltest::server

@@ -1,0 +1,70 @@
+#include "server/runs/sweep_plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/defaults.h"
+
+namespace colltest::server {
+
+namespace v1 = ::colltest::v1;
+namespace wv1 = ::colltest::worker::v1;
+
+SweepPlan PlanSweep(const v1::SweepSpec& spec, uint64_t first_case_id) {
+  SweepPlan plan;
+  plan.devices.assign(spec.devices().begin(), spec.devices().end());
+  if (plan.devices.empty()) {
+    for (uint32_t r = 0; r < spec.world_size(); ++r) plan.devices.push_back(r);
+  }
+
+  wv1::CaseRequest common;
+  common.set_dtype(spec.dtype());
+  common.set_residual(!spec.no_residual());
+  common.set_eps(spec.eps());
+  common.set_warmup(spec.warmup());
+  common.set_iters(spec.iters());
+  common.set_stress_calls(spec.stress_calls());
+  common.set_pattern(spec.pattern());
+  common.set_seed(spec.seed());
+  common.set_tolerance(spec.tolerance());
+  common.set_timeout_ms(spec.timeout_ms());
+  *common.mutable_knobs() = spec.knobs();
+  common.set_fault(spec.fault());
+
+  std::vector<v1::Mode> modes;
+  for (int mode : spec.modes()) modes.push_back(static_cast<v1::Mode>(mode));
+  if (modes.empty()) modes.push_back(v1::MODE_EAGER);
+
+  plan.cases.reserve(static_cast<size_t>(spec.n_size()) * spec.m_size() * spec.variants_size() *
+                     modes.size());
+  uint64_t id = first_case_id;
+  for (uint32_t n : spec.n()) {
+    for (uint32_t m : spec.m()) {
+      for (int variant : spec.variants()) {
+        for (v1::Mode mode : modes) {
+          wv1::CaseRequest& c = plan.cases.emplace_back(common);
+          c.set_case_id(id++);
+          c.set_variant(static_cast<v1::Variant>(variant));
+          c.set_mode(mode);
+          c.set_m(m);
+          c.set_n(n);
+        }
+      }
+    }
+  }
+  return plan;
+}
+
+void GrowTimeoutsForTimeSlicing(SweepPlan& plan, uint32_t ranks_on_gpu, double round_trip_us,
+                                uint32_t max_timeout_ms) {
+  if (ranks_on_gpu <= 1 || round_trip_us <= 0) return;
+  const double wanted_ms = kTimeSlicedWaitsPerTimeout * ranks_on_gpu * round_trip_us / 1000.0;
+  const auto floor_ms =
+      static_cast<uint32_t>(std::min<double>(std::ceil(wanted_ms), max_timeout_ms));
+  for (wv1::CaseRequest& c : plan.cases) {
+    const uint32_t timeout = c.timeout_ms() == 0 ? kDefaultCaseTimeoutMs : c.timeout_ms();
+    c.set_timeout_ms(std::max(timeout, floor_ms));
+  }
+}
+
+}  // namespace colltest::server

@@ -1,0 +1,169 @@
+#include "server/runs/tune_table.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/element_size.h"
+#include "common/names.h"
+#include "nlohmann/json.hpp"
+
+namespace colltest::server {
+
+namespace v1 = ::colltest::v1;
+
+namespace {
+
+std::optional<v1::DType> DTypeNamed(const std::string& name) {
+  for (v1::DType t : {v1::DTYPE_BF16, v1::DTYPE_FP16, v1::DTYPE_FP32}) {
+    if (common::DTypeName(t) == name) return t;
+  }
+  return std::nullopt;
+}
+
+std::optional<v1::Variant> ConcreteVariantNamed(const std::string& name) {
+  for (v1::Variant v : {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
+                        v1::VARIANT_LAMPORT_TB, v1::VARIANT_LAMPORT_TWO_SHOT, v1::VARIANT_NCCL}) {
+    if (common::VariantName(v) == name) return v;
+  }
+  return std::nullopt;
+}
+
+std::string Describe(const TuneTable& t) {
+  return absl::StrCat(t.backend, " W=", t.world, " ", common::DTypeName(t.dtype), " ",
+                      common::ModeName(t.mode), " n=", t.n);
+}
+
+// The variant with the least time interpolated linearly in bytes between rows `lo` and `hi`
+// (lo.bytes < bytes < hi.bytes), among those both rows measured; none when they share none.
+std::optional<AutoChoice> Interpolated(const TuneTable::Row& lo, const TuneTable::Row& hi,
+                                       uint64_t bytes, const std::string& table) {
+  const double f = static_cast<double>(bytes - lo.bytes) / static_cast<double>(hi.bytes - lo.bytes);
+  std::optional<std::pair<v1::Variant, double>> best;
+  for (const auto& [v, lo_us] : lo.us) {
+    const auto at_hi =
+        std::find_if(hi.us.begin(), hi.us.end(), [v = v](const auto& e) { return e.first == v; });
+    if (at_hi == hi.us.end()) continue;
+    const double us = lo_us + f * (at_hi->second - lo_us);
+    if (!best || us < best->second) best = std::make_pair(v, us);
+  }
+  if (!best) return std::nullopt;
+  return AutoChoice{best->first,
+                    absl::StrCat(common::VariantName(best->first), ": ", table,
+                                 ", interpolated between rows m=", lo.m, " and m=", hi.m, " (",
+                                 absl::StrFormat("%.2f", best->second), " us)")};
+}
+
+}  // namespace
+
+absl::StatusOr<TuneTable> ParseTuneTable(const std::string& text, const std::string& source) {
+  const auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("tune table ", source, ": ", what));
+  };
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
+  if (j.value("kind", "") != "colltest-tune-table") {
+    return bad("kind: expected \"colltest-tune-table\"");
+  }
+  if (j.value("version", 0) != 1) return bad("version: expected 1");
+  TuneTable t;
+  t.source = source;
+  t.backend = j.value("backend", "");
+  t.device = j.value("device", "");
+  t.world = j.value("world", 0u);
+  t.n = j.value("n", 0u);
+  if (t.backend.empty()) return bad("backend: missing");
+  if (t.world < 1) return bad("world: must be >= 1");
+  if (t.n < 1) return bad("n: must be >= 1");
+  const std::optional<v1::DType> dtype = DTypeNamed(j.value("dtype", ""));
+  if (!dtype) return bad("dtype: must be bf16, fp16 or fp32");
+  t.dtype = *dtype;
+  const std::string mode = j.value("mode", "graph");
+  if (mode != "graph" && mode != "eager") return bad("mode: must be graph or eager");
+  t.mode = mode == "graph" ? v1::MODE_GRAPH : v1::MODE_EAGER;
+  if (!j.contains("rows") || !j["rows"].is_array() || j["rows"].empty()) {
+    return bad("rows: must be a non-empty array");
+  }
+  for (const nlohmann::json& r : j["rows"]) {
+    TuneTable::Row row;
+    row.m = r.value("m", 0u);
+    if (row.m < 1) return bad("rows[].m: must be >= 1");
+    row.bytes = uint64_t{row.m} * t.n * common::ElementBytes(t.dtype);
+    const std::optional<v1::Variant> best = ConcreteVariantNamed(r.value("best", ""));
+    if (!best) return bad(absl::StrCat("rows[m=", row.m, "].best: not a variant that runs"));
+    row.best = *best;
+    if (r.contains("us") && r["us"].is_object()) {
+      for (const auto& [name, us] : r["us"].items()) {
+        const std::optional<v1::Variant> v = ConcreteVariantNamed(name);
+        if (!v || !us.is_number() || us.get<double>() <= 0) {
+          return bad(absl::StrCat("rows[m=", row.m, "].us.", name,
+                                  ": must name a variant that runs and hold a time > 0"));
+        }
+        row.us.emplace_back(*v, us.get<double>());
+      }
+    }
+    t.rows.push_back(row);
+  }
+  std::sort(t.rows.begin(), t.rows.end(),
+            [](const TuneTable::Row& a, const TuneTable::Row& b) { return a.bytes < b.bytes; });
+  return t;
+}
+
+absl::StatusOr<TuneTables> TuneTables::LoadDir(const std::string& dir) {
+  std::vector<TuneTable> tables;
+  std::error_code error;
+  if (dir.empty() || !std::filesystem::is_directory(dir, error)) return TuneTables();
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    // The long health level's expected bandwidths live in the same directory (it is where an
+    // installed tree keeps machine figures) but are not a tune table.
+    if (entry.path().filename() == kExpectedBusbwFileName) continue;
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& path : files) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<TuneTable> table = ParseTuneTable(text.str(), path.string());
+    if (!table.ok()) return table.status();
+    tables.push_back(*std::move(table));
+  }
+  return TuneTables(std::move(tables));
+}
+
+std::optional<AutoChoice> TuneTables::Resolve(const std::string& backend, uint32_t world,
+                                              v1::DType dtype, v1::Mode mode, uint32_t m,
+                                              uint32_t n) const {
+  const TuneTable* chosen = nullptr;
+  const auto score = [&](const TuneTable& t) {
+    // Same mode first, then the nearest hidden size.
+    return std::make_pair(t.mode == mode ? 0 : 1, std::llabs(int64_t{t.n} - int64_t{n}));
+  };
+  for (const TuneTable& t : tables_) {
+    if (t.backend != backend || t.world != world || t.dtype != dtype) continue;
+    if (chosen == nullptr || score(t) < score(*chosen)) chosen = &t;
+  }
+  if (chosen == nullptr) return std::nullopt;
+  const uint64_t bytes = uint64_t{m} * n * common::ElementBytes(dtype);
+  const TuneTable::Row* row = &chosen->rows.front();
+  const TuneTable::Row* above = nullptr;
+  for (const TuneTable::Row& r : chosen->rows) {
+    if (r.bytes <= bytes) row = &r;
+    if (r.bytes > bytes && above == nullptr) above = &r;
+  }
+  const std::string table =
+      absl::StrCat("tune table ", std::filesystem::path(chosen->source).filename().string(), " (",
+                   Describe(*chosen), ")");
+  if (row->bytes < bytes && above != nullptr) {
+    if (std::optional<AutoChoice> c = Interpolated(*row, *above, bytes, table)) return c;
+  }
+  return AutoChoice{row->best, absl::StrCat(common::VariantName(row->best), ": ", table,
+                                            ", row m=", row->m, " (", row->bytes, " B)")};
+}
+
+}  // namespace colltest::server
