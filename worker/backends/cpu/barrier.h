@@ -4,7 +4,8 @@
 // waits until every peer's epoch in its own Signal reached it. The store is a release: it first
 // drains the rank's posted stores, so that everything this rank did before the barrier (inputs,
 // re-arming of Lamport staging, cross-device stores) is visible to a peer that passes it. That is
-// what start_sync_acqrel and two_kernel's end_sync rely on.
+// what the start barrier (acquire/release: a call's stores land after the peers' re-arming) and
+// two_kernel's end_sync rely on.
 #pragma once
 
 #include "worker/backends/cpu/block_context.h"
