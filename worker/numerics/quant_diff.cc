@@ -1,0 +1,225 @@
+#include "worker/numerics/quant_diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+#include "worker/numerics/dtype.h"
+#include "worker/numerics/fp4.h"
+#include "worker/numerics/fp8.h"
+#include "worker/numerics/quant_epilogue.h"
+
+namespace colltest {
+
+const char* QuantRuleName(QuantRule r) {
+  switch (r) {
+    case QuantRule::kNone:
+      return "none";
+    case QuantRule::kScale:
+      return "scale";
+    case QuantRule::kFormat:
+      return "format";
+    case QuantRule::kSaturation:
+      return "saturation";
+    case QuantRule::kRounding:
+      return "rounding";
+    case QuantRule::kUnexplained:
+      return "unexplained";
+  }
+  return "unknown";
+}
+
+const char* QuantToleranceName(QuantTolerance t) {
+  return t == QuantTolerance::kStrict ? "strict" : "ulp";
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool IsNvfp4(const QuantizedRow& row) { return row.scheme == QuantScheme::kNvfp4; }
+
+bool IsNanCode(const QuantizedRow& row, uint8_t code) {
+  return !IsNvfp4(row) && Fp8IsNan(row.format, code);
+}
+
+uint32_t CodeDistance(const QuantizedRow& row, uint8_t a, uint8_t b) {
+  if (IsNanCode(row, a) || IsNanCode(row, b)) return kNanCodeDistance;
+  const int ia = IsNvfp4(row) ? E2m1OrderedIndex(a) : Fp8OrderedIndex(a);
+  const int ib = IsNvfp4(row) ? E2m1OrderedIndex(b) : Fp8OrderedIndex(b);
+  return static_cast<uint32_t>(std::abs(ia - ib));
+}
+
+float ElementMaxFinite(const QuantizedRow& row) {
+  return IsNvfp4(row) ? kE2m1MaxFinite : Fp8MaxFinite(row.format);
+}
+
+double RelErr(double got, double want) {
+  if (got == want) return 0;
+  return want != 0 ? std::fabs(got - want) / std::fabs(want) : kInf;
+}
+
+// Both scales as numbers: +0 and -0 agree, NaNs never do.
+bool SameScale(float got, float want) { return got == want; }
+
+void NoteFirstBad(QuantDiffSummary& s, const std::string& what) {
+  if (s.first_bad.empty()) s.first_bad = what;
+}
+
+std::string CodeText(const char* what, uint32_t i, uint8_t got, uint8_t want, double scaled) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s[%u] got 0x%02x want 0x%02x (scaled %.9g)", what, i, got, want,
+                scaled);
+  return buf;
+}
+
+void CompareBlockScales(const QuantizedRow& expected, const QuantizedRow& actual,
+                        QuantDiffSummary& s) {
+  for (uint32_t b = 0; b < expected.block_scales.size(); ++b) {
+    const uint8_t want = expected.block_scales[b];
+    const uint8_t got = actual.block_scales[b];
+    if (got == want) continue;
+    ++s.scale_mismatches;
+    s.max_scale_rel_err =
+        std::max(s.max_scale_rel_err,
+                 RelErr(DecodeFp8(Fp8Format::kE4m3fn, got), DecodeFp8(Fp8Format::kE4m3fn, want)));
+    NoteFirstBad(s, CodeText("block_scale", b, got, want, 0));
+  }
+}
+
+void CompareScales(const QuantizedRow& expected, const QuantizedRow& actual, const float* y,
+                   uint32_t n, QuantDiffSummary& s) {
+  if (!SameScale(actual.scale, expected.scale)) {
+    ++s.scale_mismatches;
+    s.max_scale_rel_err = RelErr(actual.scale, expected.scale);
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "%s got %.9g want %.9g",
+                  IsNvfp4(expected) ? "global_scale" : "scale", actual.scale, expected.scale);
+    NoteFirstBad(s, buf);
+  }
+  if (IsNvfp4(expected)) CompareBlockScales(expected, actual, s);
+  if (s.scale_mismatches == 0) return;
+  for (uint32_t i = 0; i < n && s.codes_follow_actual_scales; ++i) {
+    s.codes_follow_actual_scales =
+        EncodeElement(actual, ScaledElement(actual, y, i)) == actual.codes[i];
+  }
+}
+
+// The ulp tolerance: one step, and the two codes' midpoint is y itself once both are in T.
+bool IsTieInT(const QuantizedRow& expected, uint32_t i, uint8_t got, uint8_t want, const float* y,
+              DType t) {
+  const double mid =
+      (static_cast<double>(DecodeElement(expected, got)) + DecodeElement(expected, want)) / 2;
+  const double y_tie = UnscaleElement(expected, i, mid);
+  if (std::isnan(y_tie)) return false;
+  return RoundTo(t, static_cast<float>(y_tie)) == RoundTo(t, y[i]);
+}
+
+struct ElementVerdict {
+  bool saturation = false;
+  bool format = false;
+  bool format_in_range = false;
+  bool rounding = false;
+};
+
+ElementVerdict ClassifyElement(const QuantizedRow& expected, float scaled, uint8_t got,
+                               uint8_t want, uint32_t distance) {
+  ElementVerdict v;
+  v.saturation = !std::isnan(scaled) && std::fabs(scaled) > ElementMaxFinite(expected);
+  if (!IsNvfp4(expected)) {
+    const Fp8Format other = OtherFp8Format(expected.format);
+    v.format = got == EncodeFp8(other, scaled) ||
+               DecodeFp8(other, got) == DecodeFp8(expected.format, want);
+    v.format_in_range = v.format && !v.saturation;
+  }
+  if (!v.saturation && distance == 1) {
+    const double a = DecodeElement(expected, got);
+    const double w = DecodeElement(expected, want);
+    v.rounding = scaled != w && std::min(a, w) <= scaled && scaled <= std::max(a, w);
+  }
+  return v;
+}
+
+QuantRule RowRule(const QuantDiffSummary& s, uint64_t bad, uint64_t format_in_range) {
+  if (s.scale_mismatches > 0) return QuantRule::kScale;
+  if (bad == 0) return QuantRule::kNone;
+  if (s.format_codes == bad && format_in_range > 0) return QuantRule::kFormat;
+  if (s.saturation_codes > 0) return QuantRule::kSaturation;
+  if (s.rounding_codes == bad) return QuantRule::kRounding;
+  return QuantRule::kUnexplained;
+}
+
+void CompareDequantised(const QuantizedRow& expected, const QuantizedRow& actual, const float* y,
+                        uint32_t n, QuantDiffSummary& s) {
+  for (uint32_t i = 0; i < n; ++i) {
+    const double got = DequantizeElement(actual, i);
+    const double want = DequantizeElement(expected, i);
+    const double got_err = std::isfinite(got) ? std::fabs(got - y[i]) : kInf;
+    const double want_err = std::isfinite(want) ? std::fabs(want - y[i]) : kInf;
+    s.max_dequant_err = std::max(s.max_dequant_err, got_err);
+    s.expected_dequant_err = std::max(s.expected_dequant_err, want_err);
+  }
+}
+
+bool ShapesAgree(const QuantizedRow& expected, const QuantizedRow& actual, uint32_t n,
+                 QuantDiffSummary& s) {
+  if (expected.codes.size() == n && actual.codes.size() == n &&
+      actual.block_scales.size() == expected.block_scales.size() &&
+      actual.scheme == expected.scheme && actual.format == expected.format) {
+    return true;
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "shape: got %zu codes and %zu block scales, want %u and %zu",
+                actual.codes.size(), actual.block_scales.size(), n, expected.block_scales.size());
+  s.first_bad = buf;
+  s.rule = QuantRule::kUnexplained;
+  s.passed = false;
+  return false;
+}
+
+}  // namespace
+
+QuantDiffSummary CompareQuantizedRow(const QuantizedRow& expected, const QuantizedRow& actual,
+                                     const float* y, uint32_t n, DType t,
+                                     QuantTolerance tolerance) {
+  QuantDiffSummary s;
+  if (!ShapesAgree(expected, actual, n, s)) return s;
+  s.checked = n;
+  CompareScales(expected, actual, y, n, s);
+  uint64_t bad = 0;
+  uint64_t format_in_range = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint8_t got = actual.codes[i];
+    const uint8_t want = expected.codes[i];
+    if (got == want) continue;
+    ++s.code_mismatches;
+    const uint32_t distance = CodeDistance(expected, got, want);
+    s.max_code_distance = std::max(s.max_code_distance, distance);
+    if (IsNanCode(expected, got) && !IsNanCode(expected, want)) ++s.nan_codes;
+    const bool tolerated =
+        tolerance == QuantTolerance::kUlp &&
+        (distance == 0 || (distance == 1 && IsTieInT(expected, i, got, want, y, t)));
+    if (tolerated) {
+      ++s.tolerated;
+      continue;
+    }
+    ++bad;
+    const float scaled = ScaledElement(expected, y, i);
+    const ElementVerdict v = ClassifyElement(expected, scaled, got, want, distance);
+    s.saturation_codes += v.saturation;
+    s.format_codes += v.format;
+    format_in_range += v.format_in_range;
+    s.rounding_codes += v.rounding;
+    NoteFirstBad(s, CodeText("code", i, got, want, scaled));
+  }
+  CompareDequantised(expected, actual, y, n, s);
+  s.rule = RowRule(s, bad, format_in_range);
+  s.passed = s.rule == QuantRule::kNone;
+  return s;
+}
+
+}  // namespace colltest
