@@ -18,8 +18,10 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ROOM_FOLDERS = ("client", "common", "dashboard", "http", "proto", "server", "store", "worker")
-SOURCE_SUFFIXES = (".h", ".cc", ".cu", ".cuh")
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+sys.dont_write_bytecode = True  # nothing written into the source tree
+import check_includes  # noqa: E402  (the rooms and their source files, read one way)
+
 VENDOR_MACRO = re.compile(r"\b(COLLTEST_GPU_VENDOR_HIP|__HIPCC__|__HIP_PLATFORM_\w+|"
                           r"__HIP_DEVICE_COMPILE__|HIP_VERSION\w*|__CUDACC__|__CUDA_ARCH__|"
                           r"CUDART_VERSION)\b")
@@ -34,22 +36,18 @@ ALLOWED = {
 
 
 def branches(repo):
-    """(relative path, line number, macro) of every vendor branch outside ALLOWED."""
+    """(relative path, line number, macro) of every vendor branch in a room's source file outside
+    ALLOWED; the rooms and their files are the ones scripts/check_includes.py checks."""
+    rooms, sources = check_includes.walk(repo)
     found = []
-    for folder in ROOM_FOLDERS:
-        for root, _, files in os.walk(os.path.join(repo, folder)):
-            for name in sorted(files):
-                if not name.endswith(SOURCE_SUFFIXES):
-                    continue
-                path = os.path.join(root, name)
-                relative = os.path.relpath(path, repo)
-                if relative in ALLOWED:
-                    continue
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    for number, line in enumerate(f, 1):
-                        match = VENDOR_MACRO.search(line)
-                        if match:
-                            found.append((relative, number, match.group(1)))
+    for relative in sources:
+        if relative in ALLOWED or check_includes.room_of(relative, rooms) is None:
+            continue
+        with open(os.path.join(repo, relative), encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                match = VENDOR_MACRO.search(line)
+                if match:
+                    found.append((relative, number, match.group(1)))
     return found
 
 
@@ -57,6 +55,8 @@ def self_test():
     """A branch outside the allowed files is reported; one inside is not."""
     with tempfile.TemporaryDirectory() as repo:
         os.makedirs(os.path.join(repo, "worker/backends/gpu"))
+        with open(os.path.join(repo, "worker/backends/gpu/README.md"), "w") as f:
+            f.write("# worker/backends/gpu/ — GPU\n\nTargets: none\nMay include: nothing\n")
         with open(os.path.join(repo, "worker/backends/gpu/gpu_runtime.h"), "w") as f:
             f.write("#if COLLTEST_GPU_VENDOR_HIP\n#endif\n")
         with open(os.path.join(repo, "worker/backends/gpu/gpu_backend.cc"), "w") as f:

@@ -323,16 +323,21 @@ TEST(IntegrationMutation, ProductionWorkerIgnoresTheBreakSwitch) {
   ExpectAllPass(*r);
 }
 
-// A standing fault from the daemon's environment reaches the test build of the worker: every
-// case without a fault of its own gets it, though the daemon allows no fault injection.
-TEST(IntegrationMutation, StandingTestFaultBreaksTheTestWorker) {
-  auto d =
-      Daemon::Start(2, {"--worker", BreaksWorkerPath()}, {"COLLTEST_TEST_FAULT=missing_rank:1"});
-  ASSERT_NE(d, nullptr);
+// One lamport case at W = 2 on a daemon started with a standing test fault in its environment and
+// `flags` (the worker it runs).
+absl::StatusOr<RunResult> RunUnderStandingTestFault(std::vector<std::string> flags) {
+  auto d = Daemon::Start(2, std::move(flags), {"COLLTEST_TEST_FAULT=missing_rank:1"});
+  if (d == nullptr) return absl::InternalError("colltestd did not start");
   SweepSpec spec =
       Spec(2, {16}, {256}, colltest::v1::PATTERN_INTEGERS, {colltest::v1::VARIANT_LAMPORT});
   spec.set_timeout_ms(1000);
-  auto r = RunSweep(*d, spec);
+  return RunSweep(*d, spec);
+}
+
+// A standing fault from the daemon's environment reaches the test build of the worker: every
+// case without a fault of its own gets it, though the daemon allows no fault injection.
+TEST(IntegrationMutation, StandingTestFaultBreaksTheTestWorker) {
+  auto r = RunUnderStandingTestFault({"--worker", BreaksWorkerPath()});
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->cases_size(), 1);
   EXPECT_EQ(r->cases(0).status(), colltest::v1::CASE_STATUS_HANG) << r->cases(0).ShortDebugString();
@@ -341,12 +346,7 @@ TEST(IntegrationMutation, StandingTestFaultBreaksTheTestWorker) {
 // The production colltest-worker takes no fault from its environment: the same environment that
 // breaks the test build leaves its case correct.
 TEST(IntegrationMutation, ProductionWorkerIgnoresTheStandingTestFault) {
-  auto d = Daemon::Start(2, {}, {"COLLTEST_TEST_FAULT=missing_rank:1"});
-  ASSERT_NE(d, nullptr);
-  SweepSpec spec =
-      Spec(2, {16}, {256}, colltest::v1::PATTERN_INTEGERS, {colltest::v1::VARIANT_LAMPORT});
-  spec.set_timeout_ms(1000);
-  auto r = RunSweep(*d, spec);
+  auto r = RunUnderStandingTestFault({});
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectAllPass(*r);
 }
