@@ -2,14 +2,10 @@
 // authenticated call (server/net/listener.h): the first-call timeout, the per-peer limit and the
 // fair eviction at the cap, each leaving proven connections alone. The test stands in for gRPC (it
 // keeps what it is handed) and for the service (it marks connections proven in its PeerNames).
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
-#include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -21,55 +17,21 @@
 #include "server/net/listener.h"
 #include "server/net/peer_names.h"
 #include "server/net/unique_fd.h"
+#include "tests/unit/server/listener_test_support.h"
 
 namespace colltest::server {
 namespace {
 
 using Refusal = ListenerEvents::Refusal;
 using std::chrono::milliseconds;
-
-constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-class CountedRefusals final : public ListenerEvents {
- public:
-  void SetConnectionsOpen(size_t) override {}
-  void ObserveRefused(Refusal reason, uint64_t count) override {
-    absl::MutexLock lock(&mu_);
-    refused_[reason] += count;
-  }
-  uint64_t refused(Refusal reason) const {
-    absl::MutexLock lock(&mu_);
-    auto it = refused_.find(reason);
-    return it == refused_.end() ? 0 : it->second;
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  std::map<Refusal, uint64_t> refused_ ABSL_GUARDED_BY(mu_);
-};
-
-bool Within(milliseconds limit, const std::function<bool()>& done) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
-}
+using testing::Connect;
+using testing::kPreface;
+using testing::RecordedEvents;
+using testing::Within;
 
 // A connection from `source` (a 127.x address) that has sent the preface.
-UniqueFd Connect(const std::string& address, const char* source) {
-  sockaddr_in from{}, to{};
-  from.sin_family = to.sin_family = AF_INET;
-  inet_pton(AF_INET, source, &from.sin_addr);
-  to.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))));
-  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  EXPECT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&from), sizeof(from)), 0);
-  EXPECT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
-  EXPECT_EQ(send(fd.get(), kPreface, sizeof(kPreface) - 1, MSG_NOSIGNAL),
-            static_cast<ssize_t>(sizeof(kPreface) - 1));
-  return fd;
+UniqueFd ConnectFrom(const std::string& address, const std::string& source) {
+  return Connect(address, kPreface, source);
 }
 
 // True once the server has closed or shut down the connection.
@@ -104,11 +66,11 @@ class Served {
     absl::MutexLock lock(&mu_);
     names_.MarkProven(absl::StrCat("fd:", handed_.at(i).get()));
   }
-  const CountedRefusals& events() const { return events_; }
+  const RecordedEvents& events() const { return events_; }
 
  private:
   PeerNames names_;
-  CountedRefusals events_;
+  RecordedEvents events_;
   std::unique_ptr<Listener> listener_;
   mutable absl::Mutex mu_;
   std::vector<UniqueFd> handed_ ABSL_GUARDED_BY(mu_);
@@ -118,10 +80,10 @@ TEST(ListenerUnprovenTest, FirstCallTimeoutShutsDownOnlyUnprovenConnections) {
   ListenerOptions options;
   options.first_call_timeout = absl::Milliseconds(300);
   Served served(options);
-  UniqueFd proven = Connect(served.address(), "127.0.0.1");
+  UniqueFd proven = ConnectFrom(served.address(), "127.0.0.1");
   ASSERT_TRUE(Within(milliseconds(5000), [&] { return served.handed() == 1; }));
   served.Prove(0);
-  UniqueFd silent = Connect(served.address(), "127.0.0.1");
+  UniqueFd silent = ConnectFrom(served.address(), "127.0.0.1");
   EXPECT_TRUE(Within(milliseconds(5000), [&] { return ClosedByServer(silent); }));
   EXPECT_EQ(served.events().refused(Refusal::kFirstCallTimeout), 1u);
   std::this_thread::sleep_for(milliseconds(1200));  // a prune or more later
@@ -133,17 +95,17 @@ TEST(ListenerUnprovenTest, PerPeerLimitRefusesOnlyThatAddress) {
   options.max_unproven_per_peer = 2;
   Served served(options);  // no eviction: the grace is infinite
   std::vector<UniqueFd> first;
-  for (int i = 0; i < 2; ++i) first.push_back(Connect(served.address(), "127.0.0.2"));
+  for (int i = 0; i < 2; ++i) first.push_back(ConnectFrom(served.address(), "127.0.0.2"));
   ASSERT_TRUE(Within(milliseconds(5000), [&] { return served.handed() == 2; }));
-  UniqueFd third = Connect(served.address(), "127.0.0.2");
+  UniqueFd third = ConnectFrom(served.address(), "127.0.0.2");
   EXPECT_TRUE(Within(milliseconds(5000), [&] { return ClosedByServer(third); }));
   EXPECT_EQ(served.events().refused(Refusal::kPeerLimit), 1u);
-  UniqueFd other = Connect(served.address(), "127.0.0.3");
+  UniqueFd other = ConnectFrom(served.address(), "127.0.0.3");
   EXPECT_TRUE(Within(milliseconds(5000), [&] { return served.handed() == 3; }));
   // A proven connection leaves the count: the address may open another.
   served.Prove(0);
   std::this_thread::sleep_for(milliseconds(1200));  // the listener refreshes once a second
-  UniqueFd after_proof = Connect(served.address(), "127.0.0.2");
+  UniqueFd after_proof = ConnectFrom(served.address(), "127.0.0.2");
   EXPECT_TRUE(Within(milliseconds(5000), [&] { return served.handed() == 4; }));
 }
 
@@ -152,24 +114,24 @@ TEST(ListenerUnprovenTest, AtTheCapANewcomerEvictsFromTheHeaviestAddressNeverPro
   options.max_connections = 3;
   options.eviction_grace = absl::Seconds(1);
   Served served(options);
-  UniqueFd proven = Connect(served.address(), "127.0.0.1");
+  UniqueFd proven = ConnectFrom(served.address(), "127.0.0.1");
   ASSERT_TRUE(Within(milliseconds(5000), [&] { return served.handed() == 1; }));
   served.Prove(0);
-  UniqueFd a1 = Connect(served.address(), "127.0.0.2");
-  UniqueFd a2 = Connect(served.address(), "127.0.0.2");
+  UniqueFd a1 = ConnectFrom(served.address(), "127.0.0.2");
+  UniqueFd a2 = ConnectFrom(served.address(), "127.0.0.2");
   ASSERT_TRUE(Within(milliseconds(5000), [&] { return served.handed() == 3; }));
   // Within the grace nobody is evicted: the newcomer is refused.
-  UniqueFd early = Connect(served.address(), "127.0.0.3");
+  UniqueFd early = ConnectFrom(served.address(), "127.0.0.3");
   EXPECT_TRUE(Within(milliseconds(5000), [&] { return ClosedByServer(early); }));
   EXPECT_EQ(served.events().refused(Refusal::kCap), 1u);
   std::this_thread::sleep_for(milliseconds(1200));
   // Past it, a newcomer evicts the oldest connection of the address holding the most (a1).
-  UniqueFd late = Connect(served.address(), "127.0.0.3");
+  UniqueFd late = ConnectFrom(served.address(), "127.0.0.3");
   EXPECT_TRUE(Within(milliseconds(5000), [&] { return served.handed() == 4; }));
   EXPECT_TRUE(Within(milliseconds(5000), [&] { return ClosedByServer(a1); }));
   EXPECT_EQ(served.events().refused(Refusal::kEvicted), 1u);
   // 127.0.0.2 and 127.0.0.3 now hold one each: a newcomer from 127.0.0.2 may not evict.
-  UniqueFd a3 = Connect(served.address(), "127.0.0.2");
+  UniqueFd a3 = ConnectFrom(served.address(), "127.0.0.2");
   EXPECT_TRUE(Within(milliseconds(5000), [&] { return ClosedByServer(a3); }));
   EXPECT_FALSE(ClosedByServer(proven));
   EXPECT_FALSE(ClosedByServer(a2));
