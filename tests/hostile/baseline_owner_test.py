@@ -15,14 +15,13 @@ let a caller pin run after run against retention. This test checks that:
 It prints whether runner-b replaced runner-a's default, and how many new names were accepted.
 """
 
-import argparse
 import os
-import sys
 import tempfile
 
 import grpc
 
 import colltest_client
+import hostile_main
 from colltest_client import pb2
 from colltestd_process import Colltestd
 
@@ -76,12 +75,15 @@ def default_run(client):
 
 
 class Checks:
+    """Prints each check that holds as it is made; the failed ones are the test's problems."""
+
     def __init__(self):
         self.failures = []
 
     def expect(self, ok, what):
-        print(("ok:   " if ok else "FAIL: ") + what)
-        if not ok:
+        if ok:
+            print("ok:   " + what)
+        else:
             self.failures.append(what)
 
 
@@ -145,11 +147,7 @@ def check_auth_off_bound(checks, colltestd):
     checks.expect(accepted == AUTH_OFF_BOUND, f"{AUTH_OFF_BOUND} names accepted (got {accepted})")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--colltestd", required=True)
-    parser.add_argument("--colltest", required=True)
-    args = parser.parse_args()
+def check(args):
     checks = Checks()
     with tempfile.TemporaryDirectory(prefix="baseline-owner-") as directory:
         state_dir = os.path.join(directory, "state")
@@ -168,11 +166,8 @@ def main():
             checks.expect(code == grpc.StatusCode.PERMISSION_DENIED,
                           f"after a restart runner-b is still refused ({code.name} {message})")
     check_auth_off_bound(checks, args.colltestd)
-    if checks.failures:
-        print(f"{len(checks.failures)} check(s) failed", file=sys.stderr)
-        return 1
-    return 0
+    return checks.failures
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    hostile_main.main(check, __doc__)

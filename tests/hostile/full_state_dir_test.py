@@ -17,7 +17,6 @@ It needs root to mount the tmpfs, in a private mount namespace (`unshare -m`) so
 left mounted whatever happens; it is skipped (exit 0 with a message) where mounting is impossible.
 """
 
-import argparse
 import errno
 import json
 import os
@@ -29,6 +28,7 @@ import tempfile
 import time
 import urllib.request
 
+import hostile_main
 from colltestd_process import Colltestd
 
 IN_NAMESPACE = "COLLTEST_FULL_STATE_DIR_NS"
@@ -164,33 +164,24 @@ def check_full_disk(args, state_dir):
     return failures
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--colltestd", required=True)
-    parser.add_argument("--colltest", required=True)
-    args = parser.parse_args()
-    code = reexec_in_private_mount_namespace()
-    if code is not None:
-        return code
+def check(args):
     state_dir = tempfile.mkdtemp(prefix="colltest-full-state-")
     try:
         mounted, why = mount_tmpfs(state_dir)
         if not mounted:
-            print(f"SKIP: cannot mount a tmpfs as the state directory ({why or 'not root'})")
-            return 0
+            raise hostile_main.Skip(
+                f"cannot mount a tmpfs as the state directory ({why or 'not root'})")
         try:
-            failures = check_full_disk(args, state_dir)
+            return check_full_disk(args, state_dir)
         finally:
             subprocess.run(["umount", "-l", state_dir], check=False)
     finally:
         os.rmdir(state_dir)
-    for failure in failures:
-        print(f"FAIL: {failure}")
-    if failures:
-        return 1
-    print("PASS")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # As root, the test runs again inside its own mount namespace and ends as that run ends.
+    code = reexec_in_private_mount_namespace()
+    if code is not None:
+        sys.exit(code)
+    hostile_main.main(check, __doc__)

@@ -12,7 +12,6 @@ the 5-minute idle limit: every call was refused. Prints how many calls succeeded
 and what the attacker saw (connections opened, closed by the server).
 """
 
-import argparse
 import base64
 import errno
 import os
@@ -28,6 +27,7 @@ import threading
 import time
 import urllib.request
 
+import hostile_main
 from colltestd_process import Colltestd
 
 TOKEN = "flood-test-token-0123456789abcdef"
@@ -203,11 +203,7 @@ def listener_metrics(http_address):
             if line.startswith(("colltest_connections_open", "colltest_connections_refused"))]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--colltestd", required=True)
-    parser.add_argument("--colltest", required=True)
-    args = parser.parse_args()
+def check(args):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
 
@@ -256,10 +252,8 @@ def main():
     if attacker.opened < ATTACKER_OPEN:
         problems.append(f"the attacker opened only {attacker.opened} connections: the flood did "
                         "not happen")
-    for problem in problems:
-        print(f"FAIL: {problem}")
-    return 1 if problems else 0
+    return problems
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    hostile_main.main(check, __doc__)

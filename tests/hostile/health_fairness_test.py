@@ -8,14 +8,13 @@ B's run waited for as long as A kept looping (56 s with one loop, 87 s with two)
 Prints B's wait and how many checks A made, and fails when B's run took longer than the bound.
 """
 
-import argparse
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 
+import hostile_main
 from colltestd_process import Colltestd
 
 RUNNER_A_TOKEN = "a-health-looper-0123456789"
@@ -62,12 +61,7 @@ class HealthLoop(threading.Thread):
             self.exit_codes[done.returncode] = self.exit_codes.get(done.returncode, 0) + 1
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--colltestd", required=True)
-    parser.add_argument("--colltest", required=True)
-    args = parser.parse_args()
-
+def check(args):
     with tempfile.TemporaryDirectory(prefix="health-fairness-") as directory:
         tokens, per_runner = write_token_files(directory)
         daemon_args = ["--backend", "cpu", "--cpu-ranks", "2", "--listen", "127.0.0.1:0",
@@ -112,10 +106,8 @@ def main():
                         "runner A's health checks starved it")
     if checks == 0:
         failures.append("runner A ran no health check")
-    for failure in failures:
-        print("FAIL:", failure, file=sys.stderr)
-    return 1 if failures else 0
+    return failures
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    hostile_main.main(check, __doc__)

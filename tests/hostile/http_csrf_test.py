@@ -11,11 +11,10 @@ no run was created (the history stays empty), and that the dashboard's kind of r
 same-origin JSON POST, still runs a sweep.
 """
 
-import argparse
 import http.client
 import json
-import sys
 
+import hostile_main
 from colltestd_process import Colltestd
 
 SPEC = {"spec": {"world_size": 2, "m": [1], "n": [1024], "variants": ["VARIANT_ONE_STAGE"],
@@ -73,7 +72,7 @@ def run_count(http_address):
     return len(listed.get("runs", []))
 
 
-def run(args):
+def check(args):
     failures = []
     with Colltestd(args.colltestd, ["--backend", "cpu", "--cpu-ranks", "2", "--listen",
                                     "127.0.0.1:0", "--http", "127.0.0.1:0"]) as daemon:
@@ -97,20 +96,8 @@ def run(args):
               f"{'a summary' if summary else 'no summary'}; runs now: {run_count(address)}")
         if summary is None or run_count(address) != 1:
             failures.append(f"the legitimate JSON POST: HTTP {status}: {raw[-300:]!r}")
-    for failure in failures:
-        print(f"FAIL: {failure}")
-    return 1 if failures else 0
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--colltestd", required=True)
-    parser.add_argument("--colltest", required=True)
-    args = parser.parse_args()
-    code = run(args)
-    print("PASS" if code == 0 else "FAILED")
-    return code
+    return failures
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    hostile_main.main(check, __doc__)

@@ -11,15 +11,14 @@ parallel with a viewer token while sampling colltestd's RSS, and checks:
   - a few seconds later RSS is back within SETTLED_MARGIN_MIB of where it started.
 """
 
-import argparse
 import http.client
 import json
 import os
-import sys
 import tempfile
 import threading
 import time
 
+import hostile_main
 from colltestd_process import Colltestd
 
 CASES = 4096
@@ -104,12 +103,7 @@ def parallel_reads(http_address, path):
     return results
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--colltestd", required=True)
-    parser.add_argument("--colltest", required=True)
-    args = parser.parse_args()
-
+def check(args):
     with tempfile.TemporaryDirectory(prefix="http-large-run-") as tmp:
         tokens = os.path.join(tmp, "tokens")
         with open(tokens, "w") as f:
@@ -168,12 +162,8 @@ def main():
             if settled_growth > SETTLED_MARGIN_MIB:
                 failures.append(f"RSS {SETTLE_S:.0f} s after the reads is {settled_growth:.0f} MiB "
                                 f"above the start (margin {SETTLED_MARGIN_MIB} MiB)")
-            if failures:
-                print("FAIL:\n  " + "\n  ".join(failures))
-                return 1
-    print("PASS")
-    return 0
+    return failures
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    hostile_main.main(check, __doc__)

@@ -16,16 +16,15 @@ while probing GET /healthz and GET /api/v1/devices every 0.25 s, and checks:
 It prints the probes' latencies and how each trickling connection ended.
 """
 
-import argparse
 import collections
 import http.client
 import select
 import socket
 import statistics
-import sys
 import threading
 import time
 
+import hostile_main
 from colltestd_process import Colltestd
 
 SOURCES = [f"127.0.0.{i}" for i in range(2, 10)]
@@ -103,7 +102,7 @@ def probe(http_address, path):
         return time.monotonic() - started, type(error).__name__
 
 
-def run(args):
+def check(args):
     with Colltestd(args.colltestd, ["--backend", "cpu", "--cpu-ranks", "2", "--listen",
                                     "127.0.0.1:0", "--http", "127.0.0.1:0"]) as daemon:
         latency, status = probe(daemon.http_address, "/healthz")
@@ -125,6 +124,7 @@ def run(args):
 
 
 def report(tricklers, probes):
+    """Prints the figures; returns the problems."""
     failures = []
     for path, results in probes.items():
         latencies = [latency for latency, _ in results]
@@ -147,20 +147,8 @@ def report(tricklers, probes):
     if left:
         failures.append(f"{len(left)} of {len(tricklers)} trickling connections were not ended "
                         f"within {END_BOUND_S} s")
-    for failure in failures:
-        print(f"FAIL: {failure}")
-    return 1 if failures else 0
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--colltestd", required=True)
-    parser.add_argument("--colltest", required=True)
-    args = parser.parse_args()
-    code = run(args)
-    print("PASS" if code == 0 else "FAILED")
-    return code
+    return failures
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    hostile_main.main(check, __doc__)

@@ -13,13 +13,13 @@ segment of that colltestd is left in /dev/shm and none of its workers runs. It p
 the last segment and the last worker took to go. Whatever happens, it removes what is left.
 """
 
-import argparse
 import os
 import signal
 import subprocess
 import sys
 import time
 
+import hostile_main
 from colltestd_process import Colltestd
 
 RANKS = 4
@@ -125,12 +125,7 @@ def describe(seconds):
     return "still there" if seconds is None else f"{seconds:.2f} s"
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--colltestd", required=True)
-    parser.add_argument("--colltest", required=True)
-    args = parser.parse_args()
-
+def check(args):
     # Not a `with` block: colltestd is meant to die of the SIGKILL, which stop() would report.
     daemon = Colltestd(args.colltestd, ["--backend", "cpu", "--cpu-ranks", str(RANKS),
                                         "--listen", "127.0.0.1:0"])
@@ -163,12 +158,8 @@ def main():
         failures.append(f"segments left in {SHM_DIR}: {left_segments}")
     if last_worker_s is None or last_worker_s > LIMIT_S:
         failures.append(f"workers left running: {left_workers}")
-    if failures:
-        print("FAIL: " + "; ".join(failures))
-        return 1
-    print("OK")
-    return 0
+    return failures
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    hostile_main.main(check, __doc__)
