@@ -64,8 +64,24 @@ void AddSweepFlags(CLI::App* app, SweepFlags* f) {
   AddOptional(app, "--modes", "LIST", &f->modes,
               "eager|graph|all, comma-separated (default eager,graph)");
   AddOptional(app, "--pattern", "PATTERN", &f->pattern,
-              "normal|integers|neg_zero|large|denormal|same (default normal)");
+              "normal|integers|neg_zero|large|denormal|same|amax_last_rank|quant_ties|"
+              "quant_saturate|zero_rows (default normal)");
   AddOptional(app, "--tolerance", "PROFILE", &f->tolerance, "strict|aiter|trtllm (default strict)");
+  AddOptional(app, "--epilogue", "LIST", &f->epilogue,
+              "none|fp8_token|fp8_tensor|nvfp4|all, comma-separated, the output the fused kernel "
+              "quantises to, each one a dimension of the sweep (default none)");
+  app->add_flag("--keep-normed", f->keep_normed,
+                "With a quantising epilogue, also write and check the normed output (default: "
+                "the quantised output alone)");
+  AddOptional(app, "--fp8-format", "FORMAT", &f->fp8_format,
+              "e4m3fn|e4m3fnuz (default the device's, e4m3fnuz on gfx942 and e4m3fn elsewhere)");
+  AddOptional(app, "--fp8-scale", "X", &f->fp8_scale,
+              "Static scale of fp8_tensor, above 0 and at most 2^64 (default 1/32)");
+  AddOptional(app, "--nvfp4-global-scale", "X", &f->nvfp4_global_scale,
+              "Global scale of nvfp4, above 0 and at most 2^64 (default 256)");
+  AddOptional(app, "--quant-tolerance", "PROFILE", &f->quant_tolerance,
+              "strict|ulp (default strict; ulp accepts a code one step off where the value is a "
+              "rounding tie once in the dtype)");
   AddOptional(app, "--warmup", "N", &f->warmup, "Warm-up calls (default 5)");
   AddOptional(app, "--iters", "N", &f->iters, "Timed calls (default 20)");
   AddOptional(app, "--stress", "N", &f->stress,

@@ -17,4 +17,12 @@ inline constexpr uint64_t kDefaultMaxCaseBytes = uint64_t{32} << 20;
 // after a few thousand cases.
 inline constexpr int kMaxGrpcMessageBytes = 64 << 20;
 
+// The scales of the static quantising epilogues when a request leaves them 0
+// (docs/quantisation.md). Powers of two, so that a value on a rounding tie stays on it once scaled.
+// fp8_tensor's y ~ code x scale: 1/32 keeps |y| up to 14 unsaturated in e4m3fn (7.5 in e4m3fnuz).
+inline constexpr float kDefaultFp8Scale = 0.03125f;
+// nvfp4's y ~ E2M1 x block scale / global scale: 256 puts a block scale at 448 at a block amax of
+// 10.5.
+inline constexpr float kDefaultNvfp4GlobalScale = 256.0f;
+
 }  // namespace colltest

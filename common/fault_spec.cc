@@ -28,6 +28,11 @@ constexpr KnownFault kKnownFaults[] = {
     {"crash_rank", FaultKind::kCrashRank, 1},
     {"hang_end_sync", FaultKind::kHangEndSync, 1},
     {"stall_rank", FaultKind::kStallRank, 1},
+    {"quant_amax_before_last_rank", FaultKind::kQuantAmaxBeforeLastRank, 0},
+    {"quant_truncate", FaultKind::kQuantTruncate, 0},
+    {"quant_no_saturation", FaultKind::kQuantNoSaturation, 0},
+    {"quant_swap_format", FaultKind::kQuantSwapFormat, 0},
+    {"quant_block_offset", FaultKind::kQuantBlockOffset, 0},
 };
 
 std::string Usage(const KnownFault& known) {

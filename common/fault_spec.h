@@ -3,6 +3,8 @@
 // size) and the worker (which runs the fault). A fault is one of
 //   missing_rank:R  delay_rank:R:US  skip_rearm  poison_staging  skip_canonicalize
 //   crash_rank:R    hang_end_sync:R  stall_rank:R
+//   quant_amax_before_last_rank  quant_truncate  quant_no_saturation  quant_swap_format
+//   quant_block_offset
 // with exactly those arguments, R a decimal rank in [0, world), US a decimal number of
 // microseconds in 0..kMaxFaultDelayUs, both without sign or leading zeros ("0" but not "00"),
 // and the whole text at most kMaxFaultBytes bytes.
@@ -33,6 +35,13 @@ enum class FaultKind {
   kHangEndSync,       // hang_end_sync:R  rank R never arrives at an end barrier
   kStallRank,         // stall_rank:R     rank R's worker stops (SIGSTOP) mid-case: alive but
                       //                  silent, found only by the controller's watchdog
+  // Planted bugs of the quantising epilogues (worker/numerics/quant_breaks.h), on every rank; a
+  // case without a quantising epilogue ignores them.
+  kQuantAmaxBeforeLastRank,  // quant_amax_before_last_rank  fp8_token's amax misses the last chunk
+  kQuantTruncate,            // quant_truncate       codes rounded toward zero
+  kQuantNoSaturation,        // quant_no_saturation  NaN codes past the largest finite
+  kQuantSwapFormat,          // quant_swap_format    the other FP8 format's codes
+  kQuantBlockOffset,         // quant_block_offset   nvfp4 elements take the previous block's scale
 };
 
 struct FaultSpec {

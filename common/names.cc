@@ -73,6 +73,10 @@ const EnumNames& Modes() { return NamesOf<v1::Mode, Spelling::kLower>(); }
 const EnumNames& DTypes() { return NamesOf<v1::DType, Spelling::kLower>(); }
 const EnumNames& Patterns() { return NamesOf<v1::Pattern, Spelling::kLower>(); }
 const EnumNames& Tolerances() { return NamesOf<v1::Tolerance, Spelling::kLower>(); }
+const EnumNames& Epilogues() { return NamesOf<v1::Epilogue, Spelling::kLower>(); }
+const EnumNames& Fp8Formats() { return NamesOf<v1::Fp8Format, Spelling::kLower>(); }
+const EnumNames& QuantTolerances() { return NamesOf<v1::QuantTolerance, Spelling::kLower>(); }
+const EnumNames& QuantRules() { return NamesOf<v1::QuantRule, Spelling::kLower>(); }
 const EnumNames& CaseStatuses() { return NamesOf<v1::CaseStatus, Spelling::kUpper>(); }
 const EnumNames& RunStates() { return NamesOf<v1::RunState, Spelling::kUpper>(); }
 const EnumNames& GroupStates() { return NamesOf<v1::GroupState, Spelling::kUpper>(); }
@@ -85,6 +89,12 @@ absl::string_view ModeName(v1::Mode m) { return Modes().NameOf(m, "eager"); }
 absl::string_view DTypeName(v1::DType d) { return DTypes().NameOf(d, "bf16"); }
 absl::string_view PatternName(v1::Pattern p) { return Patterns().NameOf(p, "normal"); }
 absl::string_view ToleranceName(v1::Tolerance t) { return Tolerances().NameOf(t, "strict"); }
+absl::string_view EpilogueName(v1::Epilogue e) { return Epilogues().NameOf(e, "none"); }
+absl::string_view Fp8FormatName(v1::Fp8Format f) { return Fp8Formats().NameOf(f, "device"); }
+absl::string_view QuantToleranceName(v1::QuantTolerance t) {
+  return QuantTolerances().NameOf(t, "strict");
+}
+absl::string_view QuantRuleName(v1::QuantRule r) { return QuantRules().NameOf(r, "none"); }
 absl::string_view CaseStatusName(v1::CaseStatus s) {
   return CaseStatuses().NameOf(s, "UNSPECIFIED");
 }
@@ -111,6 +121,18 @@ std::optional<v1::Pattern> ParsePatternName(absl::string_view name) {
 std::optional<v1::Tolerance> ParseToleranceName(absl::string_view name) {
   return Tolerances().Parse<v1::Tolerance>(name);
 }
+std::optional<v1::Epilogue> ParseEpilogueName(absl::string_view name) {
+  return Epilogues().Parse<v1::Epilogue>(name);
+}
+std::optional<v1::Fp8Format> ParseFp8FormatName(absl::string_view name) {
+  return Fp8Formats().Parse<v1::Fp8Format>(name);
+}
+std::optional<v1::QuantTolerance> ParseQuantToleranceName(absl::string_view name) {
+  return QuantTolerances().Parse<v1::QuantTolerance>(name);
+}
+std::optional<v1::QuantRule> ParseQuantRuleName(absl::string_view name) {
+  return QuantRules().Parse<v1::QuantRule>(name);
+}
 std::optional<v1::RunState> ParseRunStateName(absl::string_view name) {
   return RunStates().Parse<v1::RunState>(name);
 }
@@ -120,6 +142,10 @@ std::vector<std::string> ModeNames() { return Modes().LowerCaseNames(); }
 std::vector<std::string> DTypeNames() { return DTypes().LowerCaseNames(); }
 std::vector<std::string> PatternNames() { return Patterns().LowerCaseNames(); }
 std::vector<std::string> ToleranceNames() { return Tolerances().LowerCaseNames(); }
+std::vector<std::string> EpilogueNames() { return Epilogues().LowerCaseNames(); }
+std::vector<std::string> Fp8FormatNames() { return Fp8Formats().LowerCaseNames(); }
+std::vector<std::string> QuantToleranceNames() { return QuantTolerances().LowerCaseNames(); }
+std::vector<std::string> QuantRuleNames() { return QuantRules().LowerCaseNames(); }
 std::vector<std::string> RunStateNames() { return RunStates().LowerCaseNames(); }
 
 }  // namespace colltest::common

@@ -16,14 +16,19 @@
 namespace colltest::common {
 
 // Lower-case names ("one_stage", "eager", "bf16", ...). An UNSPECIFIED value (or one this build
-// does not know) prints as the value it is treated as (eager, bf16, normal, strict), so outputs
-// never show a name the user cannot pass back in; a variant has no default and prints as
-// "unspecified".
+// does not know) prints as the value it is treated as (eager, bf16, normal, strict, none), so
+// outputs never show a name the user cannot pass back in; a variant has no default and prints as
+// "unspecified", an fp8 format left to the device as "device" (which one that is, only the worker
+// knows), a quant rule of no mismatch as "none".
 absl::string_view VariantName(v1::Variant v);
 absl::string_view ModeName(v1::Mode m);
 absl::string_view DTypeName(v1::DType d);
 absl::string_view PatternName(v1::Pattern p);
 absl::string_view ToleranceName(v1::Tolerance t);
+absl::string_view EpilogueName(v1::Epilogue e);
+absl::string_view Fp8FormatName(v1::Fp8Format f);
+absl::string_view QuantToleranceName(v1::QuantTolerance t);
+absl::string_view QuantRuleName(v1::QuantRule r);
 
 // Upper-case names ("OK", "HANG", "DONE", ...), as scripts grep for them; "UNSPECIFIED" for
 // UNSPECIFIED or an unknown value.
@@ -39,6 +44,10 @@ std::optional<v1::Mode> ParseModeName(absl::string_view name);
 std::optional<v1::DType> ParseDTypeName(absl::string_view name);
 std::optional<v1::Pattern> ParsePatternName(absl::string_view name);
 std::optional<v1::Tolerance> ParseToleranceName(absl::string_view name);
+std::optional<v1::Epilogue> ParseEpilogueName(absl::string_view name);
+std::optional<v1::Fp8Format> ParseFp8FormatName(absl::string_view name);
+std::optional<v1::QuantTolerance> ParseQuantToleranceName(absl::string_view name);
+std::optional<v1::QuantRule> ParseQuantRuleName(absl::string_view name);
 // "done", "DONE", "interrupted", ...: a run state by its name, in any case.
 std::optional<v1::RunState> ParseRunStateName(absl::string_view name);
 
@@ -49,6 +58,10 @@ std::vector<std::string> ModeNames();
 std::vector<std::string> DTypeNames();
 std::vector<std::string> PatternNames();
 std::vector<std::string> ToleranceNames();
+std::vector<std::string> EpilogueNames();
+std::vector<std::string> Fp8FormatNames();
+std::vector<std::string> QuantToleranceNames();
+std::vector<std::string> QuantRuleNames();
 std::vector<std::string> RunStateNames();
 
 }  // namespace colltest::common

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the cuda build (build-gpu) and bundles it for a GPU box without gRPC: binaries in
 # out/gpu-bundle/bin, the non-glibc shared libraries they need in out/gpu-bundle/lib, found
-# through a DT_RPATH of $ORIGIN/../lib (RUNPATH would not reach second-level libraries).
+# through a DT_RPATH of $ORIGIN/../lib (RUNPATH would not reach second-level libraries), and the
+# whole as out/box/gpu-bundle.tar.xz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${BUILD_DIR:-build-gpu}"
@@ -25,9 +26,15 @@ for b in "${bins[@]}"; do ldd "$build_dir/bin/$b"; done |
   awk '/=> \// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libnccl)\.so' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
-du -sh "$out"
-size=$(du -sm "$out" | cut -f1)
+# What travels to the box: one xz archive (the kernels of every instantiation make the binaries
+# large, and compress about 2.5 to 1), which run_on_box.sh's caller unpacks into out/.
+archive=out/box/gpu-bundle.tar.xz
+rm -rf out/box
+mkdir -p out/box
+tar cJf "$archive" -C out gpu-bundle
+du -sh "$out" "$archive"
+size=$(du -sm "$archive" | cut -f1)
 if [ "$size" -gt 60 ]; then
-  echo "bundle_gpu.sh: $out is $size MiB, over the 60 MiB limit" >&2
+  echo "bundle_gpu.sh: $archive is $size MiB, over the 60 MiB limit" >&2
   exit 1
 fi

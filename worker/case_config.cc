@@ -1,10 +1,13 @@
 #include "worker/case_config.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/defaults.h"
+#include "common/status_macros.h"
+#include "worker/numerics/quant_breaks.h"
 #include "worker/protocol/limits.h"
 
 namespace colltest::worker {
@@ -35,6 +38,14 @@ Pattern ToPattern(colltest::v1::Pattern p) {
       return Pattern::kDenormal;
     case colltest::v1::PATTERN_SAME:
       return Pattern::kSame;
+    case colltest::v1::PATTERN_AMAX_LAST_RANK:
+      return Pattern::kAmaxLastRank;
+    case colltest::v1::PATTERN_QUANT_TIES:
+      return Pattern::kQuantTies;
+    case colltest::v1::PATTERN_QUANT_SATURATE:
+      return Pattern::kQuantSaturate;
+    case colltest::v1::PATTERN_ZERO_ROWS:
+      return Pattern::kZeroRows;
     default:
       return Pattern::kNormal;
   }
@@ -65,6 +76,94 @@ absl::StatusOr<CaseShape> ShapeOf(const colltest::worker::v1::CaseRequest& reque
   s.eps = request.eps() > 0 ? request.eps() : 1e-6f;
   s.seed = request.seed();
   return s;
+}
+
+namespace {
+
+absl::StatusOr<std::optional<QuantScheme>> ToQuantScheme(colltest::v1::Epilogue e) {
+  switch (e) {
+    case colltest::v1::EPILOGUE_UNSPECIFIED:
+    case colltest::v1::EPILOGUE_NONE:
+      return std::optional<QuantScheme>();
+    case colltest::v1::EPILOGUE_FP8_TOKEN:
+      return QuantScheme::kFp8Token;
+    case colltest::v1::EPILOGUE_FP8_TENSOR:
+      return QuantScheme::kFp8Tensor;
+    case colltest::v1::EPILOGUE_NVFP4:
+      return QuantScheme::kNvfp4;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("epilogue = ", e, ": unknown"));
+  }
+}
+
+absl::StatusOr<Fp8Format> ToFp8Format(colltest::v1::Fp8Format f, Fp8Format device_format) {
+  switch (f) {
+    case colltest::v1::FP8_FORMAT_UNSPECIFIED:
+      return device_format;
+    case colltest::v1::FP8_FORMAT_E4M3FN:
+      return Fp8Format::kE4m3fn;
+    case colltest::v1::FP8_FORMAT_E4M3FNUZ:
+      return Fp8Format::kE4m3fnuz;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("fp8_format = ", f, ": unknown"));
+  }
+}
+
+absl::StatusOr<QuantTolerance> ToQuantTolerance(colltest::v1::QuantTolerance t) {
+  switch (t) {
+    case colltest::v1::QUANT_TOLERANCE_UNSPECIFIED:
+    case colltest::v1::QUANT_TOLERANCE_STRICT:
+      return QuantTolerance::kStrict;
+    case colltest::v1::QUANT_TOLERANCE_ULP:
+      return QuantTolerance::kUlp;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("quant_tolerance = ", t, ": unknown"));
+  }
+}
+
+// A given scale: 0 is the default; otherwise positive, finite and at most 2^64, as the sweep
+// validation allows.
+absl::StatusOr<float> GivenScale(const char* name, float scale, float fallback) {
+  if (scale == 0.0f) return fallback;
+  if (!(scale > 0.0f && scale <= 0x1p64f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " = ", scale, ": must be positive, finite and at most 2^64"));
+  }
+  return scale;
+}
+
+}  // namespace
+
+uint32_t QuantBreaksOf(common::FaultKind fault) {
+  switch (fault) {
+    case common::FaultKind::kQuantAmaxBeforeLastRank:
+      return kQuantBreakAmaxBeforeLastRank;
+    case common::FaultKind::kQuantTruncate:
+      return kQuantBreakTruncate;
+    case common::FaultKind::kQuantNoSaturation:
+      return kQuantBreakNoSaturation;
+    case common::FaultKind::kQuantSwapFormat:
+      return kQuantBreakSwapFormat;
+    case common::FaultKind::kQuantBlockOffset:
+      return kQuantBreakBlockOffset;
+    default:
+      return kQuantBreakNone;
+  }
+}
+
+absl::StatusOr<QuantPlan> QuantPlanOf(const colltest::worker::v1::CaseRequest& request,
+                                      Fp8Format device_format) {
+  QuantPlan plan;
+  COLLTEST_ASSIGN_OR_RETURN(plan.scheme, ToQuantScheme(request.epilogue()));
+  COLLTEST_ASSIGN_OR_RETURN(plan.format, ToFp8Format(request.fp8_format(), device_format));
+  COLLTEST_ASSIGN_OR_RETURN(plan.tolerance, ToQuantTolerance(request.quant_tolerance()));
+  COLLTEST_ASSIGN_OR_RETURN(plan.fp8_scale,
+                            GivenScale("fp8_scale", request.fp8_scale(), kDefaultFp8Scale));
+  COLLTEST_ASSIGN_OR_RETURN(
+      plan.nvfp4_global_scale,
+      GivenScale("nvfp4_global_scale", request.nvfp4_global_scale(), kDefaultNvfp4GlobalScale));
+  plan.keep_normed = request.keep_normed();
+  return plan;
 }
 
 absl::StatusOr<size_t> CaseBytes(const colltest::worker::v1::CaseRequest& request,
@@ -99,9 +198,9 @@ absl::Status CheckInitRequest(const colltest::worker::v1::InitRequest& request) 
   }
   if (request.ranks_on_device() > std::max(1u, request.device_slots()) ||
       request.ranks_on_device() > request.world_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ranks_on_device = ", request.ranks_on_device(),
-                     ": must be <= world_size and <= device_slots (", request.device_slots(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("ranks_on_device = ", request.ranks_on_device(),
+                                                   ": must be <= world_size and <= device_slots (",
+                                                   request.device_slots(), ")"));
   }
   return absl::OkStatus();
 }

@@ -6,6 +6,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "colltest/v1/worker.pb.h"
+#include "common/fault_spec.h"
+#include "worker/numerics/fp8.h"
+#include "worker/numerics/quant_plan.h"
 #include "worker/numerics/reference.h"
 #include "worker/numerics/tolerance.h"
 
@@ -18,6 +21,17 @@ ToleranceKind ToTolerance(colltest::v1::Tolerance t);
 // The shape of `request` with `m` rows.
 absl::StatusOr<CaseShape> ShapeOf(const colltest::worker::v1::CaseRequest& request, uint32_t world,
                                   uint32_t m);
+
+// The quantising epilogue of `request` (docs/quantisation.md): epilogue UNSPECIFIED is none, fp8
+// format UNSPECIFIED is the device's `device_format`, a scale left 0 the default
+// (common/defaults.h), quant tolerance UNSPECIFIED strict. An unknown value, or a scale that is
+// not positive, finite and at most 2^64, is InvalidArgument.
+// The planted quantisation bugs a quant_* fault names (worker/numerics/quant_breaks.h); 0 for
+// any other fault.
+uint32_t QuantBreaksOf(common::FaultKind fault);
+
+absl::StatusOr<QuantPlan> QuantPlanOf(const colltest::worker::v1::CaseRequest& request,
+                                      Fp8Format device_format);
 
 // The bytes one rank's input takes (m * n * element size), after checking that the shape is valid
 // (m, n > 0, n a multiple of the 16-byte pack) and fits the worker's buffers of `capacity` bytes.

@@ -170,7 +170,8 @@ absl::StatusOr<bool> Driver::Stress() {
     if (hung) return true;
     for (double us : timer->Samples(1)) samples_.push_back(us);
     COLLTEST_RETURN_IF_ERROR(CheckNow(i, m));
-    if (rt_.diff().mismatches > 0) break;  // the first failing call is what matters
+    // The first failing call is what matters.
+    if (rt_.diff().mismatches > 0 || !rt_.quant().passed) break;
   }
   return false;
 }
@@ -304,6 +305,7 @@ absl::StatusOr<PlannedCase> PlanCase(const colltest::worker::v1::CaseRequest& re
   plan.rank = rank;
   plan.world = world;
   COLLTEST_ASSIGN_OR_RETURN(plan.shape, ShapeOf(req, world, req.m()));
+  COLLTEST_ASSIGN_OR_RETURN(plan.quant, QuantPlanOf(req, rules.native_fp8_format()));
   plan.elem = ElemBytes(plan.shape.dtype);
   COLLTEST_ASSIGN_OR_RETURN(plan.bytes, CaseBytes(req, plan.shape, rules.capacity()));
   if ((plan.variant == colltest::v1::VARIANT_LAMPORT_TB ||
@@ -327,6 +329,7 @@ absl::StatusOr<PlannedCase> PlanCase(const colltest::worker::v1::CaseRequest& re
     return out;
   }
   plan.fault = *fault;
+  plan.quant.breaks = QuantBreaksOf(plan.fault.kind);
   if (plan.fault.kind == common::FaultKind::kMissingRank && plan.fault.Targets(rank)) {
     // The injected absence: this rank does nothing, not even the host barrier after arming; its
     // peers must time out there naming it.
@@ -348,6 +351,7 @@ absl::StatusOr<colltest::v1::RankResult> DriveCase(const CasePlan& plan, CaseRun
   ReportCase(common::VariantName(plan.variant), driver.calls(),
              rt.Grid(plan.variant, plan.req->m()), std::move(driver.samples()), rt.diff(), hung,
              &result);
+  ReportQuant(common::VariantName(plan.variant), plan.quant, rt.quant(), hung, &result);
   if (hung) {
     const HangFacts h = rt.Hang();
     result.set_status(colltest::v1::CASE_STATUS_HANG);

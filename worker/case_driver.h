@@ -19,6 +19,9 @@
 #include "colltest/v1/worker.pb.h"
 #include "common/fault_spec.h"
 #include "worker/numerics/diff.h"
+#include "worker/numerics/fp8.h"
+#include "worker/numerics/quant_checker.h"
+#include "worker/numerics/quant_plan.h"
 #include "worker/numerics/reference.h"
 
 namespace colltest::worker {
@@ -33,6 +36,7 @@ struct CasePlan {
   const colltest::worker::v1::CaseRequest* req = nullptr;
   colltest::v1::Variant variant = colltest::v1::VARIANT_UNSPECIFIED;
   CaseShape shape;  // shape.m is the case's largest m
+  QuantPlan quant;  // the epilogue after the norm, its scales and its check
   size_t elem = 2;
   size_t bytes = 0;  // one rank's input at the largest m
   uint64_t timeout_ms = 0;
@@ -50,6 +54,8 @@ class CaseRules {
   virtual size_t capacity() const = 0;     // bytes of one rank's input region
   virtual size_t tb_capacity() const = 0;  // the largest input lamport_tb supports
   virtual uint32_t max_slots() const = 0;
+  // The FP8 format a request that leaves it UNSPECIFIED gets: the device's.
+  virtual Fp8Format native_fp8_format() const { return Fp8Format::kE4m3fn; }
   // Before the shape is read (variant is never UNSPECIFIED): an UNSUPPORTED reason, or "".
   virtual absl::StatusOr<std::string> RefuseVariant(
       const colltest::worker::v1::CaseRequest& req) const = 0;
@@ -111,10 +117,12 @@ class CaseRuntime {
   virtual absl::Status EndCapture(bool keep) = 0;
   virtual absl::Status Replay() = 0;
 
-  // Diff accumulators: zeroes [0, count); checks the outputs against call index `call` at `m`
-  // rows into accumulator `index` (cumulative); reads [0, count) (after a Drain) and returns the
-  // mismatches of each; folds accumulator `index` (as last read) into the case's diff as call
-  // `call`. `values`: the outputs still hold that call's values; `note` ends its first-bad text.
+  // Diff accumulators: zeroes [0, count); checks the outputs (and the quantised outputs of a
+  // quantising epilogue) against call index `call` at `m` rows into accumulator `index`
+  // (cumulative); reads [0, count) (after a Drain) and returns the mismatches of each, quantised
+  // codes and scales included; folds accumulator `index` (as last read) into the case's diff and
+  // quant tally as call `call`. `values`: the outputs still hold that call's values; `note` ends
+  // its first-bad text.
   virtual absl::Status ClearChecks(uint32_t count) = 0;
   virtual absl::Status Check(uint64_t call, uint32_t m, uint32_t index) = 0;
   virtual absl::StatusOr<std::vector<uint64_t>> ReadChecks(uint32_t count) = 0;
@@ -124,13 +132,16 @@ class CaseRuntime {
   // Read only after a Drain returned true.
   virtual HangFacts Hang() const = 0;
 
-  // The case's tally, kept here so that every backend counts alike: the diff FoldCheck folded so
-  // far, and the calls launched (captured calls counted once, when captured).
+  // The case's tally, kept here so that every backend counts alike: the diff and the quantised
+  // outputs' check FoldCheck folded so far, and the calls launched (captured calls counted once,
+  // when captured).
   const DiffSummary& diff() const { return diff_; }
+  const QuantCheckSummary& quant() const { return quant_; }
   int64_t calls() const { return calls_; }
 
  protected:
   DiffSummary diff_;
+  QuantCheckSummary quant_;  // stays empty without a quantising epilogue
   int64_t calls_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -63,6 +64,68 @@ void ReportCase(absl::string_view variant, int64_t calls, uint32_t grid_blocks,
                                      " elements outside tolerance; first ", d.first_bad));
   } else {
     result->set_status(colltest::v1::CASE_STATUS_OK);
+  }
+}
+
+namespace {
+
+colltest::v1::QuantRule ToProto(QuantRule r) {
+  switch (r) {
+    case QuantRule::kNone:
+      return colltest::v1::QUANT_RULE_UNSPECIFIED;
+    case QuantRule::kScale:
+      return colltest::v1::QUANT_RULE_SCALE;
+    case QuantRule::kFormat:
+      return colltest::v1::QUANT_RULE_FORMAT;
+    case QuantRule::kSaturation:
+      return colltest::v1::QUANT_RULE_SATURATION;
+    case QuantRule::kRounding:
+      return colltest::v1::QUANT_RULE_ROUNDING;
+    case QuantRule::kUnexplained:
+      return colltest::v1::QUANT_RULE_UNEXPLAINED;
+  }
+  return colltest::v1::QUANT_RULE_UNEXPLAINED;
+}
+
+colltest::v1::Fp8Format ToProto(Fp8Format f) {
+  return f == Fp8Format::kE4m3fn ? colltest::v1::FP8_FORMAT_E4M3FN
+                                 : colltest::v1::FP8_FORMAT_E4M3FNUZ;
+}
+
+void FillQuantStats(const QuantCheckSummary& q, colltest::v1::QuantDiffStats* out) {
+  out->set_checked_codes(q.checked_codes);
+  out->set_code_mismatches(q.code_mismatches);
+  out->set_tolerated(q.tolerated);
+  out->set_max_code_distance(q.max_code_distance);
+  out->set_nan_codes(q.nan_codes);
+  out->set_checked_scales(q.checked_scales);
+  out->set_scale_mismatches(q.scale_mismatches);
+  out->set_max_scale_rel_err(q.max_scale_rel_err);
+  out->set_max_dequant_err(q.max_dequant_err);
+  out->set_expected_dequant_err(q.expected_dequant_err);
+  out->set_rule(ToProto(q.rule));
+  out->set_first_bad(q.first_bad);
+  out->set_first_bad_call(q.first_bad_call);
+}
+
+}  // namespace
+
+void ReportQuant(absl::string_view variant, const QuantPlan& plan, const QuantCheckSummary& q,
+                 bool hung, colltest::v1::RankResult* result) {
+  if (!plan.scheme.has_value()) return;
+  FillQuantStats(q, result->mutable_quant());
+  if (plan.is_fp8()) result->set_fp8_format(ToProto(plan.format));
+  if (hung || q.passed) return;
+  const std::string what =
+      absl::StrCat(QuantSchemeName(*plan.scheme), " breaks the ", QuantRuleName(q.rule),
+                   " rule: ", q.code_mismatches, " of ", q.checked_codes, " codes and ",
+                   q.scale_mismatches, " of ", q.checked_scales, " scales outside the ",
+                   QuantToleranceName(plan.tolerance), " tolerance; first ", q.first_bad);
+  if (result->status() == colltest::v1::CASE_STATUS_WRONG) {
+    result->set_message(absl::StrCat(result->message(), "; ", what));
+  } else {
+    result->set_status(colltest::v1::CASE_STATUS_WRONG);
+    result->set_message(absl::StrCat(variant, ": ", what));
   }
 }
 

@@ -9,6 +9,8 @@
 #include "absl/strings/string_view.h"
 #include "colltest/v1/colltest.pb.h"
 #include "worker/numerics/diff.h"
+#include "worker/numerics/quant_checker.h"
+#include "worker/numerics/quant_plan.h"
 
 namespace colltest::worker {
 
@@ -25,5 +27,11 @@ void MergeDiff(const DiffSummary& from, double min_pass_fraction, DiffSummary* i
 void ReportCase(absl::string_view variant, int64_t calls, uint32_t grid_blocks,
                 std::vector<double> samples_us, const DiffSummary& diff, bool hung,
                 colltest::v1::RankResult* result);
+
+// After ReportCase, for a quantising epilogue (nothing otherwise): fills result->quant and the
+// fp8 format written, and makes the rank WRONG when a code or scale is outside the quant
+// tolerance, with a message that names the epilogue, the rule broken and the first bad code.
+void ReportQuant(absl::string_view variant, const QuantPlan& plan, const QuantCheckSummary& q,
+                 bool hung, colltest::v1::RankResult* result);
 
 }  // namespace colltest::worker

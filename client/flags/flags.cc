@@ -12,6 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "client/flags/flag_parsing.h"
+#include "client/flags/quant_flags.h"
 #include "client/flags/size_flags.h"
 #include "client/flags/suggest.h"
 #include "common/defaults.h"
@@ -22,92 +24,6 @@
 
 namespace colltest::client {
 namespace {
-
-absl::Status FlagError(absl::string_view flag, absl::string_view text, absl::string_view expected) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(flag, ": cannot parse '", text, "': expected ", expected));
-}
-
-// Splits "a, b,c" into trimmed items; an empty item is a syntax error, as "1,,8" is most likely a
-// typo that should not silently shrink the sweep.
-absl::StatusOr<std::vector<std::string>> SplitList(absl::string_view flag, absl::string_view text,
-                                                   absl::string_view expected) {
-  std::vector<std::string> items;
-  for (absl::string_view item : absl::StrSplit(text, ',')) {
-    item = absl::StripAsciiWhitespace(item);
-    if (item.empty()) return FlagError(flag, text, expected);
-    items.emplace_back(item);
-  }
-  return items;
-}
-
-template <typename Enum>
-absl::StatusOr<Enum> ParseEnumFlag(absl::string_view flag, absl::string_view text,
-                                   std::optional<Enum> (*parse)(absl::string_view),
-                                   absl::string_view expected,
-                                   const std::vector<std::string>& known) {
-  const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
-  std::optional<Enum> value = parse(trimmed);
-  if (!value.has_value()) return WithSuggestion(FlagError(flag, text, expected), trimmed, known);
-  return *value;
-}
-
-template <typename Parse, typename Set>
-absl::Status ApplyFlag(const std::optional<std::string>& value, absl::string_view flag, Parse parse,
-                       Set set) {
-  if (!value.has_value()) return absl::OkStatus();
-  auto parsed = parse(flag, *value);
-  if (!parsed.ok()) return parsed.status();
-  set(*std::move(parsed));
-  return absl::OkStatus();
-}
-
-// Every flag error of one command, so that one try shows them all: one line each, each naming
-// its flag. A command line is short, so a second typo is as likely as the first.
-class FlagErrors {
- public:
-  void Add(const absl::Status& status) {
-    if (!status.ok()) messages_.emplace_back(status.message());
-  }
-  absl::Status status() const {
-    if (messages_.empty()) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrJoin(messages_, "\n"));
-  }
-
- private:
-  std::vector<std::string> messages_;
-};
-
-// A list of names ("lamport,nccl" or "all"): every unknown item is reported, one line each.
-template <typename Enum>
-absl::StatusOr<std::vector<Enum>> ParseNameList(absl::string_view flag, absl::string_view text,
-                                                absl::string_view what,
-                                                std::optional<Enum> (*parse)(absl::string_view),
-                                                const std::vector<Enum>& all,
-                                                std::vector<std::string> known,
-                                                absl::string_view expected) {
-  COLLTEST_ASSIGN_OR_RETURN(const std::vector<std::string> items, SplitList(flag, text, expected));
-  known.push_back("all");
-  std::vector<Enum> values;
-  FlagErrors errors;
-  for (const std::string& item : items) {
-    if (absl::AsciiStrToLower(item) == "all") {
-      values.insert(values.end(), all.begin(), all.end());
-      continue;
-    }
-    std::optional<Enum> value = parse(item);
-    if (!value.has_value()) {
-      errors.Add(
-          WithSuggestion(absl::InvalidArgumentError(absl::StrCat(flag, ": unknown ", what, " '",
-                                                                 item, "': expected ", expected)),
-                         item, known));
-      continue;
-    }
-    values.push_back(*value);
-  }
-  COLLTEST_RETURN_IF_ERROR(errors.status());
-  return values;
-}
 
 constexpr absl::string_view kVariantsExpected =
     "a comma-separated list of one_stage, two_kernel, lamport, lamport_tb, lamport_two_shot, nccl, "
@@ -182,8 +98,7 @@ void ApplyCaseFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& er
   }
   auto pattern = [](absl::string_view flag, absl::string_view text) {
     return ParseEnumFlag<v1::Pattern>(flag, text, common::ParsePatternName,
-                                      "normal, integers, neg_zero, large, denormal or same",
-                                      common::PatternNames());
+                                      OneOf(common::PatternNames()), common::PatternNames());
   };
   auto tolerance = [](absl::string_view flag, absl::string_view text) {
     return ParseEnumFlag<v1::Tolerance>(flag, text, common::ParseToleranceName,
@@ -193,6 +108,7 @@ void ApplyCaseFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& er
       ApplyFlag(flags.pattern, "--pattern", pattern, [&](v1::Pattern v) { spec.set_pattern(v); }));
   errors.Add(ApplyFlag(flags.tolerance, "--tolerance", tolerance,
                        [&](v1::Tolerance v) { spec.set_tolerance(v); }));
+  ApplyQuantFlags(flags, spec, errors);
 }
 
 // --world and --devices: unset, every device the server selects.

@@ -6,7 +6,8 @@
 // hint (client/flags/suggest.h). Every bad flag of a command line is reported at once, one line
 // each, in one INVALID_ARGUMENT. Ranges and combinations are left to the server, which is the
 // authority and answers INVALID_ARGUMENT naming the field. The exceptions are --warn-ratio (see
-// ParseWarnRatioFlag) and the `tune` rules (see BuildTuneSpec).
+// ParseWarnRatioFlag), the epilogues' scales (ParseQuantScaleFlag, quant_flags.h) and the `tune`
+// rules (see BuildTuneSpec).
 #pragma once
 
 #include <cstdint>

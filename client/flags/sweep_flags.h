@@ -27,6 +27,13 @@ struct SweepFlags {
   std::optional<std::string> modes;
   std::optional<std::string> pattern;
   std::optional<std::string> tolerance;
+  // The quantising epilogues (client/flags/quant_flags.h, docs/quantisation.md).
+  std::optional<std::string> epilogue;
+  bool keep_normed = false;
+  std::optional<std::string> fp8_format;
+  std::optional<std::string> fp8_scale;
+  std::optional<std::string> nvfp4_global_scale;
+  std::optional<std::string> quant_tolerance;
   std::optional<std::string> warmup;
   std::optional<std::string> iters;
   std::optional<std::string> stress;

@@ -1,6 +1,7 @@
 // The comparison of two runs as a table for people and as CSV for spreadsheets.
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "client/format/csv.h"
 #include "client/format/format.h"
+#include "client/format/quant_view.h"
 #include "client/format/text_table.h"
 #include "common/names.h"
 #include "common/text.h"
@@ -78,37 +80,44 @@ std::string Header(const v1::CompareResponse& r) {
   return out;
 }
 
+// The epilogue is part of the matching key: a column once some case quantised, as in a run's table.
+bool AnyQuantisingCase(const v1::CompareResponse& comparison) {
+  for (const v1::CaseComparison& c : comparison.cases()) {
+    if (QuantisingEpilogue(c.epilogue())) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string FormatCompareTable(const v1::CompareResponse& comparison) {
   using Align = TextTable::Align;
-  TextTable table({
-      {"variant", Align::kLeft},
-      {"mode", Align::kLeft},
-      {"W", Align::kRight},
-      {"m", Align::kRight},
-      {"n", Align::kRight},
-      {"dtype", Align::kLeft},
-      {"median a", Align::kRight},
-      {"median b", Align::kRight},
-      {"change", Align::kRight},
-      {"verdict", Align::kLeft},
-      {"reason", Align::kLeft},
-  });
+  const bool epilogue = AnyQuantisingCase(comparison);
+  std::vector<TextTable::Column> columns = {
+      {"variant", Align::kLeft}, {"mode", Align::kLeft}, {"W", Align::kRight},
+      {"m", Align::kRight},      {"n", Align::kRight},   {"dtype", Align::kLeft},
+  };
+  if (epilogue) columns.push_back({"epilogue", Align::kLeft});
+  for (const char* title : {"median a", "median b", "change"}) {
+    columns.push_back({title, Align::kRight});
+  }
+  columns.push_back({"verdict", Align::kLeft});
+  columns.push_back({"reason", Align::kLeft});
+  TextTable table(std::move(columns));
   for (const v1::CaseComparison& c : comparison.cases()) {
-    table.AddRow({
+    std::vector<std::string> row = {
         std::string(common::VariantName(c.variant())),
         std::string(common::ModeName(c.mode())),
         absl::StrCat(c.world_size()),
         absl::StrCat(c.m()),
         absl::StrCat(c.n()),
         std::string(common::DTypeName(c.dtype())),
-        HasSideA(c) ? Median(c.timing_a()) : "-",
-        HasSideB(c) ? Median(c.timing_b()) : "-",
-        Change(c.ratio()),
-        std::string(common::CompareVerdictName(c.verdict())),
-        c.reason(),
-    });
+    };
+    if (epilogue) row.push_back(EpilogueLabel(c.epilogue(), c.keep_normed()));
+    row.insert(row.end(), {HasSideA(c) ? Median(c.timing_a()) : "-",
+                           HasSideB(c) ? Median(c.timing_b()) : "-", Change(c.ratio()),
+                           std::string(common::CompareVerdictName(c.verdict())), c.reason()});
+    table.AddRow(std::move(row));
   }
   return absl::StrCat(Header(comparison), table.Render(),
                       common::EscapeForTerminal(comparison.message()), "\n");
@@ -117,7 +126,8 @@ std::string FormatCompareTable(const v1::CompareResponse& comparison) {
 std::string FormatCompareCsv(const v1::CompareResponse& comparison) {
   std::string out =
       "run_a,run_b,variant,mode,world,m,n,dtype,verdict,status_a,status_b,median_a_us,"
-      "median_b_us,p10_a_us,p90_a_us,p10_b_us,p90_b_us,ratio,reason\n";
+      "median_b_us,p10_a_us,p90_a_us,p10_b_us,p90_b_us,ratio,reason,epilogue,keep_normed,"
+      "fp8_format\n";
   // A side the case is missing from, or a time it did not measure, is left empty, as a spreadsheet
   // reads "no value".
   auto side = [](bool present, double us) { return CsvFigure(us, present && us > 0); };
@@ -144,6 +154,12 @@ std::string FormatCompareCsv(const v1::CompareResponse& comparison) {
         side(b, c.timing_b().p90_us()),
         CsvFigure(c.ratio(), c.ratio() > 0),
         CsvField(c.reason()),
+        // The rest of the matching key, after the older columns so that they keep their places.
+        std::string(common::EpilogueName(c.epilogue())),
+        QuantisingEpilogue(c.epilogue()) && c.keep_normed() ? "true" : "false",
+        c.fp8_format() != v1::FP8_FORMAT_UNSPECIFIED
+            ? std::string(common::Fp8FormatName(c.fp8_format()))
+            : "",
     };
     absl::StrAppend(&out, absl::StrJoin(row, ","), "\n");
   }

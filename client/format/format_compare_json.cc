@@ -34,6 +34,11 @@ Json CaseComparisonJson(const v1::CaseComparison& c) {
   out["m"] = c.m();
   out["n"] = c.n();
   out["dtype"] = std::string(common::DTypeName(c.dtype()));
+  out["epilogue"] = std::string(common::EpilogueName(c.epilogue()));
+  out["keep_normed"] = c.keep_normed();
+  out["fp8_format"] = c.fp8_format() != v1::FP8_FORMAT_UNSPECIFIED
+                          ? std::string(common::Fp8FormatName(c.fp8_format()))
+                          : "";
   out["verdict"] = std::string(common::CompareVerdictName(c.verdict()));
   out["reason"] = c.reason();
   out["ratio"] = c.ratio();

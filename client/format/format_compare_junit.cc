@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "client/format/format.h"
 #include "client/format/junit_xml.h"
+#include "client/format/quant_view.h"
 #include "common/names.h"
 
 namespace colltest::client {
@@ -16,11 +17,20 @@ bool IsFailure(const v1::CaseComparison& c) {
   return c.verdict() == v1::COMPARE_VERDICT_REGRESSION || c.verdict() == v1::COMPARE_VERDICT_ONLY_A;
 }
 
+// As a run's test names: the epilogue follows when the case quantised.
+std::string TestCaseName(const v1::CaseComparison& c) {
+  std::string name = absl::StrFormat("%s w=%d m=%d n=%d %s", common::ModeName(c.mode()),
+                                     c.world_size(), c.m(), c.n(), common::DTypeName(c.dtype()));
+  if (QuantisingEpilogue(c.epilogue())) {
+    absl::StrAppend(&name, " ", EpilogueLabel(c.epilogue(), c.keep_normed()));
+  }
+  return name;
+}
+
 std::string TestCaseXml(const v1::CaseComparison& c) {
-  std::string out = absl::StrFormat(
-      "  <testcase classname=\"colltest.compare.%s\" name=\"%s w=%d m=%d n=%d %s\" time=\"0\"",
-      common::VariantName(c.variant()), common::ModeName(c.mode()), c.world_size(), c.m(), c.n(),
-      common::DTypeName(c.dtype()));
+  std::string out =
+      absl::StrFormat("  <testcase classname=\"colltest.compare.%s\" name=\"%s\" time=\"0\"",
+                      common::VariantName(c.variant()), XmlAttr(TestCaseName(c)));
   const absl::string_view verdict = common::CompareVerdictName(c.verdict());
   if (IsFailure(c)) {
     absl::StrAppend(&out, ">\n    <failure type=\"", verdict, "\" message=\"", XmlAttr(c.reason()),

@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "client/format/csv.h"
 #include "client/format/format.h"
+#include "client/format/quant_view.h"
 #include "client/format/result_view.h"
 #include "common/names.h"
 #include "common/text.h"
@@ -19,7 +20,9 @@ constexpr absl::string_view kHeader =
     "run_id,index,variant,resolved_variant,mode,world,m,n,dtype,bytes,pattern,residual,status,"
     "median_us,p10_us,p90_us,min_us,max_us,algbw_gbps,busbw_gbps,mismatches,checked,max_abs_err,"
     "max_rel_err,max_ulp,nan_inf,first_bad_call,stress_calls,wall_ms,first_bad,message,"
-    "ranks_per_gpu,shared_gpu,time_sliced";
+    "ranks_per_gpu,shared_gpu,time_sliced,epilogue,keep_normed,fp8_format,quant_checked_codes,"
+    "quant_code_mismatches,quant_max_code_distance,quant_scale_mismatches,quant_max_scale_rel_err,"
+    "quant_max_dequant_err,quant_rule";
 
 constexpr absl::string_view kHealthHeader =
     "kind,devices,status,latency_us,median_ratio,slow,suspect_peer,phase,message";
@@ -61,16 +64,38 @@ std::string CsvField(absl::string_view raw) {
 
 namespace {
 
+// The epilogue's cells, appended after the placement so that older columns keep their positions.
+// The format is empty where none was written (no fp8 epilogue), the quant figures where no code or
+// scale was compared, the rule where none was broken.
+void AppendQuantCells(const v1::CaseResult& c, std::vector<std::string>& row) {
+  const v1::QuantDiffStats& q = c.quant();
+  const bool checked = QuantChecked(q);
+  const bool broken = q.rule() != v1::QUANT_RULE_UNSPECIFIED;
+  const bool format = c.fp8_format() != v1::FP8_FORMAT_UNSPECIFIED;
+  row.insert(row.end(), {
+                            std::string(common::EpilogueName(c.epilogue())),
+                            QuantisingEpilogue(c) && c.keep_normed() ? "true" : "false",
+                            format ? std::string(common::Fp8FormatName(c.fp8_format())) : "",
+                            CsvFigure(q.checked_codes(), checked),
+                            CsvFigure(q.code_mismatches(), checked),
+                            CsvFigure(q.max_code_distance(), checked),
+                            CsvFigure(q.scale_mismatches(), checked),
+                            CsvFigure(q.max_scale_rel_err(), checked),
+                            CsvFigure(q.max_dequant_err(), checked),
+                            broken ? std::string(common::QuantRuleName(q.rule())) : "",
+                        });
+}
+
 // A time of 0 us is never a measurement: the case did not time (UNSUPPORTED, ERROR) or the server
-// did not send that statistic. Error figures exist only where elements were checked. The last
-// three cells repeat the run's placement on every row: with shared_gpu true the row's times are
-// kernel overhead of ranks sharing a GPU, and its bandwidths no link figure.
+// did not send that statistic. Error figures exist only where elements were checked. The three
+// cells after the message repeat the run's placement on every row: with shared_gpu true the row's
+// times are kernel overhead of ranks sharing a GPU, and its bandwidths no link figure.
 std::vector<std::string> CaseRow(const v1::RunResult& run, const v1::CaseResult& c) {
   const v1::TimingStats& t = c.timing();
   const v1::DiffStats& d = c.diff();
   const bool timed = t.median_us() > 0;
   const bool checked = d.checked() > 0;
-  return {
+  std::vector<std::string> row = {
       CsvField(run.run_id()),
       absl::StrCat(c.index()),
       std::string(common::VariantName(c.variant())),
@@ -106,6 +131,8 @@ std::vector<std::string> CaseRow(const v1::RunResult& run, const v1::CaseResult&
       SharedGpu(run) ? "true" : "false",
       run.time_sliced() ? "true" : "false",
   };
+  AppendQuantCells(c, row);
+  return row;
 }
 
 }  // namespace

@@ -30,6 +30,33 @@ void AddIdentity(const v1::CaseResult& c, Json& out) {
   out["bytes"] = CaseBytes(c);
   out["pattern"] = std::string(common::PatternName(c.pattern()));
   out["residual"] = c.residual();
+  out["epilogue"] = std::string(common::EpilogueName(c.epilogue()));
+  out["keep_normed"] = c.keep_normed();
+}
+
+// The FP8 format an fp8 epilogue wrote; "" where none was (the proto's UNSPECIFIED).
+std::string Fp8FormatText(v1::Fp8Format format) {
+  if (format == v1::FP8_FORMAT_UNSPECIFIED) return "";
+  return std::string(common::Fp8FormatName(format));
+}
+
+// All zeros (rule "none") for a case without a quantising epilogue, as the proto sends it.
+Json QuantJson(const v1::QuantDiffStats& q) {
+  Json out = Json::object();
+  out["checked_codes"] = q.checked_codes();
+  out["code_mismatches"] = q.code_mismatches();
+  out["tolerated"] = q.tolerated();
+  out["max_code_distance"] = q.max_code_distance();
+  out["nan_codes"] = q.nan_codes();
+  out["checked_scales"] = q.checked_scales();
+  out["scale_mismatches"] = q.scale_mismatches();
+  out["max_scale_rel_err"] = q.max_scale_rel_err();
+  out["max_dequant_err"] = q.max_dequant_err();
+  out["expected_dequant_err"] = q.expected_dequant_err();
+  out["rule"] = std::string(common::QuantRuleName(q.rule()));
+  out["first_bad"] = q.first_bad();
+  out["first_bad_call"] = q.first_bad_call();
+  return out;
 }
 
 void AddTiming(const v1::TimingStats& t, Json& out) {
@@ -66,6 +93,8 @@ Json RankJson(const v1::CaseResult& c, const v1::RankResult& r) {
   out["phase"] = r.phase();
   out["calls"] = r.calls();
   out["grid_blocks"] = r.grid_blocks();
+  out["fp8_format"] = Fp8FormatText(r.fp8_format());
+  out["quant"] = QuantJson(r.quant());
   return out;
 }
 
@@ -81,6 +110,8 @@ Json CaseJson(const v1::CaseResult& c) {
   AddDiff(c.diff(), out);
   out["stress_calls"] = c.stress_calls();
   out["wall_ms"] = c.wall_ms();
+  out["fp8_format"] = Fp8FormatText(c.fp8_format());
+  out["quant"] = QuantJson(c.quant());
   Json ranks = Json::array();
   for (const v1::RankResult& r : c.ranks()) ranks.push_back(RankJson(c, r));
   out["ranks"] = std::move(ranks);

@@ -15,6 +15,7 @@
 #include "client/format/format.h"
 #include "client/format/format_groups.h"
 #include "client/format/junit_xml.h"
+#include "client/format/quant_view.h"
 #include "client/format/result_view.h"
 #include "common/names.h"
 
@@ -73,6 +74,12 @@ std::string FailureDetails(const v1::CaseResult& c) {
       absl::StrAppend(&details, " (call ", c.diff().first_bad_call(), ")");
     }
   }
+  // The quantised output's own verdict: its codes are no part of the diff above.
+  if (const v1::QuantDiffStats& q = c.quant();
+      q.code_mismatches() > 0 || q.scale_mismatches() > 0) {
+    absl::StrAppend(&details, "\nquant: ", QuantCell(q));
+    if (!q.first_bad().empty()) absl::StrAppend(&details, "; first bad: ", q.first_bad());
+  }
   for (const v1::RankResult& r : c.ranks()) {
     if (!IsFailure(r.status())) continue;
     absl::StrAppend(&details, "\nrank ", r.rank(), " (device ", r.device(),
@@ -84,11 +91,19 @@ std::string FailureDetails(const v1::CaseResult& c) {
   return details;
 }
 
+// "eager w=2 m=64 n=7168 bf16", then the epilogue when it quantised ("... bf16 fp8_token"), so
+// that the cases of one shape with different epilogues are different tests.
+std::string TestCaseName(const v1::CaseResult& c) {
+  std::string name = absl::StrFormat("%s w=%d m=%d n=%d %s", common::ModeName(c.mode()),
+                                     c.world_size(), c.m(), c.n(), common::DTypeName(c.dtype()));
+  if (QuantisingEpilogue(c)) absl::StrAppend(&name, " ", EpilogueLabel(c));
+  return name;
+}
+
 std::string TestCaseXml(const v1::CaseResult& c) {
-  std::string out = absl::StrFormat(
-      "  <testcase classname=\"colltest.%s\" name=\"%s w=%d m=%d n=%d %s\" time=\"%.3f\"",
-      XmlAttr(VariantLabel(c)), common::ModeName(c.mode()), c.world_size(), c.m(), c.n(),
-      common::DTypeName(c.dtype()), c.wall_ms() / 1000.0);
+  std::string out =
+      absl::StrFormat("  <testcase classname=\"colltest.%s\" name=\"%s\" time=\"%.3f\"",
+                      XmlAttr(VariantLabel(c)), XmlAttr(TestCaseName(c)), c.wall_ms() / 1000.0);
   if (c.status() == v1::CASE_STATUS_UNSUPPORTED) {
     absl::StrAppend(&out, ">\n    <skipped message=\"", XmlAttr(c.message()),
                     "\"/>\n  </testcase>\n");

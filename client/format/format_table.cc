@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "client/format/format.h"
 #include "client/format/format_groups.h"
+#include "client/format/quant_view.h"
 #include "client/format/result_view.h"
 #include "client/format/text_table.h"
 #include "common/names.h"
@@ -161,6 +162,8 @@ struct RunLayout {
   bool world = false;
   bool dtype = false;
   bool pattern = false;
+  // Some case quantised its output: an epilogue column, and a quant column for its codes.
+  bool epilogue = false;
   // The ranks shared a GPU: the bandwidth titles carry a "*" that the note under the header
   // explains.
   bool shared_gpu = false;
@@ -184,6 +187,7 @@ RunLayout LayoutOf(const v1::RunResult& run, TableWidth width) {
   layout.pattern = layout.wide || Varies(run, [](const v1::CaseResult& c) {
                      return common::PatternName(c.pattern());
                    });
+  layout.epilogue = AnyQuantisingEpilogue(run);
   layout.shared_gpu = SharedGpu(run);
   return layout;
 }
@@ -239,6 +243,7 @@ std::vector<TextTable::Column> RunColumns(const RunLayout& layout) {
   if (layout.world) columns.push_back({"W", Align::kRight});
   if (layout.dtype) columns.push_back({"dtype", Align::kLeft});
   if (layout.pattern) columns.push_back({"pattern", Align::kLeft});
+  if (layout.epilogue) columns.push_back({"epilogue", Align::kLeft});
   columns.push_back({"median\n(us)", Align::kRight});
   if (layout.wide) {
     columns.push_back({"p10\n(us)", Align::kRight});
@@ -250,6 +255,7 @@ std::vector<TextTable::Column> RunColumns(const RunLayout& layout) {
         "mismatches", "max\nulp"}) {
     columns.push_back({title, Align::kRight});
   }
+  if (layout.epilogue) columns.push_back({"quant", Align::kLeft});
   columns.push_back({"status", Align::kLeft});
   columns.push_back({"message", Align::kLeft});
   return columns;
@@ -267,6 +273,7 @@ std::vector<std::string> RunRow(const v1::CaseResult& c, const RunLayout& layout
   if (layout.world) row.push_back(absl::StrCat(c.world_size()));
   if (layout.dtype) row.emplace_back(common::DTypeName(c.dtype()));
   if (layout.pattern) row.emplace_back(common::PatternName(c.pattern()));
+  if (layout.epilogue) row.push_back(EpilogueLabel(c));
   row.push_back(Measured(c.timing().median_us()));
   if (layout.wide) {
     row.push_back(Measured(c.timing().p10_us()));
@@ -275,8 +282,9 @@ std::vector<std::string> RunRow(const v1::CaseResult& c, const RunLayout& layout
   const bool checked = Checked(c);
   row.insert(row.end(), {Bandwidth(c.algbw_gbps()), Bandwidth(c.busbw_gbps()),
                          checked ? absl::StrCat(c.diff().mismatches()) : "-",
-                         checked ? absl::StrCat(c.diff().max_ulp()) : "-",
-                         std::string(common::CaseStatusName(c.status())), c.message()});
+                         checked ? absl::StrCat(c.diff().max_ulp()) : "-"});
+  if (layout.epilogue) row.push_back(QuantisingEpilogue(c) ? QuantCell(c.quant()) : "-");
+  row.insert(row.end(), {std::string(common::CaseStatusName(c.status())), c.message()});
   return row;
 }
 

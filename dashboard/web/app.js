@@ -375,6 +375,8 @@ async function specFromForm() {
     modes: checked('mode'),
     pattern: $('#f-pattern').value,
     tolerance: $('#f-tolerance').value,
+    epilogues: checked('epilogue'),
+    keep_normed: $('#f-keep-normed').checked || undefined,
     warmup: optionalCount('#f-warmup'),
     iters: optionalCount('#f-iters'),
     stress_calls: optionalCount('#f-stress'),

@@ -36,6 +36,24 @@ def _uint_list(text):
     return values
 
 
+def _scale(text):
+    """A quantising epilogue's scale: above 0 (the proto's 0 is the default) and at most 2^64."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number: {text!r}")
+    if not 0 < value <= 2.0 ** 64:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number above 0, at most 2^64")
+    return value
+
+
+def _all_of(enum_name, text):
+    """`text`, or every value of the enum when it is "all"."""
+    if text is None or text.strip().lower() != "all":
+        return text
+    return [v.number for v in pb2.DESCRIPTOR.enum_types_by_name[enum_name].values if v.number]
+
+
 def _add_sweep_flags(sweep):
     sweep.add_argument("--world", type=int, help="ranks (default: one per selected device)")
     sweep.add_argument("--devices", type=_uint_list, help="device indices, e.g. 0,1")
@@ -46,8 +64,18 @@ def _add_sweep_flags(sweep):
                             "or all")
     sweep.add_argument("--modes", help="eager,graph")
     sweep.add_argument("--dtype", help="bf16|fp16|fp32")
-    sweep.add_argument("--pattern", help="normal|integers|neg_zero|large|denormal|same")
+    sweep.add_argument("--pattern", help="normal|integers|neg_zero|large|denormal|same|"
+                                          "amax_last_rank|quant_ties|quant_saturate|zero_rows")
     sweep.add_argument("--tolerance", help="strict|aiter|trtllm")
+    sweep.add_argument("--epilogue", help="none,fp8_token,fp8_tensor,nvfp4 or all: the quantised "
+                                          "outputs, each a dimension of the sweep (default none)")
+    sweep.add_argument("--keep-normed", action="store_true",
+                       help="with a quantising epilogue, also write and check the normed output")
+    sweep.add_argument("--fp8-format", help="e4m3fn|e4m3fnuz (default: the device's)")
+    sweep.add_argument("--fp8-scale", type=_scale, help="fp8_tensor's static scale (default 1/32)")
+    sweep.add_argument("--nvfp4-global-scale", type=_scale,
+                       help="nvfp4's global scale (default 256)")
+    sweep.add_argument("--quant-tolerance", help="strict|ulp")
     sweep.add_argument("--warmup", type=int, help="warm-up calls")
     sweep.add_argument("--iters", type=int, help="timed calls")
     sweep.add_argument("--stress", type=int, help="stress calls, every one checked")
@@ -82,12 +110,13 @@ def build_parser():
 
 def sweep_spec_from_args(args):
     """The SweepSpec of the sweep flags; flags not given stay unset (the server's defaults)."""
-    variants = args.variants
-    if variants.strip().lower() == "all":
-        variants = [v.number for v in pb2.Variant.DESCRIPTOR.values if v.number]
     return specs.sweep_spec(
-        world_size=args.world, devices=args.devices, m=args.m, n=args.n, variants=variants,
-        modes=args.modes, dtype=args.dtype, pattern=args.pattern, tolerance=args.tolerance,
+        world_size=args.world, devices=args.devices, m=args.m, n=args.n,
+        variants=_all_of("Variant", args.variants), modes=args.modes, dtype=args.dtype,
+        pattern=args.pattern, tolerance=args.tolerance,
+        epilogues=_all_of("Epilogue", args.epilogue), keep_normed=args.keep_normed or None,
+        fp8_format=args.fp8_format, fp8_scale=args.fp8_scale,
+        nvfp4_global_scale=args.nvfp4_global_scale, quant_tolerance=args.quant_tolerance,
         warmup=args.warmup, iters=args.iters, stress_calls=args.stress, seed=args.seed,
         timeout_ms=args.timeout_ms, fault=args.fault, label=args.label,
         stop_on_failure=args.stop_on_failure or None, force=args.force or None)

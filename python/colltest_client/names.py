@@ -14,6 +14,8 @@ _DEFAULTS = {
     "DType": "DTYPE_BF16",
     "Pattern": "PATTERN_NORMAL",
     "Tolerance": "TOLERANCE_STRICT",
+    "Epilogue": "EPILOGUE_NONE",
+    "QuantTolerance": "QUANT_TOLERANCE_STRICT",
     "HealthLevel": "HEALTH_LEVEL_QUICK",
 }
 

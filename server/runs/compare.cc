@@ -1,5 +1,6 @@
 #include "server/runs/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -18,13 +19,37 @@ namespace {
 
 namespace v1 = ::colltest::v1;
 
-// (variant, mode, world_size, m, n, dtype), unset mode and dtype as the server runs them.
-using CaseKey = std::tuple<int, int, uint32_t, uint32_t, uint32_t, int>;
+v1::Epilogue EpilogueOf(const v1::CaseResult& c) {
+  return c.epilogue() == v1::EPILOGUE_UNSPECIFIED ? v1::EPILOGUE_NONE : c.epilogue();
+}
+
+// keep_normed only changes what a quantising epilogue writes.
+bool KeepNormedOf(const v1::CaseResult& c) {
+  return c.keep_normed() && EpilogueOf(c) != v1::EPILOGUE_NONE;
+}
+
+// The FP8 format the case wrote; only the fp8 epilogues have one.
+v1::Fp8Format Fp8FormatOf(const v1::CaseResult& c) {
+  const v1::Epilogue e = EpilogueOf(c);
+  const bool fp8 = e == v1::EPILOGUE_FP8_TOKEN || e == v1::EPILOGUE_FP8_TENSOR;
+  return fp8 ? c.fp8_format() : v1::FP8_FORMAT_UNSPECIFIED;
+}
+
+// (variant, mode, world_size, m, n, dtype, epilogue, keep_normed), unset mode, dtype and epilogue
+// as the server runs them. The fp8 format is matched apart (FormatsMatch): a case that never ran
+// has none to tell.
+using CaseKey = std::tuple<int, int, uint32_t, uint32_t, uint32_t, int, int, bool>;
 
 CaseKey KeyOf(const v1::CaseResult& c) {
   const v1::Mode mode = c.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_EAGER : c.mode();
   const v1::DType dtype = c.dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_BF16 : c.dtype();
-  return {c.variant(), mode, c.world_size(), c.m(), c.n(), dtype};
+  return {c.variant(), mode, c.world_size(), c.m(), c.n(), dtype, EpilogueOf(c), KeepNormedOf(c)};
+}
+
+// e4m3fn and e4m3fnuz codes are different numbers, never one case; a case whose format is unknown
+// (an ERROR or UNSUPPORTED case: no rank wrote any) matches either.
+bool FormatsMatch(v1::Fp8Format a, v1::Fp8Format b) {
+  return a == b || a == v1::FP8_FORMAT_UNSPECIFIED || b == v1::FP8_FORMAT_UNSPECIFIED;
 }
 
 // How bad a status is for a comparison. HANG ranks above ERROR here: a case that errors out
@@ -78,6 +103,8 @@ std::vector<std::string> ErrorGrowth(const v1::CaseResult& a, const v1::CaseResu
       {"mismatches", {a.diff().mismatches(), b.diff().mismatches()}},
       {"max ulp", {a.diff().max_ulp(), b.diff().max_ulp()}},
       {"nan/inf", {a.diff().nan_inf(), b.diff().nan_inf()}},
+      {"code mismatches", {a.quant().code_mismatches(), b.quant().code_mismatches()}},
+      {"scale mismatches", {a.quant().scale_mismatches(), b.quant().scale_mismatches()}},
   };
   for (const auto& [name, values] : counts) {
     if (values.second > values.first) {
@@ -122,6 +149,9 @@ void SetIdentity(const v1::CaseResult& c, v1::CaseComparison* out) {
   out->set_m(c.m());
   out->set_n(c.n());
   out->set_dtype(c.dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_BF16 : c.dtype());
+  out->set_epilogue(EpilogueOf(c));
+  out->set_keep_normed(KeepNormedOf(c));
+  out->set_fp8_format(Fp8FormatOf(c));
 }
 
 std::string StatusChange(const v1::CaseResult& a, const v1::CaseResult& b) {
@@ -142,12 +172,16 @@ Judged JudgeMatched(const v1::CaseResult& a, const v1::CaseResult& b, double thr
   Judged j;
   v1::CaseComparison& out = j.comparison;
   SetIdentity(a, &out);
+  // The format the one that ran wrote, when only one did.
+  if (out.fp8_format() == v1::FP8_FORMAT_UNSPECIFIED) out.set_fp8_format(Fp8FormatOf(b));
   *out.mutable_timing_a() = a.timing();
   *out.mutable_timing_b() = b.timing();
   out.set_status_a(a.status());
   out.set_status_b(b.status());
   *out.mutable_diff_a() = a.diff();
   *out.mutable_diff_b() = b.diff();
+  *out.mutable_quant_a() = a.quant();
+  *out.mutable_quant_b() = b.quant();
   const bool timed = Timed(a) && Timed(b);
   if (timed) out.set_ratio(b.timing().median_us() / a.timing().median_us());
 
@@ -193,6 +227,7 @@ Judged OnlyIn(const v1::CaseResult& c, bool in_a) {
     *out.mutable_timing_a() = c.timing();
     out.set_status_a(c.status());
     *out.mutable_diff_a() = c.diff();
+    *out.mutable_quant_a() = c.quant();
     j.badness = Badness::kMissing;
     j.what = "missing from run b";
   } else {
@@ -201,8 +236,26 @@ Judged OnlyIn(const v1::CaseResult& c, bool in_a) {
     *out.mutable_timing_b() = c.timing();
     out.set_status_b(c.status());
     *out.mutable_diff_b() = c.diff();
+    *out.mutable_quant_b() = c.quant();
   }
   return j;
+}
+
+// Takes the case of `b` that `ca` matches out of `candidates` (the unmatched cases of `b` with its
+// key, in order): the first with the same fp8 format, else the first whose format either does not
+// know. -1 when none.
+int TakeMatch(const v1::CaseResult& ca, const v1::RunResult& b, std::deque<int>& candidates) {
+  const v1::Fp8Format format = Fp8FormatOf(ca);
+  auto match = std::find_if(candidates.begin(), candidates.end(),
+                            [&](int i) { return Fp8FormatOf(b.cases(i)) == format; });
+  if (match == candidates.end()) {
+    match = std::find_if(candidates.begin(), candidates.end(),
+                         [&](int i) { return FormatsMatch(Fp8FormatOf(b.cases(i)), format); });
+  }
+  if (match == candidates.end()) return -1;
+  const int ib = *match;
+  candidates.erase(match);
+  return ib;
 }
 
 // Every case of `a` in order, matched with the next unmatched case of `b` with its key, then the
@@ -213,13 +266,11 @@ std::vector<Judged> JudgeAll(const v1::RunResult& a, const v1::RunResult& b, dou
   std::vector<bool> used(b.cases_size(), false);
   std::vector<Judged> judged;
   for (const v1::CaseResult& ca : a.cases()) {
-    std::deque<int>& candidates = unmatched[KeyOf(ca)];
-    if (candidates.empty()) {
+    const int ib = TakeMatch(ca, b, unmatched[KeyOf(ca)]);
+    if (ib < 0) {
       judged.push_back(OnlyIn(ca, /*in_a=*/true));
       continue;
     }
-    const int ib = candidates.front();
-    candidates.pop_front();
     used[ib] = true;
     judged.push_back(JudgeMatched(ca, b.cases(ib), threshold));
   }
@@ -229,11 +280,19 @@ std::vector<Judged> JudgeAll(const v1::RunResult& a, const v1::RunResult& b, dou
   return judged;
 }
 
-// "lamport graph w=4 m=64 n=7168 bf16"
+// "lamport graph w=4 m=64 n=7168 bf16", then the epilogue when there is one: "... bf16 fp8_token
+// e4m3fn keep_normed".
 std::string CaseLabel(const v1::CaseComparison& c) {
-  return absl::StrCat(common::VariantName(c.variant()), " ", common::ModeName(c.mode()),
-                      " w=", c.world_size(), " m=", c.m(), " n=", c.n(), " ",
-                      common::DTypeName(c.dtype()));
+  std::string label = absl::StrCat(common::VariantName(c.variant()), " ",
+                                   common::ModeName(c.mode()), " w=", c.world_size(), " m=", c.m(),
+                                   " n=", c.n(), " ", common::DTypeName(c.dtype()));
+  if (c.epilogue() == v1::EPILOGUE_NONE || c.epilogue() == v1::EPILOGUE_UNSPECIFIED) return label;
+  absl::StrAppend(&label, " ", common::EpilogueName(c.epilogue()));
+  if (c.fp8_format() != v1::FP8_FORMAT_UNSPECIFIED) {
+    absl::StrAppend(&label, " ", common::Fp8FormatName(c.fp8_format()));
+  }
+  if (c.keep_normed()) absl::StrAppend(&label, " keep_normed");
+  return label;
 }
 
 std::string Summary(const std::vector<Judged>& judged, const v1::CompareResponse& response) {

@@ -18,12 +18,16 @@ inline constexpr double kDefaultCompareThreshold = 0.05;
 // not a positive number means kDefaultCompareThreshold. Fills everything but `baseline`, which only
 // the caller knows.
 //
-// Cases are matched by (variant, mode, world_size, m, n, dtype), with an unset mode or dtype read
-// as the value the server runs (eager, bf16) and `auto` matched as `auto` whatever it dispatched
-// to. Cases of one run that share a key (the same shape under two patterns) are matched in order of
-// appearance. The verdict of a matched case:
+// Cases are matched by (variant, mode, world_size, m, n, dtype, epilogue, keep_normed, fp8_format),
+// with an unset mode, dtype or epilogue read as the value the server runs (eager, bf16, none),
+// keep_normed only next to a quantising epilogue, and `auto` matched as `auto` whatever it
+// dispatched to. The fp8 format is the one the case wrote (fp8 epilogues only): e4m3fn and
+// e4m3fnuz cases never match, and a case that wrote none (it never ran: ERROR, UNSUPPORTED)
+// matches either, preferring the same format. Cases of one run that share a key (the same shape
+// under two patterns) are matched in order of appearance. The verdict of a matched case:
 //   REGRESSION   the status got worse (OK = UNSUPPORTED < WRONG < ERROR < HANG; unset = ERROR),
-//                or, both cases checked (OK or WRONG), mismatches, max ulp or NaN/Inf grew;
+//                or, both cases checked (OK or WRONG), mismatches, max ulp, NaN/Inf, or the
+//                quantised output's code or scale mismatches grew;
 //                or, both timed, median_b / median_a > 1 + threshold and p10_b > p90_a: the
 //                central 80 % of the samples do not overlap, so the run-to-run spread measured
 //                in both runs does not explain the slowdown.

@@ -285,9 +285,7 @@ absl::StatusOr<v1::RunResult> RunExecutor::Execute(const v1::SweepSpec& request,
   absl::StatusOr<OwnerQuota::Slot> slot = quota_.Take(owner);
   if (!slot.ok()) return slot.status();
 
-  const uint64_t count = static_cast<uint64_t>(spec->m_size()) * spec->n_size() *
-                         spec->variants_size() * spec->modes_size();
-  SweepPlan plan = PlanSweep(*spec, next_case_id_.fetch_add(count));
+  SweepPlan plan = PlanSweep(*spec, next_case_id_.fetch_add(SweepCaseCount(*spec)));
   GrowTimeoutsForTimeSlicing(plan, limits_.placement.RanksOnOneDevice(plan.devices),
                              limits_.time_sliced_round_trip_us, kMaxTimeoutMs);
   COLLTEST_RETURN_IF_ERROR(CheckNoOtherUsers(*spec, plan.devices));

@@ -1,6 +1,7 @@
 // Expansion of a validated SweepSpec into the worker cases it stands for. The order (for each n,
-// for each m, for each variant, for each mode) keeps one buffer shape resident as long as possible
-// and puts the variants of one shape next to each other, which is how results are compared.
+// for each m, for each variant, for each mode, for each epilogue) keeps one buffer shape resident
+// as long as possible and puts the variants of one shape next to each other, which is how results
+// are compared; the epilogues of one kernel come innermost, as they change only its last step.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,10 @@ struct SweepPlan {
   std::vector<uint32_t> devices;  // rank i runs on devices[i]
   std::vector<colltest::worker::v1::CaseRequest> cases;
 };
+
+// The number of cases `spec` expands to: m x n x variants x modes x epilogues, an empty modes or
+// epilogues list counted as the one default it stands for.
+uint64_t SweepCaseCount(const colltest::v1::SweepSpec& spec);
 
 // `spec` must be the normalized output of ValidateSpec. Case ids are first_case_id, +1, ...: ids
 // stay unique across runs so that a worker's log line can be traced to one case.

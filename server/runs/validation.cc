@@ -1,6 +1,7 @@
 #include "server/runs/validation.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <set>
 #include <string>
@@ -15,6 +16,7 @@
 #include "common/names.h"
 #include "common/status_macros.h"
 #include "common/text.h"
+#include "server/runs/sweep_plan.h"
 
 namespace colltest::server {
 namespace {
@@ -190,6 +192,69 @@ absl::Status CheckModes(const v1::SweepSpec& spec, v1::SweepSpec& out) {
   return CheckUnique("modes", out.modes());
 }
 
+// Distinct and named: an UNSPECIFIED in a list would run `none` twice under two spellings.
+absl::Status CheckEpilogues(const v1::SweepSpec& spec, v1::SweepSpec& out) {
+  for (int i = 0; i < spec.epilogues_size(); ++i) {
+    const int e = spec.epilogues(i);
+    if (e == v1::EPILOGUE_UNSPECIFIED || !v1::Epilogue_IsValid(e)) {
+      return Invalid(
+          absl::StrCat("epilogues[", i, "] = ", e, Unknown("epilogue", common::EpilogueNames())));
+    }
+  }
+  COLLTEST_RETURN_IF_ERROR(CheckUnique("epilogues", spec.epilogues()));
+  if (out.epilogues_size() == 0) out.add_epilogues(v1::EPILOGUE_NONE);
+  return absl::OkStatus();
+}
+
+// The shortest text that reads back as `value`: a scale just past 2^64 must not print as 2^64.
+std::string ExactFloat(float value) {
+  char text[32];
+  const std::to_chars_result end = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, end.ptr);
+}
+
+// A static scale of the quantising epilogues: 0 for `fallback`, else positive, finite and at most
+// 2^64 (far past any useful scale: the bound catches a typo, not a choice). Written this way round
+// so that NaN fails too.
+absl::Status CheckScale(absl::string_view field, float value, float fallback,
+                        absl::string_view fallback_text, float& out) {
+  constexpr float kMaxScale = 0x1p64f;
+  if (value == 0.0f) {
+    out = fallback;
+    return absl::OkStatus();
+  }
+  if (!(value > 0.0f && value <= kMaxScale)) {
+    return Invalid(absl::StrCat(field, " = ", ExactFloat(value),
+                                ": must be > 0, finite and <= 2^64 (or 0 for ", fallback_text,
+                                ")"));
+  }
+  return absl::OkStatus();
+}
+
+// The settings of the quantising epilogues: checked whatever the epilogues, so that a spec is
+// valid or not on its own, and stored resolved, so that a stored run says which scales it used.
+absl::Status CheckQuantSettings(const v1::SweepSpec& spec, v1::SweepSpec& out) {
+  Problems problems;
+  if (!v1::Fp8Format_IsValid(spec.fp8_format())) {
+    problems.Add(Invalid(absl::StrCat("fp8_format = ", spec.fp8_format(),
+                                      Unknown("fp8 format", common::Fp8FormatNames()))));
+  }
+  if (!v1::QuantTolerance_IsValid(spec.quant_tolerance())) {
+    problems.Add(Invalid(absl::StrCat("quant_tolerance = ", spec.quant_tolerance(),
+                                      Unknown("quant tolerance", common::QuantToleranceNames()))));
+  } else if (spec.quant_tolerance() == v1::QUANT_TOLERANCE_UNSPECIFIED) {
+    out.set_quant_tolerance(v1::QUANT_TOLERANCE_STRICT);
+  }
+  float fp8_scale = spec.fp8_scale();
+  float global_scale = spec.nvfp4_global_scale();
+  problems.Add(CheckScale("fp8_scale", spec.fp8_scale(), kDefaultFp8Scale, "1/32", fp8_scale));
+  problems.Add(CheckScale("nvfp4_global_scale", spec.nvfp4_global_scale(), kDefaultNvfp4GlobalScale,
+                          "256", global_scale));
+  out.set_fp8_scale(fp8_scale);
+  out.set_nvfp4_global_scale(global_scale);
+  return problems.status();
+}
+
 absl::Status CheckDType(const v1::SweepSpec& spec, v1::SweepSpec& out) {
   if (!v1::DType_IsValid(spec.dtype())) {
     return Invalid(absl::StrCat("dtype = ", spec.dtype(), Unknown("dtype", common::DTypeNames())));
@@ -253,12 +318,12 @@ absl::Status CheckCounts(const v1::SweepSpec& spec, v1::SweepSpec& out) {
 }
 
 absl::Status CheckCaseCount(const v1::SweepSpec& out) {
-  const uint64_t cases =
-      static_cast<uint64_t>(out.m_size()) * out.n_size() * out.variants_size() * out.modes_size();
+  const uint64_t cases = SweepCaseCount(out);
   if (cases > kMaxCases) {
     return Invalid(absl::StrCat("cases = ", cases, " (", out.m_size(), " m x ", out.n_size(),
                                 " n x ", out.variants_size(), " variants x ", out.modes_size(),
-                                " modes): must be <= ", kMaxCases, " (split the sweep)"));
+                                " modes x ", out.epilogues_size(),
+                                " epilogues): must be <= ", kMaxCases, " (split the sweep)"));
   }
   return absl::OkStatus();
 }
@@ -277,9 +342,11 @@ absl::StatusOr<v1::SweepSpec> ValidateSpec(const v1::SweepSpec& spec, const Serv
   const bool shapes = rows && hidden && problems.Add(CheckCaseBytes(out, limits));
   const bool variants = problems.Add(CheckVariants(spec));
   const bool modes = problems.Add(CheckModes(spec, out));
+  const bool epilogues = problems.Add(CheckEpilogues(spec, out));
+  problems.Add(CheckQuantSettings(spec, out));
   problems.Add(CheckCounts(spec, out));
   // The count needs every list it multiplies to be right.
-  if (shapes && variants && modes) problems.Add(CheckCaseCount(out));
+  if (shapes && variants && modes && epilogues) problems.Add(CheckCaseCount(out));
   // One line of printable text: it is logged and shown to every client that lists the runs.
   problems.Add(common::CheckLabel("spec.label", spec.label()));
   // Fault ranks are checked against the resolved world.

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "colltest/v1/colltest.pb.h"
-#include "common/defaults.h"  // kDefaultCaseTimeoutMs, kDefaultMaxCaseBytes
+#include "common/defaults.h"  // kDefaultCaseTimeoutMs, kDefaultMaxCaseBytes, the quant scales
 #include "common/text.h"
 #include "server/devices/device_placement.h"
 
@@ -24,7 +24,7 @@ inline constexpr uint32_t kMaxIters = 100000;
 inline constexpr uint32_t kMaxWarmup = 10000;
 inline constexpr uint32_t kMaxStressCalls = 100000;
 inline constexpr uint32_t kMaxTimeoutMs = 600000;
-inline constexpr uint32_t kMaxCases = 4096;  // expanded m x n x variants x modes
+inline constexpr uint32_t kMaxCases = 4096;  // expanded m x n x variants x modes x epilogues
 inline constexpr uint32_t kMaxGridBlocks = 1024;
 // A timing probe of the consumer's re-arm store needs a few repeats to show their cost; every
 // repeat is one more store per pack per call, so 2^32 of them turn any case into a HANG that tears
@@ -57,7 +57,9 @@ struct ServerLimits {
 // Checks `spec` and returns a normalized copy (or every problem found; a check that needs an
 // earlier one to pass, such as n's pack size that needs a known dtype, is skipped when it failed):
 // world_size and devices filled in explicitly, UNSPECIFIED enums replaced by their defaults (bf16,
-// normal, strict, eager), and zero warmup, iters, timeout_ms and eps replaced by the defaults. The
+// normal, strict, eager; quant_tolerance strict; fp8_format stays UNSPECIFIED: the device's, which
+// only the worker knows), no epilogues by [none], and zero warmup, iters, timeout_ms, eps,
+// fp8_scale and nvfp4_global_scale replaced by the defaults (common/defaults.h for the scales). The
 // normalized spec is what is run and what the history keeps, so a stored run says exactly what was
 // measured.
 absl::StatusOr<colltest::v1::SweepSpec> ValidateSpec(const colltest::v1::SweepSpec& spec,

@@ -25,6 +25,13 @@ v1::CaseResult Header(uint32_t index, absl::Span<const uint32_t> devices,
   c.set_pattern(request.pattern());
   c.set_residual(request.residual());
   c.set_stress_calls(request.stress_calls());
+  const v1::Epilogue epilogue =
+      request.epilogue() == v1::EPILOGUE_UNSPECIFIED ? v1::EPILOGUE_NONE : request.epilogue();
+  c.set_epilogue(epilogue);
+  // keep_normed only means something next to a quantising epilogue: without one `out` is always
+  // written, and a case of a keep_normed sweep would otherwise not match the same case without it.
+  c.set_keep_normed(request.keep_normed() && epilogue != v1::EPILOGUE_NONE);
+  c.mutable_quant()->set_first_bad_call(-1);
   // `auto` picks its variant inside the worker, which does not report it back per case yet.
   if (request.variant() != v1::VARIANT_AUTO) c.set_resolved_variant(request.variant());
   return c;
@@ -79,6 +86,54 @@ void MergeDiff(absl::Span<const v1::RankResult> ranks, v1::DiffStats& d) {
   }
 }
 
+// Whether a rank reported a bad quantised row. Its first_bad_call alone does not tell: a rank
+// without a quantising epilogue leaves the stats unset, and an unset call reads 0.
+bool HasBadQuantRow(const v1::QuantDiffStats& q) {
+  return q.code_mismatches() > 0 || q.scale_mismatches() > 0 || !q.first_bad().empty() ||
+         q.rule() != v1::QUANT_RULE_UNSPECIFIED;
+}
+
+// The rank whose quantised output went wrong first: the earliest first_bad_call, ties to the lowest
+// rank; a bad rank that gives no call only when none gives one. Null when no rank went wrong.
+const v1::RankResult* FirstBadQuantRank(absl::Span<const v1::RankResult> ranks) {
+  const v1::RankResult* first = nullptr;
+  const v1::RankResult* without_call = nullptr;
+  for (const v1::RankResult& r : ranks) {
+    if (!HasBadQuantRow(r.quant())) continue;
+    const int64_t call = r.quant().first_bad_call();
+    if (call < 0) {
+      if (without_call == nullptr) without_call = &r;
+    } else if (first == nullptr || call < first->quant().first_bad_call()) {
+      first = &r;
+    }
+  }
+  return first != nullptr ? first : without_call;
+}
+
+// Counts add up over the ranks, errors and distances take the worst rank's; the first bad row,
+// its call and the rule it breaks come from the rank that went wrong first.
+void MergeQuant(absl::Span<const v1::RankResult> ranks, v1::QuantDiffStats& q) {
+  q.set_first_bad_call(-1);
+  for (const v1::RankResult& r : ranks) {
+    const v1::QuantDiffStats& rq = r.quant();
+    q.set_checked_codes(q.checked_codes() + rq.checked_codes());
+    q.set_code_mismatches(q.code_mismatches() + rq.code_mismatches());
+    q.set_tolerated(q.tolerated() + rq.tolerated());
+    q.set_nan_codes(q.nan_codes() + rq.nan_codes());
+    q.set_checked_scales(q.checked_scales() + rq.checked_scales());
+    q.set_scale_mismatches(q.scale_mismatches() + rq.scale_mismatches());
+    q.set_max_code_distance(std::max(q.max_code_distance(), rq.max_code_distance()));
+    q.set_max_scale_rel_err(std::max(q.max_scale_rel_err(), rq.max_scale_rel_err()));
+    q.set_max_dequant_err(std::max(q.max_dequant_err(), rq.max_dequant_err()));
+    q.set_expected_dequant_err(std::max(q.expected_dequant_err(), rq.expected_dequant_err()));
+  }
+  if (const v1::RankResult* first = FirstBadQuantRank(ranks)) {
+    q.set_first_bad(first->quant().first_bad());
+    q.set_first_bad_call(first->quant().first_bad_call());
+    q.set_rule(first->quant().rule());
+  }
+}
+
 }  // namespace
 
 v1::CaseResult MergeCase(uint32_t index, absl::Span<const uint32_t> devices,
@@ -92,6 +147,10 @@ v1::CaseResult MergeCase(uint32_t index, absl::Span<const uint32_t> devices,
 
   MergeTiming(ranks, *c.mutable_timing());
   MergeDiff(ranks, *c.mutable_diff());
+  MergeQuant(ranks, *c.mutable_quant());
+  // What the worker wrote, which for an unset format only the worker knows; every rank of a group
+  // runs on the same kind of device.
+  if (!ranks.empty()) c.set_fp8_format(ranks.front().fp8_format());
 
   const double median_s = c.timing().median_us() * 1e-6;
   if (median_s > 0) {

@@ -1,5 +1,5 @@
 // Merging the W per-rank replies of one case into the case's result: the slowest rank sets the
-// time, the diff statistics add up. The status, the culprit and the message come from
+// time, the diff and quant statistics add up. The status, the culprit and the message come from
 // server/workers/verdict.h (included here, as every user of a merged case reads its verdict too).
 #pragma once
 

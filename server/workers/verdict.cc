@@ -179,6 +179,24 @@ HangClaims CollectClaims(absl::Span<const v1::RankResult> ranks) {
   return claims;
 }
 
+// A WRONG rank's text (its first bad quantised row when it sent none) with the quantisation rule
+// its codes or scales break, when they are what failed: the rule says where to look (a scale, the
+// other fp8 format, saturation, rounding) before anyone reads a code. Left as it is when the text
+// already names the rule.
+std::string WithQuantRule(const v1::RankResult& r, std::string text) {
+  const v1::QuantDiffStats& q = r.quant();
+  const bool quant_failed = q.code_mismatches() > 0 || q.scale_mismatches() > 0;
+  if (!quant_failed || q.rule() == v1::QUANT_RULE_UNSPECIFIED) return text;
+  if (text.empty()) text = q.first_bad();
+  const absl::string_view rule = common::QuantRuleName(q.rule());
+  // The worker's own wording ("breaks the rounding rule"), or this one.
+  const std::string named = absl::StrCat("(quant rule: ", rule, ")");
+  if (absl::StrContains(text, absl::StrCat(rule, " rule")) || absl::StrContains(text, named)) {
+    return text;
+  }
+  return absl::StrCat(text, text.empty() ? "" : " ", named);
+}
+
 // The message of the lowest rank with the worst status (preferring the rank that failed over
 // those aborted because of it), and which other ranks share the status.
 std::string WorstRankMessage(absl::Span<const v1::RankResult> ranks, v1::CaseStatus worst) {
@@ -193,6 +211,7 @@ std::string WorstRankMessage(absl::Span<const v1::RankResult> ranks, v1::CaseSta
     if (r.status() == worst && &r != first) others.push_back(r.rank());
   }
   std::string text = first->message();
+  if (worst == v1::CASE_STATUS_WRONG) text = WithQuantRule(*first, std::move(text));
   if (text.empty() && worst == v1::CASE_STATUS_WRONG) text = first->diff().first_bad();
   if (text.empty()) text = std::string(common::CaseStatusName(worst));
   std::string message = Attributed(first->rank(), text);

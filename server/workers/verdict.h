@@ -58,7 +58,8 @@ struct CaseDecision {
 
 // The case's status and message from its ranks' results (rank order, every rank present): the
 // worst rank decides; a hang is one verdict naming the rank the others waited for; a hang whose
-// every waiter waited for a rank that answered WRONG is WRONG.
+// every waiter waited for a rank that answered WRONG is WRONG; a WRONG that a quantising epilogue's
+// codes or scales made names the rule they break ("... (quant rule: rounding)").
 CaseDecision CaseVerdict(absl::Span<const colltest::v1::RankResult> ranks);
 
 // A case the worker pool could not run at all (`error`: the group did not start or failed its

@@ -35,6 +35,8 @@ M_VALUES = [1, 4, 16, 64]
 N_LIST = '1024'
 WORLD = 2
 CASES = len(VARIANTS) * len(M_VALUES)
+# The sweep's one epilogue, ticked instead of none: every case quantises its output.
+EPILOGUE = 'fp8_token'
 # Lists the server's grammar refuses; the message names the field and the limit.
 BAD_M = '1:100000:+1'
 BAD_M_MESSAGE = "m: more than 4096 values (range '1:100000:+1'), the limit is 4096"
@@ -290,6 +292,9 @@ def fill_and_submit(browser, label, m_list=M_LIST, n_list=N_LIST):
       for (const v of want) if (!offered.includes(v)) return 'variant ' + v + ' not offered: ' + offered.join(',');
       for (const b of boxes) b.checked = want.has(b.parentElement.textContent.trim());
       for (const b of document.querySelectorAll('#f-modes input[type=checkbox]')) b.checked = b.value === 'MODE_EAGER';
+      const epilogues = [...document.querySelectorAll('#f-epilogues input[type=checkbox]')];
+      if (!epilogues.some((b) => b.parentElement.textContent.trim() === %s)) return 'epilogue ' + %s + ' not offered';
+      for (const b of epilogues) b.checked = b.parentElement.textContent.trim() === %s;
       set('f-world', '%d');
       set('f-m', %s);
       set('f-n', %s);
@@ -298,7 +303,8 @@ def fill_and_submit(browser, label, m_list=M_LIST, n_list=N_LIST):
       set('f-label', %s);
       document.getElementById('sweep-submit').click();
       return '';
-    })()''' % (json.dumps(VARIANTS), WORLD, json.dumps(m_list), json.dumps(n_list), json.dumps(label))
+    })()''' % (json.dumps(VARIANTS), json.dumps(EPILOGUE), json.dumps(EPILOGUE), json.dumps(EPILOGUE),
+           WORLD, json.dumps(m_list), json.dumps(n_list), json.dumps(label))
     problem = browser.eval(script)
     if problem:
         raise TestFailure(problem)
@@ -390,6 +396,21 @@ def server_message(url, body):
         return json.loads(e.read())['message']
 
 
+def check_epilogue(url, run_id):
+    """The form sent the ticked epilogue: the run's spec has it, and every case quantised with it
+    and compared its codes."""
+    with urllib.request.urlopen(f'{url}api/v1/runs/{run_id}', timeout=10) as reply:
+        run = json.loads(reply.read())
+    want = 'EPILOGUE_' + EPILOGUE.upper()
+    if run['spec'].get('epilogues') != [want]:
+        raise TestFailure(f'the run\'s spec has epilogues {run["spec"].get("epilogues")}, expected [{want}]')
+    unchecked = [(c.get('variant'), c.get('m')) for c in run['cases']
+                 if c.get('epilogue') != want or int(c.get('quant', {}).get('checked_codes', 0)) == 0]
+    if unchecked:
+        raise TestFailure(f'cases without {want} or without compared codes: {unchecked}')
+    log(f'every case ran epilogue {EPILOGUE} and compared its codes')
+
+
 def check_refused_lists(browser, url, label):
     """Lists the server's grammar refuses: each field shows the server's own message next to it,
     naming the field, the error box stays hidden and no run starts."""
@@ -469,6 +490,7 @@ def run_test(args, websocket_module, work):
         run_id = browser.eval("document.getElementById('run-id').textContent")
         log(f'run {run_id} DONE ({time.monotonic() - t0:.1f} s)')
         check_results(browser)
+        check_epilogue(url, run_id)
         seen = browser.eval('window.__progress')
         live_rows = sorted({rows for state, rows in seen if state == 'RUNNING' and rows > 0})
         if not live_rows:

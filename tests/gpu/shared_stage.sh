@@ -36,6 +36,8 @@ shared_deadline=$((shared_budget_s - 20))
 shared_subset_filter="${SHARED_SUBSET_FILTER:-Matrix/GpuMatrixTest.*/DTYPE_BF16_PATTERN_INTEGERS:\
 Nccl/GpuNcclTest.*/DTYPE_BF16_PATTERN_INTEGERS:Lamport/GpuStressTest.*:GpuFaultTest.*}"
 shared_parts="$out/shared_parts.txt"
+# The parts to run, in order (SHARED_PARTS); each within what is left of the budget.
+shared_part_list="${SHARED_PARTS:-smoke gpu_w2 health cancel sigterm bench gpu_w4 gpu_w8 neighbour quant}"
 shared_part=
 shared_reported=0
 
@@ -203,6 +205,7 @@ shared_report() {
     [ -f "$out/fault_matrix_w$w.json" ] && python3 tests/gpu/shared_tables.py faults \
       "$out/fault_matrix_w$w.json"
   done
+  compgen -G "$out/quant_w*.json" >/dev/null && python3 tests/gpu/shared_tables.py quant "$out"
   echo
   echo "shared stage parts (budget ${shared_budget_s} s, ${SECONDS} s elapsed):"
   cat "$shared_parts"
@@ -211,6 +214,53 @@ shared_report() {
     return 1
   fi
   echo "shared stage: PASS"
+}
+
+# The quantising epilogues (docs/quantisation.md) through colltestd: every fused variant with each
+# of fp8_token, fp8_tensor and nvfp4, eager and graph, strict, at W = 2 (bf16 with and without
+# keep_normed, fp16, fp32), 4 and 8 (bf16, fp32); n = 7176 ends every row in a short nvfp4 block.
+# Then each planted bug (the quant_* faults) must be WRONG naming its rule.
+part_quant() {
+  start_daemon quant --ranks-per-gpu "$shared_rpg" --allow-fault-injection
+  local rc=0 w dtype keep runs=() run left
+  for w in 2 4 8; do
+    for dtype in bf16 fp16 fp32; do
+      [ "$w" -gt 2 ] && [ "$dtype" = fp16 ] && continue
+      for keep in "" keep; do
+        [ -n "$keep" ] && { [ "$w" -gt 2 ] || [ "$dtype" != bf16 ]; } && continue
+        runs+=("$w:$dtype:$keep")
+      done
+    done
+  done
+  for run in "${runs[@]}"; do
+    IFS=: read -r w dtype keep <<<"$run"
+    left=$((part_timeout - (SECONDS - part_t0) - 60))
+    [ "$left" -lt 10 ] && { echo "quant: no time left for $run"; rc=1; break; }
+    timeout -k 5 "$left" "$bin/colltest" --server "$addr" run --world "$w" \
+      --devices "$(seq -s, 0 $((w - 1)))" --n 7176 --m 1,64 --dtype "$dtype" \
+      --variants "$(IFS=,; echo "${shared_fused[*]}")" --epilogue fp8_token,fp8_tensor,nvfp4 \
+      ${keep:+--keep-normed} --modes eager,graph --warmup 1 --iters 3 --timeout 5s \
+      --format json --out "$out/quant_w${w}_${dtype}${keep:+_keep}.json" >/dev/null \
+      2>"$out/quant_w${w}_${dtype}${keep:+_keep}.err" || rc=1
+  done
+  local fault epilogues saturating
+  for fault in quant_amax_before_last_rank:fp8_token quant_truncate:fp8_token,fp8_tensor,nvfp4 \
+    quant_no_saturation:fp8_tensor quant_swap_format:fp8_token,fp8_tensor \
+    quant_block_offset:nvfp4; do
+    epilogues=${fault#*:}
+    fault=${fault%%:*}
+    # Normal inputs stay far inside fp8_tensor's default range: a tiny scale makes them saturate.
+    saturating=$([ "$fault" = quant_no_saturation ] && echo 1)
+    timeout -k 5 60 "$bin/colltest" --server "$addr" run --world 2 --devices 0,1 --n 7176 \
+      --m 64 --dtype bf16 --variants one_stage,lamport_tb --epilogue "$epilogues" \
+      ${saturating:+--fp8-scale 0.002} --fault "$fault" --warmup 1 --iters 3 --timeout 5s \
+      --format json \
+      --out "$out/quant_break_$fault.json" >/dev/null 2>"$out/quant_break_$fault.err"
+  done
+  stop_daemon
+  python3 tests/gpu/shared_tables.py quant "$out" || rc=1
+  part_note=$(python3 tests/gpu/shared_tables.py quant "$out" | tail -n 1)
+  return $rc
 }
 
 # Whatever ends the stage (a colltestd that did not start, a signal, the end): the part cut short
@@ -240,15 +290,22 @@ shared_stage() {
   else
     shared_record mps FAIL $((SECONDS - mps_t0)) "$(tail -n 1 "$out/part_mps.log")"
   fi
-  run_part smoke 60 15 part_smoke
-  run_part gpu_w2 200 60 part_gpu_test 2 "${SHARED_W2_FILTER:-}"
-  run_part health 50 15 part_health
-  run_part cancel 50 15 part_cancel
-  run_part sigterm 45 25 part_sigterm
-  run_part bench 50 15 part_bench
-  run_part gpu_w4 120 40 part_gpu_test 4 "$shared_subset_filter"
-  run_part gpu_w8 140 40 part_gpu_test 8 "$shared_subset_filter"
-  run_part neighbour 170 60 part_neighbour
+  local part
+  for part in $shared_part_list; do
+    case "$part" in
+      smoke) run_part smoke 60 15 part_smoke ;;
+      gpu_w2) run_part gpu_w2 200 60 part_gpu_test 2 "${SHARED_W2_FILTER:-}" ;;
+      health) run_part health 50 15 part_health ;;
+      cancel) run_part cancel 50 15 part_cancel ;;
+      sigterm) run_part sigterm 45 25 part_sigterm ;;
+      bench) run_part bench 50 15 part_bench ;;
+      gpu_w4) run_part gpu_w4 120 40 part_gpu_test 4 "$shared_subset_filter" ;;
+      gpu_w8) run_part gpu_w8 140 40 part_gpu_test 8 "$shared_subset_filter" ;;
+      neighbour) run_part neighbour 170 60 part_neighbour ;;
+      quant) run_part quant 300 90 part_quant ;;
+      *) shared_record "$part" FAIL 0 "unknown part (SHARED_PARTS)" ;;
+    esac
+  done
   python3 bench/render_results.py "$out" >"$out/tables.md" 2>"$out/render.err"
   shared_report
 }

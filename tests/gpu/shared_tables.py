@@ -2,6 +2,7 @@
 """Short tables and verdicts of the shared stage (tests/gpu/shared_stage.sh), from its JSON only.
 
 Usage: shared_tables.py smoke SMOKE.json | bench DIR | faults FAULT_MATRIX.json | gtest GTEST.json
+       | quant DIR
 Each prints a short table (or one line) and exits 1 when what it read failed its check (or is
 missing), so that the stage's PASS/FAIL comes from the same reading as the table.
 """
@@ -168,8 +169,75 @@ def gtest(path):
     return 1 if failed else 0
 
 
+# The rule each planted quantisation bug must be named by (tests/unit/worker/
+# cpu_quant_breaks_test.cc holds the same on the cpu backend); None: WRONG is enough.
+QUANT_BREAK_RULES = {
+    "quant_amax_before_last_rank": "scale",
+    "quant_truncate": "rounding",
+    "quant_no_saturation": "saturation",
+    "quant_swap_format": "format",
+    "quant_block_offset": None,
+}
+
+
+def quant_run_problems(name, cases):
+    """Every case of a quantising run must be OK with every code and scale compared and exact."""
+    bad = []
+    if not cases:
+        bad.append(f"{name}: no cases")
+    for c in cases:
+        q = c.get("quant", {})
+        what = f'{name} {c["variant"]} {c["mode"]} m={c["m"]} {c.get("epilogue")}'
+        if c["status"] != "OK":
+            bad.append(f'{what}: {c["status"]} "{c.get("message", "")[:100]}"')
+        elif q.get("checked_codes", 0) == 0 or q.get("code_mismatches") or q.get("scale_mismatches"):
+            bad.append(f"{what}: quant {q}")
+    return bad
+
+
+def quant_break_problems(fault, cases):
+    """Every case of a planted bug must be WRONG, naming its rule where the rule is told."""
+    want = QUANT_BREAK_RULES[fault]
+    bad = [] if cases else [f"{fault}: no cases"]
+    for c in cases:
+        rule = c.get("quant", {}).get("rule")
+        what = f'{fault} {c["variant"]} {c.get("epilogue")}'
+        if c["status"] != "WRONG" or (want is not None and rule != want):
+            bad.append(f'{what}: {c["status"]}, rule {rule} (want WRONG, {want or "any rule"})')
+    return bad
+
+
+def quant(directory):
+    runs = sorted(f for f in os.listdir(directory) if re.match(r"quant_w\d+_.*\.json$", f))
+    breaks = sorted(f for f in os.listdir(directory) if re.match(r"quant_break_.*\.json$", f))
+    bad, total = [], 0
+    print("\nquantising epilogues, strict, ranks on slots of one GPU: run, OK of cases")
+    for f in runs:
+        run = load(os.path.join(directory, f))
+        cases = [] if run is None else run.get("cases", [])
+        problems = quant_run_problems(f[:-5], cases)
+        total += len(cases)
+        print(f"  {f[:-5]:<22} {len(cases) - len(problems):>4} of {len(cases)} OK")
+        bad += problems
+    print("planted bugs: fault, cases WRONG, rules named")
+    for fault in QUANT_BREAK_RULES:
+        f = f"quant_break_{fault}.json"
+        run = load(os.path.join(directory, f)) if f in breaks else None
+        cases = [] if run is None else run.get("cases", [])
+        problems = quant_break_problems(fault, cases)
+        rules = sorted({c.get("quant", {}).get("rule", "?") for c in cases})
+        print(f"  {fault:<28} {sum(c['status'] == 'WRONG' for c in cases)} of {len(cases)} WRONG,"
+              f" rules {','.join(rules)}")
+        bad += problems
+    for b in bad[:12]:
+        print(f"  NOT AS EXPECTED: {b}")
+    print(f"quant: {total} cases in {len(runs)} runs, {len(breaks)} planted bugs, "
+          f"{len(bad)} not as expected")
+    return 1 if bad or not runs else 0
+
+
 if __name__ == "__main__":
-    commands = {"smoke": smoke, "bench": bench, "faults": faults, "gtest": gtest}
+    commands = {"smoke": smoke, "bench": bench, "faults": faults, "gtest": gtest, "quant": quant}
     if len(sys.argv) != 3 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     sys.exit(commands[sys.argv[1]](sys.argv[2]))

@@ -4,6 +4,7 @@ allowed): the API, `python3 -m colltest_client` (its table and exit codes) and t
     client_test.py --colltestd PATH --example PATH   (colltest_client on PYTHONPATH)"""
 
 import argparse
+import io
 import os
 import shutil
 import socket
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 import colltest_client
 
@@ -173,6 +175,45 @@ class ClientTest(unittest.TestCase):
             result = self.cli(*args)
             self.assert_exit(result, 3)
             self.assertIn("colltest_client", result.stderr)
+
+
+class SweepFlagsTest(unittest.TestCase):
+    """The sweep flags into a SweepSpec, without a server."""
+
+    def spec(self, *flags):
+        from colltest_client import cli
+        args = cli.build_parser().parse_args(["sweep", "--m", "1", "--n", "64", *flags])
+        return cli.sweep_spec_from_args(args)
+
+    def test_epilogue_flags_map_to_the_spec(self):
+        pb2 = colltest_client.pb2
+        spec = self.spec("--variants", "lamport", "--epilogue", "fp8_token,nvfp4", "--keep-normed",
+                         "--fp8-format", "e4m3fnuz", "--fp8-scale", "0.0625",
+                         "--nvfp4-global-scale", "512", "--quant-tolerance", "ulp",
+                         "--pattern", "quant_ties")
+        self.assertEqual(list(spec.epilogues), [pb2.EPILOGUE_FP8_TOKEN, pb2.EPILOGUE_NVFP4])
+        self.assertTrue(spec.keep_normed)
+        self.assertEqual(spec.fp8_format, pb2.FP8_FORMAT_E4M3FNUZ)
+        self.assertEqual((spec.fp8_scale, spec.nvfp4_global_scale), (0.0625, 512.0))
+        self.assertEqual(spec.quant_tolerance, pb2.QUANT_TOLERANCE_ULP)
+        self.assertEqual(spec.pattern, pb2.PATTERN_QUANT_TIES)
+        every = self.spec("--variants", "lamport", "--epilogue", "all")
+        self.assertEqual(list(every.epilogues), [pb2.EPILOGUE_NONE, pb2.EPILOGUE_FP8_TOKEN,
+                                                 pb2.EPILOGUE_FP8_TENSOR, pb2.EPILOGUE_NVFP4])
+        plain = self.spec("--variants", "lamport")
+        self.assertEqual((list(plain.epilogues), plain.keep_normed, plain.fp8_scale), ([], False, 0))
+
+    def test_a_scale_of_0_is_refused_not_read_as_the_default(self):
+        from colltest_client import cli
+        for flag in ("--fp8-scale", "--nvfp4-global-scale"):
+            for value in ("0", "-1", "nan", "1e30"):
+                with self.assertRaises(SystemExit) as raised, \
+                        unittest.mock.patch("sys.stderr", new_callable=io.StringIO) as err:
+                    cli.build_parser().parse_args(["sweep", "--m", "1", "--n", "64",
+                                                   "--variants", "lamport", flag, value])
+                self.assertEqual(raised.exception.code, 3)
+                self.assertIn(flag, err.getvalue())
+                self.assertIn("at most 2^64", err.getvalue())
 
 
 class TableTest(unittest.TestCase):

@@ -93,6 +93,7 @@ void DiffChecker::CompareRows(int64_t call, uint32_t m, uint32_t n, const float*
               want_residual_out[i]);
     }
   }
+  if (got_out == nullptr) return;
   i = 0;
   for (uint32_t row = 0; row < m; ++row) {
     ReportProgress(progress);

@@ -32,7 +32,8 @@ class DiffChecker {
   // Compares one element of call `call`.
   void Compare(OutputTensor which, int64_t call, uint32_t row, uint32_t col, float got, float want);
   // Compares m * n elements of both outputs against a reference laid out the same way, calling
-  // `progress` once per row of each output.
+  // `progress` once per row of each output. `got_out` null: the kernel did not write out (a
+  // quantising epilogue without keep_normed), so only residual_out is compared.
   void CompareRows(int64_t call, uint32_t m, uint32_t n, const float* got_residual_out,
                    const float* got_out, const float* want_residual_out, const float* want_out,
                    Progress progress = nullptr);

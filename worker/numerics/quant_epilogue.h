@@ -53,6 +53,12 @@ COLLTEST_HD float Fp8TensorScaled(float y, float inverse) { return y * inverse; 
 // TensorRT-LLM's older form computes `out` with two rcp.approx.ftz, which is not reproducible
 // bit for bit; FlashInfer's exact division is.
 constexpr uint32_t kNvfp4BlockElems = 16;
+// What one row of n elements stores: packed E2M1 codes (two a byte) and block scales (the last
+// block may be short).
+COLLTEST_HD uint32_t Nvfp4RowBytes(uint32_t n) { return (n + 1) / 2; }
+COLLTEST_HD uint32_t Nvfp4RowBlocks(uint32_t n) {
+  return (n + kNvfp4BlockElems - 1) / kNvfp4BlockElems;
+}
 constexpr float kNvfp4GlobalNumerator = 448.0f * 6.0f;
 constexpr float kReciprocalOf6 = 1.0f / 6.0f;
 

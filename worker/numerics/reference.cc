@@ -30,12 +30,12 @@ ReferenceRows ComputeReference(const CaseShape& shape, uint64_t call, Progress p
     // Start from rank 0's value rather than from +0.0, because +0.0 + -0.0 is +0.0: an element
     // that is -0.0 on every rank must sum to -0.0.
     if (shape.world > 0) {
-      InputRow(shape.pattern, t, shape.seed, call, 0, row, n, acc);
+      InputRow(shape.pattern, t, shape.seed, call, shape.world, 0, row, n, acc);
     } else {
       for (uint32_t c = 0; c < n; ++c) acc[c] = 0.0f;
     }
     for (uint32_t r = 1; r < shape.world; ++r) {
-      InputRow(shape.pattern, t, shape.seed, call, r, row, n, scratch.data());
+      InputRow(shape.pattern, t, shape.seed, call, shape.world, r, row, n, scratch.data());
       for (uint32_t c = 0; c < n; ++c) acc[c] += scratch[c];
     }
     for (uint32_t c = 0; c < n; ++c) acc[c] = RoundTo(t, acc[c]);

@@ -530,8 +530,9 @@ TEST(ParseFaultFlagTest, SaysWhatTheServerSays) {
   EXPECT_EQ(cli.message(),
             "--fault: 'crash_rank:0:extra': crash_rank takes 1 argument (crash_rank:R), got 2 "
             "(expected one of missing_rank:R, delay_rank:R:US, skip_rearm, poison_staging, "
-            "skip_canonicalize, crash_rank:R, hang_end_sync:R, stall_rank:R; R a rank (0 or more), "
-            "US microseconds in 0..60000000)");
+            "skip_canonicalize, crash_rank:R, hang_end_sync:R, stall_rank:R, "
+            "quant_amax_before_last_rank, quant_truncate, quant_no_saturation, quant_swap_format, "
+            "quant_block_offset; R a rank (0 or more), US microseconds in 0..60000000)");
 }
 
 TEST(ParseUint32ListFlagTest, TakesSuffixesAndRanges) {

@@ -140,15 +140,18 @@ TEST(FormatCompareCsvTest, OneRowPerCaseQuotedWhereNeeded) {
   ASSERT_EQ(lines.size(), 7u);
   EXPECT_EQ(lines[0],
             "run_a,run_b,variant,mode,world,m,n,dtype,verdict,status_a,status_b,median_a_us,"
-            "median_b_us,p10_a_us,p90_a_us,p10_b_us,p90_b_us,ratio,reason");
+            "median_b_us,p10_a_us,p90_a_us,p10_b_us,p90_b_us,ratio,reason,epilogue,keep_normed,"
+            "fp8_format");
   EXPECT_THAT(lines[1], StartsWith("r-base,r-42,lamport,graph,4,64,7168,bf16,REGRESSION,OK,OK,12.1,"
                                    "14,11.9,12.4,13.8,14.3,1.157"));
   EXPECT_THAT(lines[4], HasSubstr(",REGRESSION,OK,WRONG,"));
   EXPECT_THAT(lines[4], HasSubstr(",\"status OK -> WRONG, mismatches 0 -> 12\""));
   EXPECT_EQ(lines[5],
-            "r-base,r-42,nccl,eager,4,1,7168,bf16,ONLY_A,OK,,30,,29.8,30.3,,,,missing from run b");
+            "r-base,r-42,nccl,eager,4,1,7168,bf16,ONLY_A,OK,,30,,29.8,30.3,,,,missing from run b,"
+            "none,false,");
   EXPECT_EQ(lines[6],
-            "r-base,r-42,two_kernel,eager,4,1,7168,bf16,ONLY_B,,OK,,9,,,8.8,9.3,,new in run b");
+            "r-base,r-42,two_kernel,eager,4,1,7168,bf16,ONLY_B,,OK,,9,,,8.8,9.3,,new in run b,none,"
+            "false,");
 }
 
 TEST(FormatCompareJunitTest, RegressionsAndMissingCasesFail) {

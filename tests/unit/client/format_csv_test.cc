@@ -28,10 +28,12 @@ TEST(FormatRunCsvTest, HeaderThenOneRowPerCase) {
       "run_id,index,variant,resolved_variant,mode,world,m,n,dtype,bytes,pattern,residual,status,"
       "median_us,p10_us,p90_us,min_us,max_us,algbw_gbps,busbw_gbps,mismatches,checked,"
       "max_abs_err,max_rel_err,max_ulp,nan_inf,first_bad_call,stress_calls,wall_ms,"
-      "first_bad,message,ranks_per_gpu,shared_gpu,time_sliced");
+      "first_bad,message,ranks_per_gpu,shared_gpu,time_sliced,epilogue,keep_normed,fp8_format,"
+      "quant_checked_codes,quant_code_mismatches,quant_max_code_distance,quant_scale_mismatches,"
+      "quant_max_scale_rel_err,quant_max_dequant_err,quant_rule");
   EXPECT_EQ(lines[1],
             "r-42,0,lamport,lamport,eager,2,64,7168,bf16,917504,normal,true,OK,12.3,11.5,14.25,,,"
-            "37.5,37.5,0,458752,0.0078125,0,1,0,,0,250,,,1,false,false");
+            "37.5,37.5,0,458752,0.0078125,0,1,0,,0,250,,,1,false,false,none,false,,,,,,,,");
 }
 
 // Every row of a run whose ranks shared a GPU says so: its times are no link measurement.
@@ -41,10 +43,10 @@ TEST(FormatRunCsvTest, EveryRowSaysWhetherTheRanksSharedAGpu) {
   std::vector<std::string> lines = Lines(FormatRunCsv(run));
   ASSERT_EQ(lines.size(), 5u);
   for (size_t i = 1; i < lines.size(); ++i) {
-    EXPECT_THAT(lines[i], ::testing::EndsWith(",4,true,false")) << lines[i];
+    EXPECT_THAT(lines[i], HasSubstr(",4,true,false,none,")) << lines[i];
   }
   run.set_time_sliced(true);
-  EXPECT_THAT(Lines(FormatRunCsv(run))[1], ::testing::EndsWith(",4,true,true"));
+  EXPECT_THAT(Lines(FormatRunCsv(run))[1], HasSubstr(",4,true,true,none,"));
 }
 
 TEST(FormatRunCsvTest, QuotesFieldsWithCommasAndQuotes) {
@@ -110,7 +112,7 @@ TEST(FormatRunCsvTest, FiguresAnUnsupportedCaseLacksAreEmptyCells) {
   // bytes = 2 x 1024 x 2 (bf16); median .. busbw, the error figures and wall_ms are empty.
   EXPECT_EQ(lines[1],
             "r-7,0,unspecified,unspecified,eager,0,2,1024,bf16,4096,normal,false,"
-            "UNSUPPORTED,,,,,,,,,,,,,,,0,,,,1,false,false");
+            "UNSUPPORTED,,,,,,,,,,,,,,,0,,,,1,false,false,none,false,,,,,,,,");
 }
 
 }  // namespace

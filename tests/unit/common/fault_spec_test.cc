@@ -22,15 +22,21 @@ TEST(ParseFaultSpecTest, ReadsEveryKind) {
     int rank;
     uint32_t delay_us;
   };
-  for (const Case& c : {Case{"missing_rank:3", FaultKind::kMissingRank, 3, 0},
-                        Case{"delay_rank:1:3000000", FaultKind::kDelayRank, 1, 3000000},
-                        Case{"delay_rank:0:60000000", FaultKind::kDelayRank, 0, 60000000},
-                        Case{"skip_rearm", FaultKind::kSkipRearm, -1, 0},
-                        Case{"poison_staging", FaultKind::kPoisonStaging, -1, 0},
-                        Case{"skip_canonicalize", FaultKind::kSkipCanonicalize, -1, 0},
-                        Case{"crash_rank:0", FaultKind::kCrashRank, 0, 0},
-                        Case{"hang_end_sync:2", FaultKind::kHangEndSync, 2, 0},
-                        Case{"stall_rank:3", FaultKind::kStallRank, 3, 0}}) {
+  for (const Case& c :
+       {Case{"missing_rank:3", FaultKind::kMissingRank, 3, 0},
+        Case{"delay_rank:1:3000000", FaultKind::kDelayRank, 1, 3000000},
+        Case{"delay_rank:0:60000000", FaultKind::kDelayRank, 0, 60000000},
+        Case{"skip_rearm", FaultKind::kSkipRearm, -1, 0},
+        Case{"poison_staging", FaultKind::kPoisonStaging, -1, 0},
+        Case{"skip_canonicalize", FaultKind::kSkipCanonicalize, -1, 0},
+        Case{"crash_rank:0", FaultKind::kCrashRank, 0, 0},
+        Case{"hang_end_sync:2", FaultKind::kHangEndSync, 2, 0},
+        Case{"stall_rank:3", FaultKind::kStallRank, 3, 0},
+        Case{"quant_amax_before_last_rank", FaultKind::kQuantAmaxBeforeLastRank, -1, 0},
+        Case{"quant_truncate", FaultKind::kQuantTruncate, -1, 0},
+        Case{"quant_no_saturation", FaultKind::kQuantNoSaturation, -1, 0},
+        Case{"quant_swap_format", FaultKind::kQuantSwapFormat, -1, 0},
+        Case{"quant_block_offset", FaultKind::kQuantBlockOffset, -1, 0}}) {
     const absl::StatusOr<FaultSpec> f = ParseFaultSpec("spec.fault", c.text, 4);
     ASSERT_TRUE(f.ok()) << c.text << ": " << f.status();
     EXPECT_EQ(f->kind, c.kind) << c.text;

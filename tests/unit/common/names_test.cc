@@ -73,6 +73,14 @@ TEST(NamesTest, EveryLowerCaseNameRoundTrips) {
                            &PatternNames);
   ExpectLowerCaseRoundTrip(v1::Tolerance_descriptor(), "TOLERANCE_", &ToleranceName,
                            &ParseToleranceName, &ToleranceNames);
+  ExpectLowerCaseRoundTrip(v1::Epilogue_descriptor(), "EPILOGUE_", &EpilogueName,
+                           &ParseEpilogueName, &EpilogueNames);
+  ExpectLowerCaseRoundTrip(v1::Fp8Format_descriptor(), "FP8_FORMAT_", &Fp8FormatName,
+                           &ParseFp8FormatName, &Fp8FormatNames);
+  ExpectLowerCaseRoundTrip(v1::QuantTolerance_descriptor(), "QUANT_TOLERANCE_", &QuantToleranceName,
+                           &ParseQuantToleranceName, &QuantToleranceNames);
+  ExpectLowerCaseRoundTrip(v1::QuantRule_descriptor(), "QUANT_RULE_", &QuantRuleName,
+                           &ParseQuantRuleName, &QuantRuleNames);
 }
 
 TEST(NamesTest, EveryUpperCaseNameIsTheProtoName) {
@@ -117,6 +125,21 @@ TEST(NamesTest, KeepsTheNamesOutputsPrint) {
   EXPECT_EQ(ParseRunStateName("cancelled"), v1::RUN_STATE_CANCELLED);
 }
 
+// The quantising epilogues' names as docs/quantisation.md and the CLI spell them.
+TEST(NamesTest, KeepsTheQuantisationNames) {
+  EXPECT_EQ(EpilogueNames(),
+            (std::vector<std::string>{"none", "fp8_token", "fp8_tensor", "nvfp4"}));
+  EXPECT_EQ(Fp8FormatNames(), (std::vector<std::string>{"e4m3fn", "e4m3fnuz"}));
+  EXPECT_EQ(QuantToleranceNames(), (std::vector<std::string>{"strict", "ulp"}));
+  EXPECT_EQ(QuantRuleNames(),
+            (std::vector<std::string>{"scale", "format", "saturation", "rounding", "unexplained"}));
+  EXPECT_EQ(ParseEpilogueName("FP8_Token"), v1::EPILOGUE_FP8_TOKEN);
+  EXPECT_EQ(PatternName(v1::PATTERN_AMAX_LAST_RANK), "amax_last_rank");
+  EXPECT_EQ(PatternName(v1::PATTERN_QUANT_TIES), "quant_ties");
+  EXPECT_EQ(PatternName(v1::PATTERN_QUANT_SATURATE), "quant_saturate");
+  EXPECT_EQ(PatternName(v1::PATTERN_ZERO_ROWS), "zero_rows");
+}
+
 // An UNSPECIFIED value prints as what the server treats it as, so it can be typed back in.
 TEST(NamesTest, UnspecifiedPrintsAsItsDefault) {
   EXPECT_EQ(VariantName(v1::VARIANT_UNSPECIFIED), "unspecified");
@@ -124,6 +147,11 @@ TEST(NamesTest, UnspecifiedPrintsAsItsDefault) {
   EXPECT_EQ(DTypeName(v1::DTYPE_UNSPECIFIED), "bf16");
   EXPECT_EQ(PatternName(v1::PATTERN_UNSPECIFIED), "normal");
   EXPECT_EQ(ToleranceName(v1::TOLERANCE_UNSPECIFIED), "strict");
+  EXPECT_EQ(EpilogueName(v1::EPILOGUE_UNSPECIFIED), "none");
+  EXPECT_EQ(QuantToleranceName(v1::QUANT_TOLERANCE_UNSPECIFIED), "strict");
+  EXPECT_EQ(QuantRuleName(v1::QUANT_RULE_UNSPECIFIED), "none");
+  // Which format that is depends on the device (e4m3fnuz on gfx942): only the worker knows.
+  EXPECT_EQ(Fp8FormatName(v1::FP8_FORMAT_UNSPECIFIED), "device");
   EXPECT_EQ(DTypeName(static_cast<v1::DType>(99)), "bf16");
 }
 

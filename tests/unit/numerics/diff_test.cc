@@ -190,6 +190,17 @@ TEST(DiffTest, CompareRowsChecksBothTensorsRowMajor) {
   }
 }
 
+// A quantising epilogue without keep_normed leaves out unwritten: only residual_out is compared.
+TEST(DiffTest, CompareRowsWithoutOutChecksResidualOutOnly) {
+  constexpr uint32_t kM = 2, kN = 2;
+  const std::vector<float> want_ro = {1, 2, 3, 4};
+  const std::vector<float> want_out = {9, 9, 9, 9};
+  DiffChecker d = Checker(ToleranceKind::kStrict);
+  d.CompareRows(0, kM, kN, want_ro.data(), nullptr, want_ro.data(), want_out.data());
+  EXPECT_EQ(d.Summary().checked, 4u);
+  EXPECT_TRUE(d.Summary().passed);
+}
+
 int progress_calls = 0;
 void CountProgress() { ++progress_calls; }
 

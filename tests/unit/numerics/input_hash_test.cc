@@ -14,8 +14,14 @@ namespace colltest {
 namespace {
 
 constexpr DType kAllDTypes[] = {DType::kBf16, DType::kFp16, DType::kFp32};
-constexpr Pattern kAllPatterns[] = {Pattern::kNormal, Pattern::kIntegers, Pattern::kNegZero,
-                                    Pattern::kLarge,  Pattern::kDenormal, Pattern::kSame};
+constexpr Pattern kAllPatterns[] = {
+    Pattern::kNormal,        Pattern::kIntegers, Pattern::kNegZero,      Pattern::kLarge,
+    Pattern::kDenormal,      Pattern::kSame,     Pattern::kAmaxLastRank, Pattern::kQuantTies,
+    Pattern::kQuantSaturate, Pattern::kZeroRows};
+// The world and the row length only place amax_last_rank's spike: any will do for the others, as
+// long as the row is longer than every column read.
+constexpr uint32_t kAnyWorld = 8;
+constexpr uint32_t kWideRow = 1u << 16;
 
 bool Representable(DType t, float v) { return FloatBits(RoundTo(t, v)) == FloatBits(v); }
 bool IsNegZero(float v) { return FloatBits(v) == 0x80000000u; }
@@ -28,6 +34,10 @@ TEST(InputHashTest, PatternNames) {
   EXPECT_STREQ(PatternName(Pattern::kLarge), "large");
   EXPECT_STREQ(PatternName(Pattern::kDenormal), "denormal");
   EXPECT_STREQ(PatternName(Pattern::kSame), "same");
+  EXPECT_STREQ(PatternName(Pattern::kAmaxLastRank), "amax_last_rank");
+  EXPECT_STREQ(PatternName(Pattern::kQuantTies), "quant_ties");
+  EXPECT_STREQ(PatternName(Pattern::kQuantSaturate), "quant_saturate");
+  EXPECT_STREQ(PatternName(Pattern::kZeroRows), "zero_rows");
 }
 
 TEST(InputHashTest, HashIsDeterministic) {
@@ -85,11 +95,11 @@ TEST(InputHashTest, EveryValueIsRepresentable) {
       SCOPED_TRACE(std::string(PatternName(p)) + "/" + DTypeName(t));
       for (uint32_t col = 0; col < 512; ++col) {
         for (uint32_t rank = 0; rank < 4; ++rank) {
-          const float v = InputValue(p, t, 3, 1, rank, 2, col);
+          const float v = InputValue(p, t, 3, 1, 4, rank, 2, 512, col);
           ASSERT_TRUE(std::isfinite(v));
           ASSERT_TRUE(Representable(t, v)) << v;
         }
-        const float r = ResidualValue(p, t, 3, 1, 2, col);
+        const float r = ResidualValue(p, t, 3, 1, 2, 512, col);
         ASSERT_TRUE(std::isfinite(r));
         ASSERT_TRUE(Representable(t, r)) << r;
         const float w = WeightValue(p, t, 3, col);
@@ -108,14 +118,14 @@ TEST(InputHashTest, RowsMatchElements) {
     for (DType t : kAllDTypes) {
       SCOPED_TRACE(std::string(PatternName(p)) + "/" + DTypeName(t));
       for (uint32_t rank = 0; rank < 3; ++rank) {
-        InputRow(p, t, 42, 6, rank, 9, kN, row.data());
+        InputRow(p, t, 42, 6, 3, rank, 9, kN, row.data());
         for (uint32_t c = 0; c < kN; ++c) {
-          ASSERT_EQ(FloatBits(row[c]), FloatBits(InputValue(p, t, 42, 6, rank, 9, c))) << c;
+          ASSERT_EQ(FloatBits(row[c]), FloatBits(InputValue(p, t, 42, 6, 3, rank, 9, kN, c))) << c;
         }
       }
       ResidualRow(p, t, 42, 6, 9, kN, row.data());
       for (uint32_t c = 0; c < kN; ++c) {
-        ASSERT_EQ(FloatBits(row[c]), FloatBits(ResidualValue(p, t, 42, 6, 9, c))) << c;
+        ASSERT_EQ(FloatBits(row[c]), FloatBits(ResidualValue(p, t, 42, 6, 9, kN, c))) << c;
       }
       WeightRow(p, t, 42, kN, row.data());
       for (uint32_t c = 0; c < kN; ++c) {
@@ -130,12 +140,12 @@ TEST(InputHashTest, InputsDependOnSeedCallRankRowAndColumn) {
   const Pattern p = Pattern::kNormal;
   int differ_seed = 0, differ_call = 0, differ_rank = 0, differ_row = 0, differ_col = 0;
   for (uint32_t c = 0; c < 256; ++c) {
-    const float v = InputValue(p, t, 5, 3, 1, 2, c);
-    differ_seed += v != InputValue(p, t, 6, 3, 1, 2, c);
-    differ_call += v != InputValue(p, t, 5, 4, 1, 2, c);
-    differ_rank += v != InputValue(p, t, 5, 3, 0, 2, c);
-    differ_row += v != InputValue(p, t, 5, 3, 1, 3, c);
-    differ_col += v != InputValue(p, t, 5, 3, 1, 2, c + 1);
+    const float v = InputValue(p, t, 5, 3, kAnyWorld, 1, 2, kWideRow, c);
+    differ_seed += v != InputValue(p, t, 6, 3, kAnyWorld, 1, 2, kWideRow, c);
+    differ_call += v != InputValue(p, t, 5, 4, kAnyWorld, 1, 2, kWideRow, c);
+    differ_rank += v != InputValue(p, t, 5, 3, kAnyWorld, 0, 2, kWideRow, c);
+    differ_row += v != InputValue(p, t, 5, 3, kAnyWorld, 1, 3, kWideRow, c);
+    differ_col += v != InputValue(p, t, 5, 3, kAnyWorld, 1, 2, kWideRow, c + 1);
   }
   EXPECT_GT(differ_seed, 250);
   EXPECT_GT(differ_call, 250);
@@ -145,7 +155,8 @@ TEST(InputHashTest, InputsDependOnSeedCallRankRowAndColumn) {
   // The residual and the weight are streams of their own, not a rank's input.
   int residual_is_rank0 = 0;
   for (uint32_t c = 0; c < 256; ++c) {
-    residual_is_rank0 += ResidualValue(p, t, 5, 3, 2, c) == InputValue(p, t, 5, 3, 0, 2, c);
+    residual_is_rank0 += ResidualValue(p, t, 5, 3, 2, kWideRow, c) ==
+                         InputValue(p, t, 5, 3, kAnyWorld, 0, 2, kWideRow, c);
   }
   EXPECT_LT(residual_is_rank0, 5);
 }
@@ -157,7 +168,7 @@ TEST(InputHashTest, NormalHasZeroMeanAndUnitDeviation) {
     constexpr int kRows = 100, kCols = 2000;
     for (uint32_t r = 0; r < kRows; ++r) {
       for (uint32_t c = 0; c < kCols; ++c) {
-        const double v = InputValue(Pattern::kNormal, t, 1, 0, r % 8, r, c);
+        const double v = InputValue(Pattern::kNormal, t, 1, 0, kAnyWorld, r % 8, r, kWideRow, c);
         sum += v;
         sum_sq += v * v;
         max_abs = std::fmax(max_abs, std::fabs(v));
@@ -179,9 +190,9 @@ TEST(InputHashTest, IntegersAreSmallIntegers) {
     std::set<float> inputs, residuals, weights;
     for (uint32_t c = 0; c < 2000; ++c) {
       for (uint32_t rank = 0; rank < 8; ++rank) {
-        inputs.insert(InputValue(Pattern::kIntegers, t, 2, 1, rank, 0, c));
+        inputs.insert(InputValue(Pattern::kIntegers, t, 2, 1, kAnyWorld, rank, 0, kWideRow, c));
       }
-      residuals.insert(ResidualValue(Pattern::kIntegers, t, 2, 1, 0, c));
+      residuals.insert(ResidualValue(Pattern::kIntegers, t, 2, 1, 0, kWideRow, c));
       weights.insert(WeightValue(Pattern::kIntegers, t, 2, c));
     }
     EXPECT_EQ(inputs, (std::set<float>{-3, -2, -1, 0, 1, 2, 3}));
@@ -201,11 +212,13 @@ TEST(InputHashTest, NegZeroHasWholePacksOfNegativeZeroOnEveryRank) {
         // Whether a pack is all -0.0 must not depend on the rank.
         bool all_neg_rank0 = true;
         for (uint32_t c = c0; c < c0 + pe; ++c) {
-          all_neg_rank0 &= IsNegZero(InputValue(Pattern::kNegZero, t, 4, 2, 0, row, c));
+          all_neg_rank0 &=
+              IsNegZero(InputValue(Pattern::kNegZero, t, 4, 2, kAnyWorld, 0, row, kWideRow, c));
         }
         for (uint32_t rank = 0; rank < kWorld; ++rank) {
           for (uint32_t c = c0; c < c0 + pe; ++c) {
-            const float v = InputValue(Pattern::kNegZero, t, 4, 2, rank, row, c);
+            const float v =
+                InputValue(Pattern::kNegZero, t, 4, 2, kAnyWorld, rank, row, kWideRow, c);
             if (all_neg_rank0) {
               ASSERT_TRUE(IsNegZero(v)) << "rank " << rank << " row " << row << " col " << c;
             } else {
@@ -214,13 +227,13 @@ TEST(InputHashTest, NegZeroHasWholePacksOfNegativeZeroOnEveryRank) {
               ASSERT_TRUE(IsPosZero(v) || (v == std::round(v) && std::fabs(v) <= 3)) << v;
               pos_zeros += IsPosZero(v);
               nonzeros += v != 0;
-              rank_differs +=
-                  FloatBits(v) != FloatBits(InputValue(Pattern::kNegZero, t, 4, 2, 0, row, c));
+              rank_differs += FloatBits(v) != FloatBits(InputValue(Pattern::kNegZero, t, 4, 2,
+                                                                   kAnyWorld, 0, row, kWideRow, c));
             }
           }
         }
         for (uint32_t c = c0; c < c0 + pe; ++c) {
-          const float r = ResidualValue(Pattern::kNegZero, t, 4, 2, row, c);
+          const float r = ResidualValue(Pattern::kNegZero, t, 4, 2, row, kWideRow, c);
           if (all_neg_rank0) {
             ASSERT_TRUE(IsNegZero(r)) << "residual row " << row << " col " << c;
           } else {
@@ -243,13 +256,17 @@ TEST(InputHashTest, NegZeroPacksFollowTheDTypesPackWidth) {
   // For fp32 a pack is 4 elements; the -0.0 decision must change at 4-element boundaries.
   int packs_split_at_4 = 0;
   for (uint32_t c0 = 0; c0 < 1024; c0 += 8) {
-    const bool first = IsNegZero(InputValue(Pattern::kNegZero, DType::kFp32, 1, 0, 0, 0, c0));
-    const bool second = IsNegZero(InputValue(Pattern::kNegZero, DType::kFp32, 1, 0, 0, 0, c0 + 4));
+    const bool first =
+        IsNegZero(InputValue(Pattern::kNegZero, DType::kFp32, 1, 0, kAnyWorld, 0, 0, kWideRow, c0));
+    const bool second = IsNegZero(
+        InputValue(Pattern::kNegZero, DType::kFp32, 1, 0, kAnyWorld, 0, 0, kWideRow, c0 + 4));
     // A mixed pack can start with +0.0 too, so compare whole 4-packs.
     bool all_first = true, all_second = true;
     for (uint32_t c = 0; c < 4; ++c) {
-      all_first &= IsNegZero(InputValue(Pattern::kNegZero, DType::kFp32, 1, 0, 0, 0, c0 + c));
-      all_second &= IsNegZero(InputValue(Pattern::kNegZero, DType::kFp32, 1, 0, 0, 0, c0 + 4 + c));
+      all_first &= IsNegZero(
+          InputValue(Pattern::kNegZero, DType::kFp32, 1, 0, kAnyWorld, 0, 0, kWideRow, c0 + c));
+      all_second &= IsNegZero(
+          InputValue(Pattern::kNegZero, DType::kFp32, 1, 0, kAnyWorld, 0, 0, kWideRow, c0 + 4 + c));
     }
     EXPECT_EQ(first, all_first);
     EXPECT_EQ(second, all_second);
@@ -265,13 +282,13 @@ TEST(InputHashTest, LargeMagnitudes) {
     double max_abs = 0, min_abs = 1e30;
     for (uint32_t c = 0; c < 4000; ++c) {
       for (uint32_t rank = 0; rank < 8; ++rank) {
-        const float v = InputValue(Pattern::kLarge, t, 8, 1, rank, 3, c);
+        const float v = InputValue(Pattern::kLarge, t, 8, 1, kAnyWorld, rank, 3, kWideRow, c);
         negative += v < 0;
         positive += v > 0;
         max_abs = std::fmax(max_abs, std::fabs(v));
         min_abs = std::fmin(min_abs, std::fabs(v));
       }
-      const float r = ResidualValue(Pattern::kLarge, t, 8, 1, 3, c);
+      const float r = ResidualValue(Pattern::kLarge, t, 8, 1, 3, kWideRow, c);
       ASSERT_GE(std::fabs(r), 256.0f);
       ASSERT_LE(std::fabs(r), 4096.0f);
     }
@@ -294,7 +311,7 @@ TEST(InputHashTest, DenormalsAreSubnormalInT) {
     std::set<float> distinct;
     for (uint32_t c = 0; c < 2000; ++c) {
       for (uint32_t rank = 0; rank < 4; ++rank) {
-        const float v = InputValue(Pattern::kDenormal, t, 8, 1, rank, 0, c);
+        const float v = InputValue(Pattern::kDenormal, t, 8, 1, kAnyWorld, rank, 0, kWideRow, c);
         ASSERT_NE(v, 0.0f);
         ASSERT_LT(std::fabs(v), min_normal) << v;
         if (t != DType::kFp16) {
@@ -304,7 +321,7 @@ TEST(InputHashTest, DenormalsAreSubnormalInT) {
         positive += v > 0;
         distinct.insert(v);
       }
-      const float r = ResidualValue(Pattern::kDenormal, t, 8, 1, 0, c);
+      const float r = ResidualValue(Pattern::kDenormal, t, 8, 1, 0, kWideRow, c);
       ASSERT_NE(r, 0.0f);
       ASSERT_LT(std::fabs(r), min_normal);
     }
@@ -318,29 +335,30 @@ TEST(InputHashTest, SameIsRankIndependentAndNormalIsNot) {
   for (DType t : kAllDTypes) {
     int normal_equal = 0;
     for (uint32_t c = 0; c < 500; ++c) {
-      const float v0 = InputValue(Pattern::kSame, t, 3, 2, 0, 1, c);
+      const float v0 = InputValue(Pattern::kSame, t, 3, 2, kAnyWorld, 0, 1, kWideRow, c);
       for (uint32_t rank = 1; rank < 8; ++rank) {
-        ASSERT_EQ(FloatBits(InputValue(Pattern::kSame, t, 3, 2, rank, 1, c)), FloatBits(v0));
+        ASSERT_EQ(FloatBits(InputValue(Pattern::kSame, t, 3, 2, kAnyWorld, rank, 1, kWideRow, c)),
+                  FloatBits(v0));
       }
-      normal_equal += InputValue(Pattern::kNormal, t, 3, 2, 0, 1, c) ==
-                      InputValue(Pattern::kNormal, t, 3, 2, 1, 1, c);
+      normal_equal += InputValue(Pattern::kNormal, t, 3, 2, kAnyWorld, 0, 1, kWideRow, c) ==
+                      InputValue(Pattern::kNormal, t, 3, 2, kAnyWorld, 1, 1, kWideRow, c);
     }
     EXPECT_LT(normal_equal, 50);
   }
   // Still a normal distribution, still varying with the column and the call.
   double sum_sq = 0;
   for (uint32_t c = 0; c < 20000; ++c) {
-    const double v = InputValue(Pattern::kSame, DType::kFp32, 3, 2, 5, 1, c);
+    const double v = InputValue(Pattern::kSame, DType::kFp32, 3, 2, kAnyWorld, 5, 1, kWideRow, c);
     sum_sq += v * v;
   }
   EXPECT_NEAR(sum_sq / 20000, 1.0, 0.05);
-  EXPECT_NE(InputValue(Pattern::kSame, DType::kFp32, 3, 2, 0, 1, 0),
-            InputValue(Pattern::kSame, DType::kFp32, 3, 3, 0, 1, 0));
+  EXPECT_NE(InputValue(Pattern::kSame, DType::kFp32, 3, 2, kAnyWorld, 0, 1, kWideRow, 0),
+            InputValue(Pattern::kSame, DType::kFp32, 3, 3, kAnyWorld, 0, 1, kWideRow, 0));
 }
 
 TEST(InputHashTest, WeightIsAroundOneAndCallIndependent) {
-  for (Pattern p :
-       {Pattern::kNormal, Pattern::kNegZero, Pattern::kLarge, Pattern::kDenormal, Pattern::kSame}) {
+  for (Pattern p : {Pattern::kNormal, Pattern::kNegZero, Pattern::kLarge, Pattern::kDenormal,
+                    Pattern::kSame, Pattern::kAmaxLastRank, Pattern::kZeroRows}) {
     for (DType t : kAllDTypes) {
       double lo = 10, hi = 0;
       for (uint32_t c = 0; c < 2000; ++c) {

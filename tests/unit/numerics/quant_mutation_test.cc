@@ -10,6 +10,7 @@
 #include "worker/numerics/dtype.h"
 #include "worker/numerics/fp4.h"
 #include "worker/numerics/fp8.h"
+#include "worker/numerics/quant_breaks.h"
 #include "worker/numerics/quant_diff.h"
 #include "worker/numerics/quant_epilogue.h"
 
@@ -26,22 +27,6 @@ QuantizedRow Reencode(const QuantizedRow& want, const std::vector<float>& y, Enc
   for (uint32_t i = 0; i < got.codes.size(); ++i)
     got.codes[i] = encode(ScaledElement(want, y.data(), i));
   return got;
-}
-
-// Round toward zero: the nearest code, stepped one down in magnitude when it lies beyond x.
-uint8_t TruncatingFp8(Fp8Format f, float x) {
-  const uint8_t c = EncodeFp8(f, x);
-  if (Fp8IsNan(f, c) || std::fabs(DecodeFp8(f, c)) <= std::fabs(x)) return c;
-  const uint8_t magnitude = static_cast<uint8_t>((c & 0x7f) - 1);
-  if (magnitude == 0 && f == Fp8Format::kE4m3fnuz) return 0;
-  return static_cast<uint8_t>((c & 0x80) | magnitude);
-}
-
-// No saturation: past the largest finite comes the NaN code (__NV_NOSAT gives 0x7f | sign).
-uint8_t NonSaturatingFp8(Fp8Format f, float x) {
-  if (std::fabs(x) <= Fp8MaxFinite(f)) return EncodeFp8(f, x);
-  if (f == Fp8Format::kE4m3fnuz) return 0x80;
-  return static_cast<uint8_t>(std::signbit(x) ? 0xff : 0x7f);
 }
 
 void ExpectCaught(const QuantDiffSummary& s, QuantRule rule) {

@@ -39,9 +39,12 @@ TEST(ReferenceTest, HandComputedIntegerRow) {
       int expected[16];
       long sum_sq = 0;
       for (uint32_t c = 0; c < 16; ++c) {
-        const int x0 = static_cast<int>(InputValue(shape.pattern, t, shape.seed, call, 0, 0, c));
-        const int x1 = static_cast<int>(InputValue(shape.pattern, t, shape.seed, call, 1, 0, c));
-        const int r = static_cast<int>(ResidualValue(shape.pattern, t, shape.seed, call, 0, c));
+        const int x0 = static_cast<int>(
+            InputValue(shape.pattern, t, shape.seed, call, shape.world, 0, 0, shape.n, c));
+        const int x1 = static_cast<int>(
+            InputValue(shape.pattern, t, shape.seed, call, shape.world, 1, 0, shape.n, c));
+        const int r =
+            static_cast<int>(ResidualValue(shape.pattern, t, shape.seed, call, 0, shape.n, c));
         expected[c] = x0 + x1 + (residual ? r : 0);
         sum_sq += expected[c] * expected[c];
       }
@@ -64,7 +67,7 @@ TEST(ReferenceTest, ResidualOnAndOffDiffer) {
   const ReferenceRows without = ComputeReference(IntegerShape(DType::kBf16, 64, false), 1);
   int differ = 0;
   for (uint32_t c = 0; c < 64; ++c) {
-    const float r = ResidualValue(Pattern::kIntegers, DType::kBf16, 2024, 1, 0, c);
+    const float r = ResidualValue(Pattern::kIntegers, DType::kBf16, 2024, 1, 0, 64, c);
     EXPECT_EQ(with.residual_out[c], without.residual_out[c] + r) << c;
     differ += with.out[c] != without.out[c];
   }
@@ -88,12 +91,12 @@ TEST(ReferenceTest, NormalFollowsTheDesignArithmeticOrder) {
       std::vector<float> ro(shape.n);
       double ss = 0;
       for (uint32_t c = 0; c < shape.n; ++c) {
-        float s = InputValue(shape.pattern, t, shape.seed, call, 0, row, c);
+        float s = InputValue(shape.pattern, t, shape.seed, call, shape.world, 0, row, shape.n, c);
         for (uint32_t r = 1; r < shape.world; ++r) {
-          s += InputValue(shape.pattern, t, shape.seed, call, r, row, c);
+          s += InputValue(shape.pattern, t, shape.seed, call, shape.world, r, row, shape.n, c);
         }
         s = RoundTo(t, s);
-        ro[c] = RoundTo(t, s + ResidualValue(shape.pattern, t, shape.seed, call, row, c));
+        ro[c] = RoundTo(t, s + ResidualValue(shape.pattern, t, shape.seed, call, row, shape.n, c));
         ASSERT_EQ(FloatBits(ref.residual_out[row * shape.n + c]), FloatBits(ro[c])) << c;
         ss += static_cast<double>(ro[c]) * ro[c];
       }
@@ -140,7 +143,8 @@ TEST(ReferenceTest, NegZeroSumsStayNegativeZero) {
       int neg_zero = 0;
       for (uint32_t i = 0; i < shape.m * shape.n; ++i) {
         const uint32_t row = i / shape.n, col = i % shape.n;
-        if (FloatBits(InputValue(shape.pattern, t, shape.seed, 4, 0, row, col)) != 0x80000000u) {
+        if (FloatBits(InputValue(shape.pattern, t, shape.seed, 4, shape.world, 0, row, shape.n,
+                                 col)) != 0x80000000u) {
           continue;
         }
         // Rank 0 has -0.0 only in all--0.0 packs, where every rank and the residual agree.

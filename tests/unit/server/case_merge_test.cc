@@ -12,6 +12,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 const std::vector<uint32_t> kDevices = {0, 1, 2, 3};
+// QuantDiffStats.max_code_distance when a NaN code was got or wanted.
+constexpr uint32_t kNanDistance = 4294967295u;
 
 wv1::CaseRequest Request(uint32_t m = 64, uint32_t n = 7168) {
   wv1::CaseRequest r;
@@ -251,6 +253,127 @@ TEST(CaseMergeTest, DiffsAreMerged) {
   EXPECT_EQ(c.diff().max_ulp(), 9u);
   EXPECT_EQ(c.diff().first_bad(), "out[1,2] got 1 want 2");
   EXPECT_EQ(c.diff().first_bad_call(), 2);
+}
+
+TEST(CaseMergeTest, EpilogueComesFromTheRequest) {
+  wv1::CaseRequest request = Request();
+  const v1::CaseResult plain = MergeCase(0, kDevices, request, Ok());
+  EXPECT_EQ(plain.epilogue(), v1::EPILOGUE_NONE);  // UNSPECIFIED is none
+  EXPECT_FALSE(plain.keep_normed());
+  EXPECT_EQ(plain.quant().first_bad_call(), -1);
+  // keep_normed means nothing without a quantising epilogue.
+  request.set_keep_normed(true);
+  request.set_epilogue(v1::EPILOGUE_NONE);
+  EXPECT_FALSE(MergeCase(0, kDevices, request, Ok()).keep_normed());
+  request.set_epilogue(v1::EPILOGUE_FP8_TOKEN);
+  auto ranks = Ok();
+  ranks[0].set_fp8_format(v1::FP8_FORMAT_E4M3FNUZ);  // what rank 0 wrote
+  const v1::CaseResult c = MergeCase(0, kDevices, request, ranks);
+  EXPECT_EQ(c.epilogue(), v1::EPILOGUE_FP8_TOKEN);
+  EXPECT_TRUE(c.keep_normed());
+  EXPECT_EQ(c.fp8_format(), v1::FP8_FORMAT_E4M3FNUZ);
+  const v1::CaseResult unsupported = UnsupportedCase(0, kDevices, request, "no epilogue here");
+  EXPECT_EQ(unsupported.epilogue(), v1::EPILOGUE_FP8_TOKEN);
+  EXPECT_EQ(unsupported.quant().first_bad_call(), -1);
+}
+
+v1::QuantDiffStats Quant(uint64_t codes, uint64_t bad, uint64_t scales, uint64_t bad_scales) {
+  v1::QuantDiffStats q;
+  q.set_checked_codes(codes);
+  q.set_code_mismatches(bad);
+  q.set_checked_scales(scales);
+  q.set_scale_mismatches(bad_scales);
+  q.set_first_bad_call(-1);
+  return q;
+}
+
+// Counts add up, errors take the worst rank's, and the first bad row, its call and its rule all
+// come from one rank: the one that went wrong first (ties: the lowest rank).
+TEST(CaseMergeTest, QuantStatsAreMerged) {
+  auto ranks = Ok();
+  *ranks[0].mutable_quant() = Quant(100, 0, 4, 0);
+  ranks[0].mutable_quant()->set_first_bad_call(0);  // as a rank that left it unset: no bad row
+  *ranks[1].mutable_quant() = Quant(100, 2, 4, 1);
+  ranks[1].mutable_quant()->set_tolerated(1);
+  ranks[1].mutable_quant()->set_max_code_distance(3);
+  ranks[1].mutable_quant()->set_max_dequant_err(0.5);
+  ranks[1].mutable_quant()->set_rule(v1::QUANT_RULE_SCALE);
+  ranks[1].mutable_quant()->set_first_bad("row 1: scale got 0.5 want 0.25");
+  ranks[1].mutable_quant()->set_first_bad_call(4);
+  *ranks[2].mutable_quant() = Quant(100, 5, 4, 0);
+  ranks[2].mutable_quant()->set_nan_codes(2);
+  ranks[2].mutable_quant()->set_max_code_distance(kNanDistance);
+  ranks[2].mutable_quant()->set_max_scale_rel_err(0.125);
+  ranks[2].mutable_quant()->set_expected_dequant_err(0.0625);
+  ranks[2].mutable_quant()->set_rule(v1::QUANT_RULE_SATURATION);
+  ranks[2].mutable_quant()->set_first_bad("row 0: code[3] got 0x7f want 0x7e (scaled 500)");
+  ranks[2].mutable_quant()->set_first_bad_call(1);
+  *ranks[3].mutable_quant() = Quant(100, 1, 4, 0);
+  ranks[3].mutable_quant()->set_tolerated(2);
+  ranks[3].mutable_quant()->set_rule(v1::QUANT_RULE_ROUNDING);
+  ranks[3].mutable_quant()->set_first_bad("row 2: code[0] got 0x3a want 0x3b (scaled 13.5)");
+  ranks[3].mutable_quant()->set_first_bad_call(1);  // as early as rank 2: the lower rank wins
+  const v1::QuantDiffStats q = MergeCase(0, kDevices, Request(), ranks).quant();
+  EXPECT_EQ(q.checked_codes(), 400u);
+  EXPECT_EQ(q.code_mismatches(), 8u);
+  EXPECT_EQ(q.tolerated(), 3u);
+  EXPECT_EQ(q.nan_codes(), 2u);
+  EXPECT_EQ(q.checked_scales(), 16u);
+  EXPECT_EQ(q.scale_mismatches(), 1u);
+  EXPECT_EQ(q.max_code_distance(), kNanDistance);
+  EXPECT_DOUBLE_EQ(q.max_scale_rel_err(), 0.125);
+  EXPECT_DOUBLE_EQ(q.max_dequant_err(), 0.5);
+  EXPECT_DOUBLE_EQ(q.expected_dequant_err(), 0.0625);
+  EXPECT_EQ(q.rule(), v1::QUANT_RULE_SATURATION);
+  EXPECT_EQ(q.first_bad(), "row 0: code[3] got 0x7f want 0x7e (scaled 500)");
+  EXPECT_EQ(q.first_bad_call(), 1);
+}
+
+TEST(CaseMergeTest, NoBadQuantRowLeavesNoFirstBad) {
+  auto ranks = Ok();
+  for (auto& r : ranks) *r.mutable_quant() = Quant(64, 0, 4, 0);
+  const v1::QuantDiffStats q = MergeCase(0, kDevices, Request(), ranks).quant();
+  EXPECT_EQ(q.checked_codes(), 256u);
+  EXPECT_EQ(q.rule(), v1::QUANT_RULE_UNSPECIFIED);
+  EXPECT_EQ(q.first_bad(), "");
+  EXPECT_EQ(q.first_bad_call(), -1);
+}
+
+// A WRONG made by the quantised output names the rule its codes break, once.
+TEST(CaseMergeTest, AQuantFailureNamesItsRule) {
+  auto ranks = Ok();
+  ranks[1].set_status(v1::CASE_STATUS_WRONG);
+  ranks[1].set_message("one_stage: 3 of 4096 codes outside tolerance; first row 2: code[0]");
+  *ranks[1].mutable_quant() = Quant(4096, 3, 64, 0);
+  ranks[1].mutable_quant()->set_rule(v1::QUANT_RULE_ROUNDING);
+  EXPECT_EQ(MergeCase(0, kDevices, Request(), ranks).message(),
+            "rank 1: one_stage: 3 of 4096 codes outside tolerance; first row 2: code[0] "
+            "(quant rule: rounding)");
+  // Already named by the worker: not repeated.
+  ranks[1].set_message("one_stage: 3 of 4096 codes break the rounding rule");
+  EXPECT_EQ(MergeCase(0, kDevices, Request(), ranks).message(),
+            "rank 1: one_stage: 3 of 4096 codes break the rounding rule");
+  // "fp8_scale" is no mention of the scale rule.
+  ranks[1].set_message("one_stage: 1 of 64 scales wrong at fp8_scale 0.5");
+  ranks[1].mutable_quant()->set_scale_mismatches(1);
+  ranks[1].mutable_quant()->set_rule(v1::QUANT_RULE_SCALE);
+  EXPECT_THAT(MergeCase(0, kDevices, Request(), ranks).message(),
+              HasSubstr("fp8_scale 0.5 (quant rule: scale)"));
+  // No message: the first bad row says what went wrong.
+  ranks[1].clear_message();
+  ranks[1].mutable_quant()->set_first_bad("row 5: scale got 1 want 2");
+  EXPECT_EQ(MergeCase(0, kDevices, Request(), ranks).message(),
+            "rank 1: row 5: scale got 1 want 2 (quant rule: scale)");
+}
+
+// The normed output's own failure names no quant rule, even with the epilogue's codes all right.
+TEST(CaseMergeTest, ADiffFailureNamesNoQuantRule) {
+  auto ranks = Ok();
+  ranks[2].set_status(v1::CASE_STATUS_WRONG);
+  ranks[2].set_message("one_stage: 1 of 100 elements outside tolerance; first out[0,1]");
+  *ranks[2].mutable_quant() = Quant(100, 0, 4, 0);
+  ranks[2].mutable_quant()->set_tolerated(1);
+  EXPECT_THAT(MergeCase(0, kDevices, Request(), ranks).message(), Not(HasSubstr("quant rule")));
 }
 
 TEST(CaseMergeTest, UnsupportedWhenEveryRankSaysSo) {

@@ -1,6 +1,7 @@
 #include "server/runs/compare.h"
 
 #include <string>
+#include <utility>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -113,6 +114,101 @@ TEST(CompareTest, EveryFieldOfTheKeyTellsCasesApart) {
     EXPECT_EQ(r.cases(0).verdict(), v1::COMPARE_VERDICT_ONLY_A);
     EXPECT_EQ(r.cases(1).verdict(), v1::COMPARE_VERDICT_ONLY_B);
   }
+}
+
+v1::CaseResult WithEpilogue(v1::CaseResult c, v1::Epilogue epilogue,
+                            v1::Fp8Format format = v1::FP8_FORMAT_UNSPECIFIED,
+                            bool keep_normed = false) {
+  c.set_epilogue(epilogue);
+  c.set_fp8_format(format);
+  c.set_keep_normed(keep_normed);
+  return c;
+}
+
+// An fp8 case and the plain one of the same shape are different kernels, as are the two fp8
+// formats, and a kernel that also writes the normed output.
+TEST(CompareTest, EpilogueFormatAndKeepNormedTellCasesApart) {
+  const v1::CaseResult none = WithEpilogue(Case(), v1::EPILOGUE_NONE);
+  const v1::CaseResult token = WithEpilogue(Case(), v1::EPILOGUE_FP8_TOKEN, v1::FP8_FORMAT_E4M3FN);
+  const v1::CaseResult fnuz = WithEpilogue(Case(), v1::EPILOGUE_FP8_TOKEN, v1::FP8_FORMAT_E4M3FNUZ);
+  const v1::CaseResult kept =
+      WithEpilogue(Case(), v1::EPILOGUE_FP8_TOKEN, v1::FP8_FORMAT_E4M3FN, true);
+  const v1::CaseResult tensor =
+      WithEpilogue(Case(), v1::EPILOGUE_FP8_TENSOR, v1::FP8_FORMAT_E4M3FN);
+  const std::pair<v1::CaseResult, v1::CaseResult> apart[] = {
+      {token, none}, {none, token}, {token, fnuz}, {token, kept}, {token, tensor}};
+  for (const auto& [a, b] : apart) {
+    const v1::CompareResponse r = CompareRuns(MakeRun("a", {a}), MakeRun("b", {b}), 0);
+    ASSERT_EQ(r.cases_size(), 2) << a.ShortDebugString() << " vs " << b.ShortDebugString();
+    EXPECT_EQ(r.cases(0).verdict(), v1::COMPARE_VERDICT_ONLY_A);
+    EXPECT_EQ(r.cases(1).verdict(), v1::COMPARE_VERDICT_ONLY_B);
+  }
+  // With both in both runs, each finds its own partner.
+  const v1::CompareResponse r =
+      CompareRuns(MakeRun("a", {none, token}), MakeRun("b", {token, none}), 0);
+  ASSERT_EQ(r.cases_size(), 2);
+  EXPECT_EQ(r.cases(0).epilogue(), v1::EPILOGUE_NONE);
+  EXPECT_EQ(r.cases(0).verdict(), v1::COMPARE_VERDICT_SAME);
+  EXPECT_EQ(r.cases(1).epilogue(), v1::EPILOGUE_FP8_TOKEN);
+  EXPECT_EQ(r.cases(1).fp8_format(), v1::FP8_FORMAT_E4M3FN);
+  EXPECT_EQ(r.cases(1).verdict(), v1::COMPARE_VERDICT_SAME);
+}
+
+// A record older than the epilogues is a case without one; keep_normed means nothing without one.
+TEST(CompareTest, UnsetEpilogueIsNone) {
+  const v1::CaseComparison c =
+      CompareOne(Case(), WithEpilogue(Case(), v1::EPILOGUE_NONE, v1::FP8_FORMAT_UNSPECIFIED, true));
+  EXPECT_EQ(c.verdict(), v1::COMPARE_VERDICT_SAME);
+  EXPECT_EQ(c.epilogue(), v1::EPILOGUE_NONE);
+  EXPECT_FALSE(c.keep_normed());
+}
+
+// A case that never ran wrote no format: it still meets its partner, and its failure is a
+// regression of that case rather than a case gone missing.
+TEST(CompareTest, ACaseWithoutAFormatMatchesEither) {
+  const v1::CaseResult ran = WithEpilogue(Case(), v1::EPILOGUE_FP8_TENSOR, v1::FP8_FORMAT_E4M3FNUZ);
+  const v1::CaseResult died =
+      WithStatus(WithEpilogue(Case(), v1::EPILOGUE_FP8_TENSOR), v1::CASE_STATUS_ERROR);
+  const v1::CaseComparison c = CompareOne(ran, died);
+  EXPECT_EQ(c.verdict(), v1::COMPARE_VERDICT_REGRESSION);
+  EXPECT_EQ(c.reason(), "status OK -> ERROR");
+  EXPECT_EQ(c.fp8_format(), v1::FP8_FORMAT_E4M3FNUZ);
+  EXPECT_EQ(CompareOne(died, ran).fp8_format(), v1::FP8_FORMAT_E4M3FNUZ);
+  // The same format first, whatever the order.
+  const v1::CaseResult fn = WithEpilogue(Case(), v1::EPILOGUE_FP8_TENSOR, v1::FP8_FORMAT_E4M3FN);
+  const v1::CompareResponse r = CompareRuns(MakeRun("a", {ran}), MakeRun("b", {died, fn, ran}), 0);
+  ASSERT_EQ(r.cases_size(), 3);
+  EXPECT_EQ(r.cases(0).verdict(), v1::COMPARE_VERDICT_SAME);
+  EXPECT_EQ(r.cases(1).verdict(), v1::COMPARE_VERDICT_ONLY_B);
+  EXPECT_EQ(r.cases(1).status_b(), v1::CASE_STATUS_ERROR);
+}
+
+TEST(CompareTest, GrowingQuantMismatchesAreRegressions) {
+  v1::CaseResult a = WithEpilogue(Case(), v1::EPILOGUE_NVFP4);
+  a.mutable_quant()->set_code_mismatches(2);
+  v1::CaseResult b = WithStatus(a, v1::CASE_STATUS_WRONG);
+  b.mutable_quant()->set_code_mismatches(5);
+  v1::CaseComparison c = CompareOne(a, b);
+  EXPECT_EQ(c.verdict(), v1::COMPARE_VERDICT_REGRESSION);
+  EXPECT_EQ(c.reason(), "status OK -> WRONG, code mismatches 2 -> 5");
+  EXPECT_EQ(c.quant_a().code_mismatches(), 2u);
+  EXPECT_EQ(c.quant_b().code_mismatches(), 5u);
+  // WRONG in both runs: the growth alone.
+  a = WithStatus(a, v1::CASE_STATUS_WRONG);
+  EXPECT_EQ(CompareOne(a, b).reason(), "code mismatches 2 -> 5");
+  b = a;
+  b.mutable_quant()->set_scale_mismatches(1);
+  EXPECT_EQ(CompareOne(a, b).verdict(), v1::COMPARE_VERDICT_REGRESSION);
+  EXPECT_EQ(CompareOne(a, b).reason(), "scale mismatches 0 -> 1");
+  // Fewer are not; nor are the counts of a case that did not run its checks.
+  EXPECT_EQ(CompareOne(b, a).verdict(), v1::COMPARE_VERDICT_SAME);
+  EXPECT_EQ(CompareOne(WithStatus(a, v1::CASE_STATUS_HANG), b).verdict(),
+            v1::COMPARE_VERDICT_IMPROVEMENT);
+  // The summary names the epilogue.
+  const v1::CompareResponse r = CompareRuns(MakeRun("a", {a}), MakeRun("b", {b}), 0);
+  EXPECT_EQ(r.message(),
+            "1 of 1 case regressed (worst: lamport graph w=4 m=64 n=7168 bf16 nvfp4 "
+            "scale mismatches 0 -> 1)");
 }
 
 TEST(CompareTest, UnsetModeAndDtypeMatchWhatTheServerRuns) {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -251,6 +253,107 @@ TEST(ValidationTest, ExpandedCaseCount) {
   ExpectInvalid(spec, {"cases = 4100", "must be <= 4096"});
 }
 
+TEST(ValidationTest, EpiloguesMultiplyTheCaseCount) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.clear_m();
+  for (uint32_t m = 1; m <= 1024; ++m) spec.add_m(m);  // 1024 x 1 x 2 x 1 x 2 = 4096: the limit
+  spec.add_variants(v1::VARIANT_ONE_STAGE);
+  spec.add_epilogues(v1::EPILOGUE_NONE);
+  spec.add_epilogues(v1::EPILOGUE_NVFP4);
+  EXPECT_TRUE(ValidateSpec(spec, CpuLimits()).ok());
+  spec.add_m(1025);
+  ExpectInvalid(
+      spec, {"cases = 4100 (1025 m x 1 n x 2 variants x 1 modes x 2 epilogues): must be <= 4096"});
+}
+
+TEST(ValidationTest, EpiloguesAreDistinctAndNamed) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.add_epilogues(v1::EPILOGUE_FP8_TOKEN);
+  spec.add_epilogues(v1::EPILOGUE_UNSPECIFIED);
+  ExpectInvalid(spec, {"epilogues[1] = 0: unknown epilogue (none, fp8_token, fp8_tensor, nvfp4)"});
+  spec.set_epilogues(1, static_cast<v1::Epilogue>(99));
+  ExpectInvalid(spec, {"epilogues[1] = 99: unknown epilogue"});
+  spec.set_epilogues(1, v1::EPILOGUE_FP8_TOKEN);
+  ExpectInvalid(spec, {"epilogues[1] = 2: listed twice"});
+  spec.set_epilogues(1, v1::EPILOGUE_NONE);
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, CpuLimits());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->epilogues(), ::testing::ElementsAre(v1::EPILOGUE_FP8_TOKEN, v1::EPILOGUE_NONE));
+}
+
+// The stored spec says which scales and tolerance a run used, also when the request left them out.
+TEST(ValidationTest, QuantSettingsGetDefaults) {
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(ValidSpec(), CpuLimits());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->epilogues(), ::testing::ElementsAre(v1::EPILOGUE_NONE));
+  EXPECT_EQ(out->fp8_scale(), 0.03125f);
+  EXPECT_EQ(out->nvfp4_global_scale(), 256.0f);
+  EXPECT_EQ(out->quant_tolerance(), v1::QUANT_TOLERANCE_STRICT);
+  // The device's format: only the worker knows which one that is.
+  EXPECT_EQ(out->fp8_format(), v1::FP8_FORMAT_UNSPECIFIED);
+  EXPECT_FALSE(out->keep_normed());
+
+  v1::SweepSpec spec = ValidSpec();
+  spec.add_epilogues(v1::EPILOGUE_FP8_TENSOR);
+  spec.set_keep_normed(true);
+  spec.set_fp8_format(v1::FP8_FORMAT_E4M3FNUZ);
+  spec.set_fp8_scale(0x1p64f);  // the largest allowed
+  spec.set_nvfp4_global_scale(1e-30f);
+  spec.set_quant_tolerance(v1::QUANT_TOLERANCE_ULP);
+  out = ValidateSpec(spec, CpuLimits());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->epilogues(), ::testing::ElementsAre(v1::EPILOGUE_FP8_TENSOR));
+  EXPECT_TRUE(out->keep_normed());
+  EXPECT_EQ(out->fp8_format(), v1::FP8_FORMAT_E4M3FNUZ);
+  EXPECT_EQ(out->fp8_scale(), 0x1p64f);
+  EXPECT_EQ(out->nvfp4_global_scale(), 1e-30f);
+  EXPECT_EQ(out->quant_tolerance(), v1::QUANT_TOLERANCE_ULP);
+}
+
+TEST(ValidationTest, QuantScalesArePositiveFiniteAndBounded) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const auto& [value, text] : {std::pair<float, std::string>{-1.0f, "-1"},
+                                    {-0.5f, "-0.5"},
+                                    {nan, "nan"},
+                                    {inf, "inf"},
+                                    {0x1p65f, "3.689349e+19"},
+                                    {std::nextafter(0x1p64f, inf), "1.8446746e+19"}}) {
+    v1::SweepSpec spec = ValidSpec();
+    spec.set_fp8_scale(value);
+    ExpectInvalid(spec, {absl::StrCat("fp8_scale = ", text,
+                                      ": must be > 0, finite and <= 2^64 (or 0 for 1/32)")});
+    spec = ValidSpec();
+    spec.set_nvfp4_global_scale(value);
+    ExpectInvalid(spec, {absl::StrCat("nvfp4_global_scale = ", text,
+                                      ": must be > 0, finite and <= 2^64 (or 0 for 256)")});
+  }
+}
+
+TEST(ValidationTest, QuantEnums) {
+  v1::SweepSpec spec = ValidSpec();
+  spec.set_fp8_format(static_cast<v1::Fp8Format>(3));
+  ExpectInvalid(spec, {"fp8_format = 3: unknown fp8 format (e4m3fn, e4m3fnuz)"});
+  spec = ValidSpec();
+  spec.set_quant_tolerance(static_cast<v1::QuantTolerance>(3));
+  ExpectInvalid(spec, {"quant_tolerance = 3: unknown quant tolerance (strict, ulp)"});
+  // Both at once, with a bad scale: every problem is named.
+  spec.set_fp8_format(static_cast<v1::Fp8Format>(3));
+  spec.set_fp8_scale(-2.0f);
+  ExpectInvalid(spec, {"fp8_format = 3", "quant_tolerance = 3", "fp8_scale = -2"});
+}
+
+TEST(ValidationTest, QuantPatternsAreAccepted) {
+  for (v1::Pattern p : {v1::PATTERN_AMAX_LAST_RANK, v1::PATTERN_QUANT_TIES,
+                        v1::PATTERN_QUANT_SATURATE, v1::PATTERN_ZERO_ROWS}) {
+    v1::SweepSpec spec = ValidSpec();
+    spec.set_pattern(p);
+    absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, CpuLimits());
+    ASSERT_TRUE(out.ok()) << p << ": " << out.status();
+    EXPECT_EQ(out->pattern(), p);
+  }
+}
+
 TEST(ValidationTest, Eps) {
   v1::SweepSpec spec = ValidSpec();
   spec.set_eps(-1.0f);
@@ -401,7 +504,7 @@ TEST(ValidationTest, EveryIndependentProblemIsReportedAtOnce) {
       absl::StrJoin(
           {std::string("world_size = 64: this cpu backend has 4 ranks (colltestd --cpu-ranks)"),
            std::string("pattern = 99: unknown pattern (normal, integers, neg_zero, large, "
-                       "denormal, same)"),
+                       "denormal, same, amax_last_rank, quant_ties, quant_saturate, zero_rows)"),
            std::string("tolerance = 99: unknown tolerance profile (strict, aiter, trtllm)"),
            std::string("m: empty (give at least one row count)"),
            std::string("n: empty (give at least one hidden size)"),

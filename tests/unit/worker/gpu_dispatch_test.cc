@@ -157,6 +157,11 @@ TEST(ScratchLayout, BuffersFollowEachOtherWithoutOverlapAndFillTheTotal) {
       {"want_out", l.want_out_offset, ref},
       {"weight", l.weight_offset, kWeightBytes},
       {"accum", l.accum_offset, worker::kGraphStressCalls * sizeof(DiffAccum)},
+      // A quantising epilogue's codes (one byte an element at most), row scales and block scales.
+      {"quant_codes", l.quant_codes_offset, kCapacity / ElemBytes(DType::kBf16)},
+      {"quant_row_scales", l.quant_row_scales_offset, kMaxQuantRows * sizeof(float)},
+      {"quant_block_scales", l.quant_block_scales_offset,
+       kCapacity / ElemBytes(DType::kBf16) / 16 + kMaxQuantRows},
   };
   size_t end = 0;
   for (const Region& r : regions) {
@@ -169,14 +174,20 @@ TEST(ScratchLayout, BuffersFollowEachOtherWithoutOverlapAndFillTheTotal) {
   EXPECT_EQ(l.total % kScratchAlign, 0u);
 }
 
-TEST(ScratchLayout, TotalIsWhatTheBackendAlwaysAllocated) {
-  // Residual, outputs, two fp32 references, the weight and one 4096-byte block of accumulators.
+TEST(ScratchLayout, TotalIsWhatTheBackendAllocates) {
+  // Residual, outputs, two fp32 references, the weight, two 4096-byte blocks of accumulators
+  // (64 of 96 bytes), then the quantised outputs: codes (capacity / 2), 65536 row scales and
+  // the block scales (capacity / 32 + 65536), each rounded up to 4096 bytes.
   const ScratchLayout l = MakeScratchLayout(kCapacity, worker::kGraphStressCalls);
-  EXPECT_EQ(l.total, 7 * kCapacity + kWeightBytes + 4096);
+  EXPECT_EQ(sizeof(DiffAccum), 96u);
   EXPECT_EQ(l.accum_offset, 7 * kCapacity + kWeightBytes);
-  // More checks than one block holds get more blocks, not an overrun.
-  EXPECT_EQ(MakeScratchLayout(kCapacity, 100).total - l.accum_offset,
-            ScratchAlignUp(100 * sizeof(DiffAccum)));
+  EXPECT_EQ(l.quant_codes_offset, l.accum_offset + 8192);
+  EXPECT_EQ(l.total, l.quant_codes_offset + kCapacity / 2 + 65536 * 4 +
+                         ScratchAlignUp(kCapacity / 32 + 65536));
+  // More checks than two blocks hold get more blocks, not an overrun.
+  const ScratchLayout more = MakeScratchLayout(kCapacity, 100);
+  EXPECT_EQ(more.quant_codes_offset - more.accum_offset, ScratchAlignUp(100 * sizeof(DiffAccum)));
+  EXPECT_EQ(more.total - more.quant_codes_offset, l.total - l.quant_codes_offset);
 }
 
 }  // namespace

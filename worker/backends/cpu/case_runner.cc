@@ -18,6 +18,8 @@
 #include "worker/case_driver.h"
 #include "worker/heartbeat.h"
 #include "worker/numerics/diff.h"
+#include "worker/numerics/quant_checker.h"
+#include "worker/numerics/quant_plan.h"
 #include "worker/rank_report.h"
 
 namespace colltest::cpu {
@@ -50,11 +52,27 @@ class HostTimer final : public worker::CaseTimer {
 };
 
 // The call named at the end of a first-bad text, as the driver numbers it ("... (call 7, note)").
-void RenameCall(DiffSummary& s, int64_t call, const std::string& note) {
-  const size_t at = s.first_bad.rfind(" (call ");
-  if (at != std::string::npos) s.first_bad.resize(at);
-  absl::StrAppend(&s.first_bad, " (call ", call, note, ")");
-  s.first_bad_call = call;
+void RenameCall(std::string& first_bad, int64_t& first_bad_call, int64_t call,
+                const std::string& note) {
+  if (first_bad.empty()) return;
+  const size_t at = first_bad.rfind(" (call ");
+  if (at != std::string::npos) first_bad.resize(at);
+  absl::StrAppend(&first_bad, " (call ", call, note, ")");
+  first_bad_call = call;
+}
+
+// `count` elements of T from `bytes`, as floats.
+std::vector<float> ToFloats(DType t, const uint8_t* bytes, size_t count) {
+  const size_t elem = ElemBytes(t);
+  std::vector<float> f(count);
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, bytes + i * elem, elem);  // little-endian: low bytes hold T
+    f[i] = t == DType::kBf16   ? Bf16ToFloat(bits)
+           : t == DType::kFp16 ? Fp16ToFloat(bits)
+                               : BitsToFloat(bits);
+  }
+  return f;
 }
 
 }  // namespace
@@ -98,10 +116,13 @@ class CpuBackend::Runtime final : public worker::CaseRuntime {
   absl::Status BeginCapture() override;
   absl::Status EndCapture(bool keep) override;
   absl::Status Replay() override;
-  // Checks compare on the host, each into its own DiffChecker; a capture records them.
+  // Checks compare on the host, each into its own DiffChecker and QuantChecker; a capture
+  // records them.
   absl::Status ClearChecks(uint32_t count) override {
     accums_.assign(count, DiffChecker(s_.dtype, profile_));
     read_.assign(count, DiffSummary{});
+    quant_accums_.assign(count, QuantChecker(p_.quant, s_.dtype));
+    quant_read_.assign(count, QuantCheckSummary{});
     return absl::OkStatus();
   }
   absl::Status Check(uint64_t call, uint32_t m, uint32_t index) override;
@@ -109,7 +130,8 @@ class CpuBackend::Runtime final : public worker::CaseRuntime {
     std::vector<uint64_t> mismatches(count);
     for (uint32_t c = 0; c < count && c < accums_.size(); ++c) {
       read_[c] = accums_[c].Summary();
-      mismatches[c] = read_[c].mismatches;
+      quant_read_[c] = quant_accums_[c].Summary();
+      mismatches[c] = read_[c].mismatches + quant_read_[c].failures();
     }
     return mismatches;
   }
@@ -133,6 +155,8 @@ class CpuBackend::Runtime final : public worker::CaseRuntime {
   };
   void Run(const Call& call);
   void RunCheck(uint64_t call, uint32_t m, uint32_t index);
+  void CheckQuant(uint64_t call, uint32_t m, const std::vector<float>& want_out, uint32_t index);
+  QuantOutputs QuantBuffers();
   void Inject(const Call& call);
   template <DType D>
   void LaunchTyped(Variant variant, const CallArgs& args, uint32_t grid);
@@ -148,8 +172,14 @@ class CpuBackend::Runtime final : public worker::CaseRuntime {
   std::vector<uint8_t> residual_;  // slots x slot_stride, private
   std::vector<uint8_t> residual_out_;
   std::vector<uint8_t> out_;
+  // The quantised outputs of a quantising epilogue (QuantOutputs), m rows at the largest m.
+  std::vector<uint8_t> codes_;
+  std::vector<float> row_scales_;
+  std::vector<uint8_t> block_scales_;
   std::vector<DiffChecker> accums_;
   std::vector<DiffSummary> read_;  // accumulators as last read
+  std::vector<QuantChecker> quant_accums_;
+  std::vector<QuantCheckSummary> quant_read_;
   bool capturing_ = false;
   std::vector<std::function<void()>> recorded_;
   // hang_end_sync fired at a launch: this rank launches nothing more (decided at launch, as a
@@ -177,6 +207,16 @@ CpuBackend::Runtime::Runtime(CpuBackend& b, const worker::CasePlan& plan)
   residual_.resize(p_.slots * p_.slot_stride);
   residual_out_.resize(p_.bytes);
   out_.resize(p_.bytes);
+  const QuantPlan& q = p_.quant;
+  codes_.resize(static_cast<size_t>(s_.m) * QuantCodeBytesPerRow(q, s_.n));
+  row_scales_.resize(static_cast<size_t>(s_.m) * QuantRowScalesPerRow(q));
+  block_scales_.resize(static_cast<size_t>(s_.m) * QuantBlockScalesPerRow(q, s_.n));
+}
+
+QuantOutputs CpuBackend::Runtime::QuantBuffers() {
+  if (!p_.quant.scheme.has_value()) return QuantOutputs{};
+  return QuantOutputs{&p_.quant, codes_.data(), row_scales_.data(), block_scales_.data(),
+                      p_.world};
 }
 
 absl::StatusOr<bool> CpuBackend::Runtime::Arm() {
@@ -204,10 +244,10 @@ absl::Status CpuBackend::Runtime::Generate(uint32_t slot, uint64_t call, uint32_
     worker::Beat();
     for (uint32_t col = 0; col < s_.n; ++col) {
       const size_t i = static_cast<size_t>(row) * s_.n + col;
-      const uint32_t x =
-          StoredBits(s_.dtype, InputValue(s_.pattern, s_.dtype, s_.seed, call, b_.rank_, row, col));
+      const uint32_t x = StoredBits(s_.dtype, InputValue(s_.pattern, s_.dtype, s_.seed, call,
+                                                         s_.world, b_.rank_, row, s_.n, col));
       const uint32_t r =
-          StoredBits(s_.dtype, ResidualValue(s_.pattern, s_.dtype, s_.seed, call, row, col));
+          StoredBits(s_.dtype, ResidualValue(s_.pattern, s_.dtype, s_.seed, call, row, s_.n, col));
       std::memcpy(input + i * p_.elem, &x, p_.elem);  // little-endian: low bytes hold T
       std::memcpy(residual + i * p_.elem, &r, p_.elem);
     }
@@ -270,6 +310,7 @@ void CpuBackend::Runtime::Run(const Call& call) {
   args.residual_out = residual_out_.data();
   args.out = out_.data();
   args.arm_repeat = std::max(1u, p_.req->knobs().arm_repeat());
+  args.quant = QuantBuffers();
   const uint32_t grid = Grid(call.variant, call.m);
   switch (s_.dtype) {
     case DType::kBf16:
@@ -357,36 +398,42 @@ void CpuBackend::Runtime::RunCheck(uint64_t call, uint32_t m, uint32_t index) {
   shape.m = m;
   const ReferenceRows want = ComputeReference(shape, call, &worker::Beat);
   const size_t count = static_cast<size_t>(m) * shape.n;
-  std::vector<float> got_res(count), got_out(count);
-  for (size_t i = 0; i < count; ++i) {
-    uint32_t r = 0, o = 0;
-    std::memcpy(&r, residual_out_.data() + i * p_.elem, p_.elem);
-    std::memcpy(&o, out_.data() + i * p_.elem, p_.elem);
-    switch (shape.dtype) {
-      case DType::kBf16:
-        got_res[i] = Bf16ToFloat(r);
-        got_out[i] = Bf16ToFloat(o);
-        break;
-      case DType::kFp16:
-        got_res[i] = Fp16ToFloat(r);
-        got_out[i] = Fp16ToFloat(o);
-        break;
-      case DType::kFp32:
-        got_res[i] = BitsToFloat(r);
-        got_out[i] = BitsToFloat(o);
-        break;
-    }
+  const std::vector<float> got_res = ToFloats(s_.dtype, residual_out_.data(), count);
+  // Without keep_normed a quantising epilogue leaves out unwritten, and it is not checked.
+  const std::vector<float> got_out =
+      p_.quant.writes_out() ? ToFloats(s_.dtype, out_.data(), count) : std::vector<float>();
+  accums_[index].CompareRows(static_cast<int64_t>(call), m, shape.n, got_res.data(),
+                             got_out.empty() ? nullptr : got_out.data(), want.residual_out.data(),
+                             want.out.data(), &worker::Beat);
+  if (p_.quant.scheme.has_value()) CheckQuant(call, m, want.out, index);
+}
+
+// Each row of the reference's out (rounded to T) quantised by the rules against the kernel's
+// codes and scales of that row.
+void CpuBackend::Runtime::CheckQuant(uint64_t call, uint32_t m, const std::vector<float>& want_out,
+                                     uint32_t index) {
+  const QuantPlan& q = p_.quant;
+  const uint32_t n = s_.n;
+  for (uint32_t row = 0; row < m; ++row) {
+    worker::Beat();
+    const QuantizedRow got = ReadQuantizedRow(
+        q, n, codes_.data() + static_cast<size_t>(row) * QuantCodeBytesPerRow(q, n),
+        row_scales_.data() + static_cast<size_t>(row) * QuantRowScalesPerRow(q),
+        block_scales_.data() + static_cast<size_t>(row) * QuantBlockScalesPerRow(q, n));
+    quant_accums_[index].CompareRow(static_cast<int64_t>(call), row,
+                                    want_out.data() + static_cast<size_t>(row) * n, n, got);
   }
-  accums_[index].CompareRows(static_cast<int64_t>(call), m, shape.n, got_res.data(), got_out.data(),
-                             want.residual_out.data(), want.out.data(), &worker::Beat);
 }
 
 absl::Status CpuBackend::Runtime::FoldCheck(uint32_t index, int64_t call, bool /*values*/,
                                             const std::string& note) {
   // The cpu compared values on the host, so its first-bad text always carries them.
   DiffSummary s = read_.at(index);
-  if (!s.first_bad.empty()) RenameCall(s, call, note);
+  RenameCall(s.first_bad, s.first_bad_call, call, note);
   worker::MergeDiff(s, profile_.min_pass_fraction, &diff_);
+  QuantCheckSummary q = quant_read_.at(index);
+  RenameCall(q.first_bad, q.first_bad_call, call, note);
+  MergeQuantCheck(q, &quant_);
   return absl::OkStatus();
 }
 

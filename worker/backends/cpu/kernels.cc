@@ -63,7 +63,19 @@ Pack ReducePack(const GroupView& g, size_t input_offset, size_t pack) {
   return PackOf<D>(acc);
 }
 
-// residual_out = T(s + residual); out = T(residual_out * rsqrt(mean(residual_out^2) + eps) * w).
+// Per-thread scratch for a row of the normed output, apart from RowScratch (which holds the sums
+// the epilogue reads).
+std::vector<float>& NormScratch(uint32_t n) {
+  thread_local std::vector<float> y;
+  if (y.size() < n) y.resize(n);
+  return y;
+}
+
+// residual_out = T(s + residual); y = T(residual_out * rsqrt(mean(residual_out^2) + eps) * w),
+// then out = y and/or y quantised (QuantizeRow), as the case's epilogue asks. The norm is the
+// reference's own arithmetic (fp64, rounded to float and then to T): the quantising epilogue
+// encodes y, and one T ulp of y can move a code or a dynamic scale, so the specification's y is
+// the reference's bit for bit.
 template <DType D>
 void FusedRowEpilogue(const float* sums, uint32_t row, const CallArgs& a) {
   worker::Beat();  // a large call on a crowded machine computes for long between two spins
@@ -72,19 +84,26 @@ void FusedRowEpilogue(const float* sums, uint32_t row, const CallArgs& a) {
   const S* res = static_cast<const S*>(a.residual_in) + base;
   const S* w = static_cast<const S*>(a.weight);
   S* rout = static_cast<S*>(a.residual_out) + base;
-  S* out = static_cast<S*>(a.out) + base;
-  float sumsq = 0.f;
+  double sumsq = 0;
   for (uint32_t j = 0; j < a.n; ++j) {
     const S r = a.residual ? Elem<D>::FromFloat(sums[j] + Elem<D>::ToFloat(res[j]))
                            : Elem<D>::FromFloat(sums[j]);
     rout[j] = r;
-    const float rf = Elem<D>::ToFloat(r);
+    const double rf = Elem<D>::ToFloat(r);
     sumsq += rf * rf;
   }
-  const float inv = 1.0f / std::sqrt(sumsq / static_cast<float>(a.n) + a.eps);
+  const double inv = 1.0 / std::sqrt(sumsq / a.n + static_cast<double>(a.eps));
+  float* y = NormScratch(a.n).data();
   for (uint32_t j = 0; j < a.n; ++j) {
-    out[j] = Elem<D>::FromFloat(Elem<D>::ToFloat(rout[j]) * inv * Elem<D>::ToFloat(w[j]));
+    const double v = static_cast<double>(Elem<D>::ToFloat(rout[j])) * inv *
+                     static_cast<double>(Elem<D>::ToFloat(w[j]));
+    y[j] = Elem<D>::ToFloat(Elem<D>::FromFloat(static_cast<float>(v)));
   }
+  if (a.quant.writes_out()) {
+    S* out = static_cast<S*>(a.out) + base;
+    for (uint32_t j = 0; j < a.n; ++j) out[j] = Elem<D>::FromFloat(y[j]);
+  }
+  QuantizeRow(a.quant, row, y, a.n);
 }
 
 template <DType D>

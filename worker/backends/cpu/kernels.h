@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "worker/backends/cpu/block_context.h"
+#include "worker/backends/cpu/quant_row.h"
 #include "worker/numerics/dtype.h"
 
 namespace colltest::cpu {
@@ -21,8 +22,9 @@ struct CallArgs {
   const void* residual_in = nullptr;  // private, m * n
   const void* weight = nullptr;       // private, n
   void* residual_out = nullptr;       // private, m * n
-  void* out = nullptr;                // private, m * n
+  void* out = nullptr;                // private, m * n; untouched when quant does not write it
   uint32_t arm_repeat = 1;
+  QuantOutputs quant;  // the quantising epilogue after the norm, if the case has one
 };
 
 template <DType D>

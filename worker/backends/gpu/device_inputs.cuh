@@ -84,6 +84,13 @@ __device__ __forceinline__ float ElementFromHash(Pattern p, DType t, uint64_t h,
           return __uint_as_float((neg ? 0x80000000u : 0u) | (1u + Below(bits, 0x7fffffu)));
       }
     }
+    // Not generated on the device yet: the backend answers UNSUPPORTED for them before any
+    // kernel runs (gpu_case_runner.cc, RefuseQuant).
+    case Pattern::kAmaxLastRank:
+    case Pattern::kQuantTies:
+    case Pattern::kQuantSaturate:
+    case Pattern::kZeroRows:
+      break;
   }
   return 0.0f;
 }

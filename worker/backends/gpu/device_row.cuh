@@ -6,28 +6,23 @@
 #include <cstdint>
 
 #include "worker/backends/gpu/device_elem.cuh"
+#include "worker/backends/gpu/device_quant.cuh"
+#include "worker/backends/gpu/device_reduce.cuh"
 #include "worker/backends/gpu/gpu_runtime.h"
 #include "worker/backends/gpu/kernels.h"
 
 namespace colltest::gpu {
 
-template <class V>
-__device__ __forceinline__ V BlockSum(V v) {
-  __shared__ V partial[64];
-  __shared__ V total;
-  const int lane = threadIdx.x % kWarpSize;
-  const int warp = threadIdx.x / kWarpSize;
-  const int warps = (blockDim.x + kWarpSize - 1) / kWarpSize;
-  v = WarpSum(v);
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < warps ? partial[lane] : V(0);
-    v = WarpSum(v);
-    if (lane == 0) total = v;
-  }
-  __syncthreads();
-  return total;
+// The norm in the reference's arithmetic (worker/numerics/reference.cc): the sum of squares and
+// the scaling in fp64, rounded to float (PackOf then rounds to T). A quantising epilogue encodes
+// the normed value, and one T ulp of it can move a code or a dynamic scale, so the kernels' normed
+// output is the reference's bit for bit, as the cpu specification's is. The fp64 work is per row
+// and per element multiply; the kernels stay bound by memory and waits.
+__device__ __forceinline__ double NormInverse(double sumsq, uint32_t n, float eps) {
+  return 1.0 / sqrt(sumsq / n + static_cast<double>(eps));
+}
+__device__ __forceinline__ float Normed(float x, double inv, float w) {
+  return static_cast<float>(static_cast<double>(x) * inv * static_cast<double>(w));
 }
 
 // `sum_of(k, s)` yields the all-reduced pack k of the row (already rounded to T) and returns false
@@ -42,7 +37,7 @@ __device__ __forceinline__ bool FusedRow(const CallArgs& a, uint32_t row, SumOf&
   uint4* out = static_cast<uint4*>(a.out) + row_pack;
   const uint4* w = static_cast<const uint4*>(a.weight);
   uint4 r[kMaxRowPacks];
-  float sumsq = 0.f;
+  double sumsq = 0;
   int failed = 0;
 #pragma unroll
   for (uint32_t i = 0; i < kMaxRowPacks; ++i) {
@@ -63,12 +58,12 @@ __device__ __forceinline__ bool FusedRow(const CallArgs& a, uint32_t row, SumOf&
       float rr[E];
       Unpack<D>(r[i], rr);
 #pragma unroll
-      for (uint32_t e = 0; e < E; ++e) sumsq += rr[e] * rr[e];
+      for (uint32_t e = 0; e < E; ++e) sumsq += static_cast<double>(rr[e]) * rr[e];
     }
   }
   if (__syncthreads_or(failed)) return false;
-  const float total = BlockSum(sumsq);
-  const float inv = 1.0f / sqrtf(total / static_cast<float>(a.n) + a.eps);
+  const double inv = NormInverse(BlockSum(sumsq), a.n, a.eps);
+  const bool write_normed = a.quant.WritesNormed();
 #pragma unroll
   for (uint32_t i = 0; i < kMaxRowPacks; ++i) {
     const uint32_t k = threadIdx.x + i * blockDim.x;
@@ -77,9 +72,14 @@ __device__ __forceinline__ bool FusedRow(const CallArgs& a, uint32_t row, SumOf&
       Unpack<D>(r[i], rr);
       Unpack<D>(w[k], wf);
 #pragma unroll
-      for (uint32_t e = 0; e < E; ++e) rr[e] = rr[e] * inv * wf[e];
-      out[k] = PackOf<D>(rr);
+      for (uint32_t e = 0; e < E; ++e) rr[e] = Normed(rr[e], inv, wf[e]);
+      r[i] = PackOf<D>(rr);  // the normed pack, rounded to T: what the epilogue quantises
+      if (write_normed) out[k] = r[i];
     }
+  }
+  if (a.quant.on) {
+    QuantizeRow<D, kMaxRowPacks, kMaxRowPacks>(a.quant, row, a.n,
+                                               [&](int i, uint32_t) { return r[i]; });
   }
   return true;
 }

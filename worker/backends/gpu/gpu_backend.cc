@@ -243,6 +243,7 @@ absl::StatusOr<colltest::worker::v1::InitReply> GpuBackend::Init(
   DeviceInfo info;
   if (auto s = GpuOk(GetDeviceInfo(device, &info), "device properties"); !s.ok()) return s;
   multiprocessors_ = info.multiprocessors;
+  fp8_format_ = info.fp8_fnuz ? Fp8Format::kE4m3fnuz : Fp8Format::kE4m3fn;
   layout_ = MakeGpuLayout(worker::CaseCapacityBytes(request), world_);
   if (auto s = AllocateBuffers(); !s.ok()) return s;
   if (SupportedWorld(world_)) {

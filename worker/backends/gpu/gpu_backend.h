@@ -83,6 +83,7 @@ class GpuBackend final : public worker::Backend {
   HangRecord* hang_device_ = nullptr;  // hang_host_ as the device sees it
   StreamHandle stream_;
   int multiprocessors_ = 0;
+  Fp8Format fp8_format_ = Fp8Format::kE4m3fn;  // the device's own (DeviceInfo::fp8_fnuz)
   // The most ranks of the group on one device (InitRequest.ranks_on_device), at least 1.
   uint32_t ranks_on_device_ = 1;
   // The ranks that may spin on this device at once (InitRequest.device_slots), at least 1.

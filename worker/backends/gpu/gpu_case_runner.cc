@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -23,6 +24,8 @@
 #include "worker/case_config.h"
 #include "worker/case_driver.h"
 #include "worker/numerics/diff.h"
+#include "worker/numerics/quant_checker.h"
+#include "worker/numerics/quant_plan.h"
 #include "worker/rank_report.h"
 
 namespace colltest::gpu {
@@ -99,13 +102,16 @@ class EventPairs final : public worker::CaseTimer {
   std::vector<EventHandle> events_;
 };
 
-// Zeroes `count` accumulators, first_bad_key = ~0 (none).
+// Zeroes `count` accumulators, first_bad_key and quant_first_bad_row = ~0 (none): the two are
+// neighbours, so one fill sets both.
 absl::Status ClearAccums(DiffAccum* accum, uint32_t count, Stream stream) {
+  static_assert(offsetof(DiffAccum, quant_first_bad_row) ==
+                offsetof(DiffAccum, first_bad_key) + sizeof(uint64_t));
   COLLTEST_RETURN_IF_ERROR(
       GpuOk(MemsetAsync(accum, 0, count * sizeof(DiffAccum), stream), "clear diff"));
   for (uint32_t i = 0; i < count; ++i) {
-    COLLTEST_RETURN_IF_ERROR(
-        GpuOk(MemsetAsync(&accum[i].first_bad_key, 0xff, sizeof(uint64_t), stream), "clear diff"));
+    COLLTEST_RETURN_IF_ERROR(GpuOk(
+        MemsetAsync(&accum[i].first_bad_key, 0xff, 2 * sizeof(uint64_t), stream), "clear diff"));
   }
   return absl::OkStatus();
 }
@@ -125,7 +131,19 @@ DiffSummary SummaryOf(const DiffAccum& d) {
 DiffAccum NoAccum() {
   DiffAccum none{};
   none.first_bad_key = ~0ull;
+  none.quant_first_bad_row = ~0ull;
   return none;
+}
+
+// One accumulator's quantised-output counts (kernels_support.cu counts exact mismatches).
+QuantCheckSummary QuantCountsOf(const DiffAccum& d) {
+  QuantCheckSummary q;
+  q.checked_codes = d.quant_checked_codes;
+  q.code_mismatches = d.quant_code_mismatches;
+  q.checked_scales = d.quant_checked_scales;
+  q.scale_mismatches = d.quant_scale_mismatches;
+  q.passed = q.code_mismatches == 0 && q.scale_mismatches == 0;
+  return q;
 }
 
 }  // namespace
@@ -136,6 +154,7 @@ class GpuBackend::Rules final : public worker::CaseRules {
   size_t capacity() const override { return b_.layout_.capacity; }
   size_t tb_capacity() const override { return b_.layout_.tb_capacity; }
   uint32_t max_slots() const override { return kMaxInputSlots; }
+  Fp8Format native_fp8_format() const override { return b_.fp8_format_; }
   absl::StatusOr<std::string> RefuseVariant(
       const colltest::worker::v1::CaseRequest& req) const override {
     if (req.variant() == colltest::v1::VARIANT_NCCL) {
@@ -156,6 +175,7 @@ class GpuBackend::Rules final : public worker::CaseRules {
   }
   absl::StatusOr<std::string> RefuseShape(const worker::CasePlan& plan) const override {
     const auto& req = *plan.req;
+    if (const std::string quant = RefuseQuant(plan); !quant.empty()) return quant;
     const absl::string_view name = common::VariantName(plan.variant);
     const uint32_t tpb = req.knobs().threads_per_block();
     if (tpb != 0 && tpb != 256 && tpb != 512) {
@@ -180,6 +200,33 @@ class GpuBackend::Rules final : public worker::CaseRules {
       return absl::StrCat(name, ": n = ", req.n(), " exceeds the weight buffer");
     }
     return std::string();
+  }
+  // What the GPU check of a quantising epilogue cannot do yet, and the inputs aimed at it that
+  // the device does not generate yet: never a fake OK.
+  static std::string RefuseQuant(const worker::CasePlan& plan) {
+    const auto& req = *plan.req;
+    if (plan.quant.scheme.has_value()) {
+      if (plan.quant.tolerance != QuantTolerance::kStrict) {
+        return absl::StrCat("epilogue ", common::EpilogueName(req.epilogue()),
+                            ": the GPU check compares codes exactly (quant tolerance strict); "
+                            "ulp is checked on the cpu backend");
+      }
+      if (plan.shape.m > kMaxQuantRows) {
+        return absl::StrCat("epilogue ", common::EpilogueName(req.epilogue()),
+                            ": m = ", plan.shape.m, " rows, the GPU buffers hold scales of ",
+                            kMaxQuantRows);
+      }
+    }
+    switch (req.pattern()) {
+      case colltest::v1::PATTERN_AMAX_LAST_RANK:
+      case colltest::v1::PATTERN_QUANT_TIES:
+      case colltest::v1::PATTERN_QUANT_SATURATE:
+      case colltest::v1::PATTERN_ZERO_ROWS:
+        return absl::StrCat("pattern ", common::PatternName(req.pattern()),
+                            " is not yet generated on the GPU");
+      default:
+        return std::string();
+    }
   }
   static uint32_t ThreadsOf(const colltest::worker::v1::CaseRequest& req) {
     const uint32_t tpb = req.knobs().threads_per_block();
@@ -226,6 +273,12 @@ class GpuBackend::Runtime final : public worker::CaseRuntime {
   // Enqueues the injected faults that precede a call and carries the others in `a`.
   absl::Status EnqueueFaults(Variant variant, uint32_t m, CallArgs& a);
   CheckArgs CheckArgsFor(uint64_t call, uint32_t m, DiffAccum* accum) const;
+  // The case's quantising epilogue as the kernels and the check take it (off without one).
+  QuantArgs QuantArgsFor() const;
+  // Accumulator `d`'s quantised-output tally; the first bad row compared again on the host by the
+  // one QuantChecker (its rule, code distances and errors) while the outputs hold the call.
+  absl::StatusOr<QuantCheckSummary> QuantSummaryOf(const DiffAccum& d, int64_t call, bool values,
+                                                   const std::string& note) const;
   absl::Status FirstBadText(const DiffAccum& d, int64_t call, bool values, const std::string& note,
                             std::string* msg) const;
 
@@ -241,6 +294,9 @@ class GpuBackend::Runtime final : public worker::CaseRuntime {
   float* want_out_;
   uint8_t* weight_;
   DiffAccum* accum_;
+  uint8_t* quant_codes_;
+  float* quant_row_scales_;
+  uint8_t* quant_block_scales_;
   uint64_t timeout_ns_;
   ToleranceProfile profile_;
   std::vector<DiffAccum> read_;  // accumulators as last read
@@ -269,6 +325,9 @@ GpuBackend::Runtime::Runtime(GpuBackend& b, const worker::CasePlan& plan)
   want_out_ = reinterpret_cast<float*>(scratch + l.want_out_offset);
   weight_ = scratch + l.weight_offset;
   accum_ = reinterpret_cast<DiffAccum*>(scratch + l.accum_offset);
+  quant_codes_ = scratch + l.quant_codes_offset;
+  quant_row_scales_ = reinterpret_cast<float*>(scratch + l.quant_row_scales_offset);
+  quant_block_scales_ = scratch + l.quant_block_scales_offset;
 }
 
 absl::Status GpuBackend::Runtime::Prepare() {
@@ -389,6 +448,7 @@ absl::Status GpuBackend::Runtime::Launch(Variant variant, uint32_t m, uint32_t s
   a.out = out_;
   a.arm_repeat = std::max(1u, p_.req->knobs().arm_repeat());
   a.timeout_ns = timeout_ns_;
+  a.quant = QuantArgsFor();
   if (stopped_) return absl::OkStatus();
   COLLTEST_RETURN_IF_ERROR(EnqueueFaults(variant, m, a));
   const uint32_t grid = Grid(variant, m);
@@ -453,9 +513,91 @@ absl::Status GpuBackend::Runtime::ClearChecks(uint32_t count) {
 }
 
 CheckArgs GpuBackend::Runtime::CheckArgsFor(uint64_t call, uint32_t m, DiffAccum* accum) const {
-  return CheckArgs{
-      s_.dtype, s_.pattern, s_.seed,       call, p_.world,           m,         s_.n, s_.residual,
-      s_.eps,   profile_,   residual_out_, out_, want_residual_out_, want_out_, accum};
+  return CheckArgs{s_.dtype,
+                   s_.pattern,
+                   s_.seed,
+                   call,
+                   p_.world,
+                   m,
+                   s_.n,
+                   s_.residual,
+                   s_.eps,
+                   profile_,
+                   residual_out_,
+                   out_,
+                   want_residual_out_,
+                   want_out_,
+                   accum,
+                   QuantArgsFor()};
+}
+
+QuantArgs GpuBackend::Runtime::QuantArgsFor() const {
+  const QuantPlan& plan = p_.quant;
+  QuantArgs q;
+  if (!plan.scheme.has_value()) return q;
+  q.on = true;
+  q.scheme = *plan.scheme;
+  q.format = plan.format;
+  q.keep_normed = plan.keep_normed;
+  q.fp8_scale = plan.fp8_scale;
+  q.nvfp4_global = plan.nvfp4_global_scale;
+  q.world = p_.world;
+  q.breaks = plan.breaks;
+  q.codes = quant_codes_;
+  q.row_scales = quant_row_scales_;
+  q.block_scales = quant_block_scales_;
+  return q;
+}
+
+absl::StatusOr<QuantCheckSummary> GpuBackend::Runtime::QuantSummaryOf(
+    const DiffAccum& d, int64_t call, bool values, const std::string& note) const {
+  QuantCheckSummary q = QuantCountsOf(d);
+  if (q.passed || d.quant_first_bad_row == ~0ull) return q;
+  const auto row = static_cast<uint32_t>(d.quant_first_bad_row);
+  q.first_bad_call = call;
+  if (!values) {
+    q.rule = QuantRule::kUnexplained;
+    q.first_bad = absl::StrCat("row ", row, " (call ", call, note, ")");
+    return q;
+  }
+  const QuantPlan& plan = p_.quant;
+  const uint32_t n = s_.n;
+  std::vector<float> y(n);
+  std::vector<uint8_t> codes(QuantCodeBytesPerRow(plan, n));
+  std::vector<uint8_t> blocks(QuantBlockScalesPerRow(plan, n));
+  float row_scale = 0;
+  COLLTEST_RETURN_IF_ERROR(
+      GpuOk(MemcpyToHost(y.data(), want_out_ + static_cast<size_t>(row) * n, n * sizeof(float)),
+            "read first bad row"));
+  COLLTEST_RETURN_IF_ERROR(
+      GpuOk(MemcpyToHost(codes.data(), quant_codes_ + static_cast<size_t>(row) * codes.size(),
+                         codes.size()),
+            "read first bad row"));
+  if (!blocks.empty()) {
+    COLLTEST_RETURN_IF_ERROR(GpuOk(
+        MemcpyToHost(blocks.data(), quant_block_scales_ + static_cast<size_t>(row) * blocks.size(),
+                     blocks.size()),
+        "read first bad row"));
+  }
+  if (QuantRowScalesPerRow(plan) > 0) {
+    COLLTEST_RETURN_IF_ERROR(GpuOk(
+        MemcpyToHost(&row_scale, quant_row_scales_ + row, sizeof row_scale), "read first bad row"));
+  }
+  QuantChecker checker(plan, s_.dtype);
+  checker.CompareRow(call, row, y.data(), n,
+                     ReadQuantizedRow(plan, n, codes.data(), &row_scale, blocks.data()));
+  const QuantCheckSummary& r = checker.Summary();
+  q.rule = r.passed ? QuantRule::kUnexplained : r.rule;
+  q.max_code_distance = r.max_code_distance;
+  q.nan_codes = r.nan_codes;
+  q.max_scale_rel_err = r.max_scale_rel_err;
+  q.max_dequant_err = r.max_dequant_err;
+  q.expected_dequant_err = r.expected_dequant_err;
+  q.first_bad = r.first_bad;
+  const size_t at = q.first_bad.rfind(" (call ");
+  if (at != std::string::npos) q.first_bad.resize(at);
+  absl::StrAppend(&q.first_bad, " (call ", call, note, ")");
+  return q;
 }
 
 absl::Status GpuBackend::Runtime::Check(uint64_t call, uint32_t m, uint32_t index) {
@@ -468,7 +610,9 @@ absl::StatusOr<std::vector<uint64_t>> GpuBackend::Runtime::ReadChecks(uint32_t c
   COLLTEST_RETURN_IF_ERROR(
       GpuOk(MemcpyToHost(read_.data(), accum_, count * sizeof(DiffAccum)), "read diff"));
   std::vector<uint64_t> mismatches(count);
-  for (uint32_t c = 0; c < count; ++c) mismatches[c] = read_[c].mismatches;
+  for (uint32_t c = 0; c < count; ++c) {
+    mismatches[c] = read_[c].mismatches + QuantCountsOf(read_[c]).failures();
+  }
   return mismatches;
 }
 
@@ -506,6 +650,10 @@ absl::Status GpuBackend::Runtime::FoldCheck(uint32_t index, int64_t call, bool v
     s.first_bad_call = call;
   }
   worker::MergeDiff(s, profile_.min_pass_fraction, &diff_);
+  if (p_.quant.scheme.has_value()) {
+    COLLTEST_ASSIGN_OR_RETURN(const QuantCheckSummary q, QuantSummaryOf(d, call, values, note));
+    MergeQuantCheck(q, &quant_);
+  }
   return absl::OkStatus();
 }
 

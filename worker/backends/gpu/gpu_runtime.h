@@ -80,6 +80,9 @@ struct DeviceInfo {
   char name[256];
   uint64_t memory_bytes;
   int multiprocessors;
+  // The device's own FP8 is e4m3fnuz (MI300: gfx940, gfx941, gfx942); else the OCP e4m3fn
+  // (NVIDIA, gfx950). docs/quantisation.md, section 1.
+  bool fp8_fnuz;
 };
 inline Error GetDeviceInfo(int d, DeviceInfo* info) {
   ColltestGpuDeviceProp p;
@@ -92,6 +95,13 @@ inline Error GetDeviceInfo(int d, DeviceInfo* info) {
   info->name[sizeof info->name - 1] = 0;
   info->memory_bytes = p.totalGlobalMem;
   info->multiprocessors = p.multiProcessorCount;
+#if COLLTEST_GPU_VENDOR_HIP
+  const char* arch = p.gcnArchName;
+  info->fp8_fnuz = arch[0] == 'g' && arch[1] == 'f' && arch[2] == 'x' && arch[3] == '9' &&
+                   arch[4] == '4' && arch[5] >= '0' && arch[5] <= '2';
+#else
+  info->fp8_fnuz = false;
+#endif
   return kSuccess;
 }
 
@@ -483,24 +493,34 @@ __device__ __forceinline__ void FenceSystem() { __threadfence_system(); }
 __device__ __forceinline__ void FenceDevice() { __threadfence(); }
 #endif
 
-__device__ __forceinline__ float WarpSum(float v) {
-  for (int o = kWarpSize / 2; o > 0; o /= 2) {
+// The lane `lane ^ offset`'s v, every lane of the warp taking part.
+template <class V>
+__device__ __forceinline__ V ShflXor(V v, int offset) {
 #if COLLTEST_GPU_VENDOR_HIP
-    v += __shfl_xor(v, o);
+  return __shfl_xor(v, offset);
 #else
-    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return __shfl_xor_sync(0xffffffffu, v, offset);
 #endif
-  }
+}
+
+// Lane `src_lane`'s v, every lane of the warp taking part.
+template <class V>
+__device__ __forceinline__ V ShflFrom(V v, int src_lane) {
+#if COLLTEST_GPU_VENDOR_HIP
+  return __shfl(v, src_lane);
+#else
+  return __shfl_sync(0xffffffffu, v, src_lane);
+#endif
+}
+
+template <class V>
+__device__ __forceinline__ V WarpSum(V v) {
+  for (int o = kWarpSize / 2; o > 0; o /= 2) v += ShflXor(v, o);
   return v;
 }
-__device__ __forceinline__ double WarpSum(double v) {
-  for (int o = kWarpSize / 2; o > 0; o /= 2) {
-#if COLLTEST_GPU_VENDOR_HIP
-    v += __shfl_xor(v, o);
-#else
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-#endif
-  }
+// fmaxf skips a NaN operand, as the quantising epilogues' amax does (quant_epilogue.h).
+__device__ __forceinline__ float WarpMax(float v) {
+  for (int o = kWarpSize / 2; o > 0; o /= 2) v = fmaxf(v, ShflXor(v, o));
   return v;
 }
 

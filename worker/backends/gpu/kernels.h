@@ -13,6 +13,7 @@
 #include "worker/backends/gpu/scratch_layout.h"
 #include "worker/numerics/dtype.h"
 #include "worker/numerics/input_hash.h"
+#include "worker/numerics/quant_epilogue.h"
 #include "worker/numerics/tolerance.h"
 
 namespace colltest::gpu {
@@ -40,6 +41,24 @@ enum FaultFlags : uint32_t {
   kFaultSkipEndSync = 1u << 1,       // one_stage / reduce-scatter blocks skip their end barrier
 };
 
+// The quantising epilogue of a call (docs/quantisation.md), fused into the norm of every variant
+// (device_quant.cuh). Off: the norm writes `out` only.
+struct QuantArgs {
+  bool on = false;
+  QuantScheme scheme = QuantScheme::kFp8Token;
+  Fp8Format format = Fp8Format::kE4m3fn;
+  bool keep_normed = false;  // with `on`: `out` is written too
+  float fp8_scale = 0.03125f;
+  float nvfp4_global = 256.f;
+  uint32_t world = 2;               // for the planted amax break
+  uint32_t breaks = 0;              // QuantBreak flags (quant_breaks.h); 0 outside tests
+  uint8_t* codes = nullptr;         // fp8: m * n; nvfp4: m * Nvfp4RowBytes(n)
+  float* row_scales = nullptr;      // fp8_token: m
+  uint8_t* block_scales = nullptr;  // nvfp4: m * Nvfp4RowBlocks(n)
+  // Whether the norm writes `out`.
+  COLLTEST_HD bool WritesNormed() const { return !on || keep_normed; }
+};
+
 struct CallArgs {
   uint32_t m = 0;
   uint32_t n = 0;
@@ -53,6 +72,7 @@ struct CallArgs {
   uint32_t arm_repeat = 1;  // 0: consumed Lamport packs stay un-armed (the skip_rearm fault)
   uint32_t faults = 0;      // FaultFlags
   uint64_t timeout_ns = 5'000'000'000ull;
+  QuantArgs quant;
 };
 
 struct TbShape {
@@ -133,6 +153,9 @@ struct CheckArgs {
   float* want_residual_out;  // m * n, written
   float* want_out;           // m * n, written
   DiffAccum* accum;
+  // The call's epilogue: with `quant.on` its codes and scales are checked against the reference's
+  // out (strict: every code and scale exact), and `out` only when the norm wrote it.
+  QuantArgs quant;
 };
 // Regenerates every rank's inputs (no communication), computes the reference and compares.
 Error LaunchCheck(const CheckArgs& args, Stream stream);

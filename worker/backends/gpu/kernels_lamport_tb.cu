@@ -58,7 +58,7 @@ struct TbHeld {
 // rounded to T at each step as every variant does. Accumulates the sum of squares.
 template <DType D, int W>
 __device__ __forceinline__ uint4 RowValue(const CallArgs& a, uint4 (&v)[W], uint4 res,
-                                          float& sumsq) {
+                                          double& sumsq) {
   constexpr uint32_t E = kPackElems<D>;
   float acc[E], x[E];
   Unpack<D>(v[0], acc);
@@ -78,7 +78,7 @@ __device__ __forceinline__ uint4 RowValue(const CallArgs& a, uint4 (&v)[W], uint
   }
   Unpack<D>(sum, acc);
 #pragma unroll
-  for (uint32_t e = 0; e < E; ++e) sumsq += acc[e] * acc[e];
+  for (uint32_t e = 0; e < E; ++e) sumsq += static_cast<double>(acc[e]) * acc[e];
   return sum;
 }
 
@@ -107,7 +107,7 @@ __device__ __forceinline__ bool TbRow(const DeviceGroup& g, const CallArgs& a, c
     const uint4 canonical = PushAndClear<D, W>(g, c, row_pack + k, own, canonicalize);
     if (kHold) h.own[i] = canonical;
   }
-  float sumsq = 0.f;
+  double sumsq = 0;
   int failed = 0;
 #pragma unroll kUnroll
   for (int i = 0; i < P; ++i) {
@@ -129,19 +129,26 @@ __device__ __forceinline__ bool TbRow(const DeviceGroup& g, const CallArgs& a, c
     if (kHold) h.sum[i] = sum;
   }
   if (__syncthreads_or(failed)) return false;
-  const float inv = 1.0f / sqrtf(BlockSum(sumsq) / static_cast<float>(a.n) + a.eps);
+  const double inv = NormInverse(BlockSum(sumsq), a.n, a.eps);
   const uint4* weight = static_cast<const uint4*>(a.weight);
-#pragma unroll kUnroll
-  for (int i = 0; i < P; ++i) {
-    const uint32_t k = threadIdx.x + i * blockDim.x;
-    if (k >= ppr) continue;
+  // The normed pack k, rounded to T; evaluated again (same operations, same value) where the
+  // epilogue needs it and the thread does not hold the row.
+  auto normed = [&](int i, uint32_t k) {
     float x[E], wf[E];
     Unpack<D>(kHold ? h.sum[i] : residual_out[k], x);
     Unpack<D>(kHold ? h.w[i] : weight[k], wf);
 #pragma unroll
-    for (uint32_t e = 0; e < E; ++e) x[e] = x[e] * inv * wf[e];
-    static_cast<uint4*>(a.out)[row_pack + k] = PackOf<D>(x);
+    for (uint32_t e = 0; e < E; ++e) x[e] = Normed(x[e], inv, wf[e]);
+    return PackOf<D>(x);
+  };
+  if (a.quant.WritesNormed()) {
+#pragma unroll kUnroll
+    for (int i = 0; i < P; ++i) {
+      const uint32_t k = threadIdx.x + i * blockDim.x;
+      if (k < ppr) static_cast<uint4*>(a.out)[row_pack + k] = normed(i, k);
+    }
   }
+  if (a.quant.on) QuantizeRow<D, P, kUnroll>(a.quant, row, a.n, normed);
   return true;
 }
 

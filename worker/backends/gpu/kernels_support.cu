@@ -3,6 +3,7 @@
 #include <cfloat>
 
 #include "worker/backends/gpu/device_inputs.cuh"
+#include "worker/backends/gpu/device_reduce.cuh"
 #include "worker/backends/gpu/device_row.cuh"
 #include "worker/backends/gpu/device_sync.cuh"
 #include "worker/backends/gpu/kernels.h"
@@ -130,6 +131,76 @@ __device__ __forceinline__ void Compare(const CheckArgs& a, LocalDiff& d, bool r
   if (key < d.first_bad) d.first_bad = key;
 }
 
+// A thread's tally of the quantised output against the reference, merged with atomics at the end.
+struct LocalQuant {
+  unsigned long long codes = 0, bad_codes = 0, scales = 0, bad_scales = 0;
+  unsigned long long first_bad_row = ~0ull;
+};
+
+__device__ __forceinline__ void CountCode(LocalQuant& q, uint32_t row, bool bad) {
+  ++q.codes;
+  if (!bad) return;
+  ++q.bad_codes;
+  if (row < q.first_bad_row) q.first_bad_row = row;
+}
+
+__device__ __forceinline__ void CountScale(LocalQuant& q, uint32_t row, bool bad) {
+  ++q.scales;
+  if (!bad) return;
+  ++q.bad_scales;
+  if (row < q.first_bad_row) q.first_bad_row = row;
+}
+
+// fp8 codes of one row from the reference's y (quant_epilogue.h, no planted break), against the
+// kernel's codes and, for fp8_token, its row scale. Block-uniform (BlockMax).
+__device__ void CheckFp8Row(const CheckArgs& a, uint32_t row, const float* y, LocalQuant& q) {
+  const QuantArgs& k = a.quant;
+  const bool token = k.scheme == QuantScheme::kFp8Token;
+  float scale = 0.f;
+  if (token) {
+    float amax = 0.f;
+    for (uint32_t col = threadIdx.x; col < a.n; col += blockDim.x) amax = AbsMaxStep(amax, y[col]);
+    scale = Fp8TokenScale(BlockMax(amax), Fp8MaxFinite(k.format));
+    if (threadIdx.x == 0) {
+      CountScale(q, row, __float_as_uint(k.row_scales[row]) != __float_as_uint(scale));
+    }
+  }
+  const float inverse = Fp8TensorInverse(k.fp8_scale);
+  const uint8_t* got = k.codes + static_cast<size_t>(row) * a.n;
+  for (uint32_t col = threadIdx.x; col < a.n; col += blockDim.x) {
+    const float scaled = token ? Fp8TokenScaled(y[col], scale) : Fp8TensorScaled(y[col], inverse);
+    CountCode(q, row, got[col] != EncodeFp8(k.format, scaled));
+  }
+}
+
+// nvfp4 of one row: a thread per block of 16 (its block scale, then its codes).
+__device__ void CheckNvfp4Row(const CheckArgs& a, uint32_t row, const float* y, LocalQuant& q) {
+  const QuantArgs& k = a.quant;
+  const uint32_t blocks = Nvfp4RowBlocks(a.n);
+  const uint8_t* got = k.codes + static_cast<size_t>(row) * Nvfp4RowBytes(a.n);
+  for (uint32_t b = threadIdx.x; b < blocks; b += blockDim.x) {
+    const uint32_t first = b * kNvfp4BlockElems;
+    const uint32_t end = first + kNvfp4BlockElems < a.n ? first + kNvfp4BlockElems : a.n;
+    float amax = 0.f;
+    for (uint32_t i = first; i < end; ++i) amax = AbsMaxStep(amax, y[i]);
+    const uint8_t sf = Nvfp4BlockScaleCode(amax, k.nvfp4_global);
+    CountScale(q, row, k.block_scales[static_cast<size_t>(row) * blocks + b] != sf);
+    const float out_scale = Nvfp4OutputScale(sf, k.nvfp4_global);
+    for (uint32_t i = first; i < end; ++i) {
+      CountCode(q, row, PackedE2m1At(got, i) != EncodeE2m1(Nvfp4Scaled(y[i], out_scale)));
+    }
+  }
+}
+
+__device__ __forceinline__ void MergeQuant(const LocalQuant& q, DiffAccum* accum) {
+  if (q.codes == 0 && q.scales == 0) return;
+  atomicAdd(&accum->quant_checked_codes, q.codes);
+  atomicAdd(&accum->quant_code_mismatches, q.bad_codes);
+  atomicAdd(&accum->quant_checked_scales, q.scales);
+  atomicAdd(&accum->quant_scale_mismatches, q.bad_scales);
+  atomicMin(&accum->quant_first_bad_row, q.first_bad_row);
+}
+
 // One block per row (grid-stride): the all-reduce in fp32 in rank order rounded to T, the residual
 // add rounded to T, the norm in fp64 rounded to T, as worker/numerics/reference.cc.
 __global__ void CheckKernel(CheckArgs a) {
@@ -139,7 +210,9 @@ __global__ void CheckKernel(CheckArgs a) {
   }
   const StreamKeys res = KeysFor(a.pattern, a.seed, a.call, kResidualStream);
   const uint64_t wkey = StreamKey(a.seed, 0, kWeightStream);
+  const bool check_out = a.quant.WritesNormed();
   LocalDiff d;
+  LocalQuant q;
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
     const size_t base = static_cast<size_t>(row) * a.n;
     double sumsq = 0;
@@ -164,9 +237,18 @@ __global__ void CheckKernel(CheckArgs a) {
       const float want = DevRoundTo(a.dtype, static_cast<float>(v));
       a.want_out[base + col] = want;
       Compare(a, d, true, base + col, LoadElem(a.got_residual_out, a.dtype, base + col), acc);
-      Compare(a, d, false, base + col, LoadElem(a.got_out, a.dtype, base + col), want);
+      if (check_out)
+        Compare(a, d, false, base + col, LoadElem(a.got_out, a.dtype, base + col), want);
+    }
+    if (!a.quant.on) continue;
+    __syncthreads();  // the row's reference, written by every thread, read by any
+    if (a.quant.scheme == QuantScheme::kNvfp4) {
+      CheckNvfp4Row(a, row, a.want_out + base, q);
+    } else {
+      CheckFp8Row(a, row, a.want_out + base, q);
     }
   }
+  MergeQuant(q, a.accum);
   if (d.checked == 0) return;
   atomicAdd(&a.accum->mismatches, d.mismatches);
   atomicAdd(&a.accum->checked, d.checked);

@@ -20,6 +20,13 @@ struct DiffAccum {
   unsigned long long max_ulp;
   unsigned long long nan_inf;
   unsigned long long first_bad_key;  // tensor << 62 | element index; ~0 when none
+  // Of a quantising epilogue (kernels_support.cu): the first row with a bad code or scale, ~0
+  // when none (next to first_bad_key, so that one fill clears both), then the counts.
+  unsigned long long quant_first_bad_row;
+  unsigned long long quant_checked_codes;
+  unsigned long long quant_code_mismatches;
+  unsigned long long quant_checked_scales;
+  unsigned long long quant_scale_mismatches;
 };
 
 // The weight of one row: n * sizeof(T) at most (a longer row is refused).
@@ -36,8 +43,17 @@ struct ScratchLayout {
   size_t want_out_offset = 0;           // the fp32 reference of out
   size_t weight_offset = 0;             // kWeightBytes
   size_t accum_offset = 0;              // one DiffAccum per check of a case
+  // A quantising epilogue's outputs (device_quant.cuh): codes (one fp8 byte an element; nvfp4
+  // half that), fp8_token's row scales and nvfp4's block scales.
+  size_t quant_codes_offset = 0;         // capacity / 2: T has at least 2 bytes
+  size_t quant_row_scales_offset = 0;    // kMaxQuantRows floats
+  size_t quant_block_scales_offset = 0;  // capacity / 32 + kMaxQuantRows (short last blocks)
   size_t total = 0;
 };
+
+// Rows of fp8_token's scales: colltestd refuses m > 65536 (server/runs/validation.h), and the
+// worker refuses a quantising case of more rows (gpu_case_runner.cc).
+inline constexpr size_t kMaxQuantRows = 65536;
 
 constexpr size_t ScratchAlignUp(size_t v) {
   return (v + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
@@ -66,6 +82,12 @@ constexpr ScratchLayout MakeScratchLayout(size_t capacity, uint32_t checks) {
   off += kWeightBytes;
   l.accum_offset = off;
   off += ScratchAlignUp(static_cast<size_t>(checks) * sizeof(DiffAccum));
+  l.quant_codes_offset = off;
+  off += ScratchAlignUp(capacity / ElemBytes(DType::kBf16));
+  l.quant_row_scales_offset = off;
+  off += ScratchAlignUp(kMaxQuantRows * sizeof(float));
+  l.quant_block_scales_offset = off;
+  off += ScratchAlignUp(capacity / (ElemBytes(DType::kBf16) * 16) + kMaxQuantRows);
   l.total = off;
   return l;
 }
