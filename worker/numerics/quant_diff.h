@@ -23,11 +23,12 @@ namespace colltest {
 enum class QuantRule : uint8_t { kNone, kScale, kFormat, kSaturation, kRounding, kUnexplained };
 const char* QuantRuleName(QuantRule r);
 
-// strict: codes and scales exact (+0 and -0 codes differ).
+// strict: codes and scales exact, but for +0 against -0: one value, as in the T diff (the Lamport
+//         variants carry -0.0 as +0.0, their sentinel being -0.0's bits).
 // ulp:    scales exact; a code one step from the wanted one is accepted only where the two codes'
 //         midpoint, taken back to y's units and rounded to T, is y itself rounded to T: the value
 //         is a tie once it has been through T, so a kernel that quantises its fp32 norm before
-//         rounding it to T may land on either side. A +0 / -0 difference is accepted too.
+//         rounding it to T may land on either side.
 enum class QuantTolerance : uint8_t { kStrict, kUlp };
 const char* QuantToleranceName(QuantTolerance t);
 

@@ -88,14 +88,21 @@ TEST(QuantDiff, UlpAcceptsATieThatOnlyExistsOnceRoundedToT) {
   EXPECT_FALSE(Compare(want, got, y, QuantTolerance::kUlp).passed);
 }
 
-TEST(QuantDiff, UlpAcceptsTheSignOfZeroOnly) {
+// +0 for -0 is accepted in both tolerances (the Lamport variants carry -0.0 as +0.0), counted
+// as tolerated; a zero for the smallest subnormal is not.
+TEST(QuantDiff, BothTolerancesTakeTheSignOfZeroAsOneValue) {
   const std::vector<float> y = {-0x1p-20f};
   const QuantizedRow want = QuantizeFp8TensorRow(y.data(), 1, Fp8Format::kE4m3fn, 1.0f);
   ASSERT_EQ(want.codes[0], 0x80);
   QuantizedRow got = want;
   got.codes = {0x00};
+  for (QuantTolerance tol : {QuantTolerance::kStrict, QuantTolerance::kUlp}) {
+    const QuantDiffSummary s = Compare(want, got, y, tol);
+    EXPECT_TRUE(s.passed) << QuantToleranceName(tol);
+    EXPECT_EQ(s.tolerated, 1u) << QuantToleranceName(tol);
+  }
+  got.codes = {0x81};
   EXPECT_FALSE(Compare(want, got, y, QuantTolerance::kStrict).passed);
-  EXPECT_TRUE(Compare(want, got, y, QuantTolerance::kUlp).passed);
 }
 
 TEST(QuantDiff, ScalesMustBeExactUnderBothTolerances) {

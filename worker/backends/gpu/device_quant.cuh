@@ -170,4 +170,15 @@ __device__ __forceinline__ void QuantizeRow(const QuantArgs& q, uint32_t row, ui
   }
 }
 
+// The epilogue of the P packs a thread holds (`y`, its own local copy): one out-of-line function
+// per dtype and pack count, called by every kernel's norm, instead of the epilogue inlined into
+// each kernel of each world size. Inlined, the three schemes' unrolled encoders multiplied the
+// kernels' code (clang -O3 for gfx942 spent over 7 minutes on kernels_collective.cu alone); out of
+// line, the kernels keep their registers and only a quantising call pays the call and the copy.
+template <DType D, int P>
+__device__ __noinline__ void QuantizeHeldRow(const QuantArgs& q, uint32_t row, uint32_t n,
+                                             const uint4* y) {
+  QuantizeRow<D, P, P>(q, row, n, [y](int i, uint32_t) { return y[i]; });
+}
+
 }  // namespace colltest::gpu

@@ -78,8 +78,10 @@ __device__ __forceinline__ bool FusedRow(const CallArgs& a, uint32_t row, SumOf&
     }
   }
   if (a.quant.on) {
-    QuantizeRow<D, kMaxRowPacks, kMaxRowPacks>(a.quant, row, a.n,
-                                               [&](int i, uint32_t) { return r[i]; });
+    uint4 y[kMaxRowPacks];
+#pragma unroll
+    for (uint32_t i = 0; i < kMaxRowPacks; ++i) y[i] = r[i];
+    QuantizeHeldRow<D, kMaxRowPacks>(a.quant, row, a.n, y);
   }
   return true;
 }

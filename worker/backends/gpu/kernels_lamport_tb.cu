@@ -148,7 +148,15 @@ __device__ __forceinline__ bool TbRow(const DeviceGroup& g, const CallArgs& a, c
       if (k < ppr) static_cast<uint4*>(a.out)[row_pack + k] = normed(i, k);
     }
   }
-  if (a.quant.on) QuantizeRow<D, P, kUnroll>(a.quant, row, a.n, normed);
+  if (a.quant.on) {
+    uint4 y[P];
+#pragma unroll kUnroll
+    for (int i = 0; i < P; ++i) {
+      const uint32_t k = threadIdx.x + i * blockDim.x;
+      if (k < ppr) y[i] = normed(i, k);
+    }
+    QuantizeHeldRow<D, P>(a.quant, row, a.n, y);
+  }
   return true;
 }
 

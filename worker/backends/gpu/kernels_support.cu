@@ -137,6 +137,15 @@ struct LocalQuant {
   unsigned long long first_bad_row = ~0ull;
 };
 
+// +0 and -0 are one value, as in the host's comparison (quant_diff.h): the Lamport variants carry
+// a -0.0 input as +0.0. e4m3fnuz has no -0 (0x80 is its NaN) and compares bit for bit.
+__device__ __forceinline__ bool Fp8CodesAgree(Fp8Format f, uint8_t got, uint8_t want) {
+  return got == want || (f == Fp8Format::kE4m3fn && ((got | want) & 0x7fu) == 0);
+}
+__device__ __forceinline__ bool E2m1CodesAgree(uint8_t got, uint8_t want) {
+  return got == want || ((got | want) & 0x7u) == 0;
+}
+
 __device__ __forceinline__ void CountCode(LocalQuant& q, uint32_t row, bool bad) {
   ++q.codes;
   if (!bad) return;
@@ -169,7 +178,7 @@ __device__ void CheckFp8Row(const CheckArgs& a, uint32_t row, const float* y, Lo
   const uint8_t* got = k.codes + static_cast<size_t>(row) * a.n;
   for (uint32_t col = threadIdx.x; col < a.n; col += blockDim.x) {
     const float scaled = token ? Fp8TokenScaled(y[col], scale) : Fp8TensorScaled(y[col], inverse);
-    CountCode(q, row, got[col] != EncodeFp8(k.format, scaled));
+    CountCode(q, row, !Fp8CodesAgree(k.format, got[col], EncodeFp8(k.format, scaled)));
   }
 }
 
@@ -187,7 +196,8 @@ __device__ void CheckNvfp4Row(const CheckArgs& a, uint32_t row, const float* y, 
     CountScale(q, row, k.block_scales[static_cast<size_t>(row) * blocks + b] != sf);
     const float out_scale = Nvfp4OutputScale(sf, k.nvfp4_global);
     for (uint32_t i = first; i < end; ++i) {
-      CountCode(q, row, PackedE2m1At(got, i) != EncodeE2m1(Nvfp4Scaled(y[i], out_scale)));
+      CountCode(q, row,
+                !E2m1CodesAgree(PackedE2m1At(got, i), EncodeE2m1(Nvfp4Scaled(y[i], out_scale))));
     }
   }
 }
