@@ -110,6 +110,15 @@ void FillQuantStats(const QuantCheckSummary& q, colltest::v1::QuantDiffStats* ou
 
 }  // namespace
 
+void RenameFirstBadCall(std::string& first_bad, int64_t& first_bad_call, int64_t call,
+                        const std::string& note) {
+  if (first_bad.empty()) return;
+  const size_t at = first_bad.rfind(" (call ");
+  if (at != std::string::npos) first_bad.resize(at);
+  absl::StrAppend(&first_bad, " (call ", call, note, ")");
+  first_bad_call = call;
+}
+
 void ReportQuant(absl::string_view variant, const QuantPlan& plan, const QuantCheckSummary& q,
                  bool hung, colltest::v1::RankResult* result) {
   if (!plan.scheme.has_value()) return;

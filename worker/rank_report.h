@@ -28,6 +28,11 @@ void ReportCase(absl::string_view variant, int64_t calls, uint32_t grid_blocks,
                 std::vector<double> samples_us, const DiffSummary& diff, bool hung,
                 colltest::v1::RankResult* result);
 
+// Names the call at the end of a first-bad text as the driver numbers it ("... (call 7, note)"),
+// replacing the one the check wrote, and sets first_bad_call to it; an empty text stays empty.
+void RenameFirstBadCall(std::string& first_bad, int64_t& first_bad_call, int64_t call,
+                        const std::string& note);
+
 // After ReportCase, for a quantising epilogue (nothing otherwise): fills result->quant and the
 // fp8 format written, and makes the rank WRONG when a code or scale is outside the quant
 // tolerance, with a message that names the epilogue, the rule broken and the first bad code.

@@ -37,12 +37,9 @@ CALL_TIMEOUT_S = 30
 
 
 def write_token_file(directory):
-    path = os.path.join(directory, "tokens")
-    with open(path, "w") as out:
-        for name, (role, token) in TOKENS.items():
-            out.write(f"{name} {role} {token}\n")
-    os.chmod(path, 0o600)
-    return path
+    return hostile_main.write_private(
+        directory, "tokens",
+        "".join(f"{name} {role} {token}\n" for name, (role, token) in TOKENS.items()))
 
 
 def client_of(address, name):

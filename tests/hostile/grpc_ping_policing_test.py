@@ -15,7 +15,6 @@ call's result and, per connection, the PINGs sent before the GOAWAY, the time to
 and debug data.
 """
 
-import os
 import select
 import socket
 import struct
@@ -241,11 +240,7 @@ def unproven_connection(address):
 
 
 def write_token_file(directory):
-    path = os.path.join(directory, "tokens")
-    with open(path, "w") as f:
-        f.write(f"lab viewer {TOKEN}\n")
-    os.chmod(path, 0o600)
-    return path
+    return hostile_main.write_private(directory, "tokens", f"lab viewer {TOKEN}\n")
 
 
 def check(args):

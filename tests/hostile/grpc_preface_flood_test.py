@@ -164,15 +164,8 @@ class Attacker(threading.Thread):
 
 
 def write_tokens(directory):
-    server_tokens = os.path.join(directory, "tokens")
-    with open(server_tokens, "w") as f:
-        f.write(f"lab viewer {TOKEN}\n")
-    os.chmod(server_tokens, 0o600)
-    client_token = os.path.join(directory, "token")
-    with open(client_token, "w") as f:
-        f.write(TOKEN + "\n")
-    os.chmod(client_token, 0o600)
-    return server_tokens, client_token
+    return (hostile_main.write_private(directory, "tokens", f"lab viewer {TOKEN}\n"),
+            hostile_main.write_private(directory, "token", TOKEN + "\n"))
 
 
 def call_devices(colltest, address, token_file):

@@ -8,7 +8,6 @@ B's run waited for as long as A kept looping (56 s with one loop, 87 s with two)
 Prints B's wait and how many checks A made, and fails when B's run took longer than the bound.
 """
 
-import os
 import subprocess
 import tempfile
 import threading
@@ -28,17 +27,10 @@ LOOP_STOP_S = 45
 
 
 def write_token_files(directory):
-    tokens = os.path.join(directory, "tokens")
-    with open(tokens, "w") as f:
-        f.write(f"runner-a runner {RUNNER_A_TOKEN}\nrunner-b runner {RUNNER_B_TOKEN}\n")
-    os.chmod(tokens, 0o600)
-    per_runner = {}
-    for name, token in (("a", RUNNER_A_TOKEN), ("b", RUNNER_B_TOKEN)):
-        path = os.path.join(directory, f"token-{name}")
-        with open(path, "w") as f:
-            f.write(token + "\n")
-        os.chmod(path, 0o600)
-        per_runner[name] = path
+    tokens = hostile_main.write_private(
+        directory, "tokens", f"runner-a runner {RUNNER_A_TOKEN}\nrunner-b runner {RUNNER_B_TOKEN}\n")
+    per_runner = {name: hostile_main.write_private(directory, f"token-{name}", token + "\n")
+                  for name, token in (("a", RUNNER_A_TOKEN), ("b", RUNNER_B_TOKEN))}
     return tokens, per_runner
 
 

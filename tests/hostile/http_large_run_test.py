@@ -105,10 +105,8 @@ def parallel_reads(http_address, path):
 
 def check(args):
     with tempfile.TemporaryDirectory(prefix="http-large-run-") as tmp:
-        tokens = os.path.join(tmp, "tokens")
-        with open(tokens, "w") as f:
-            f.write(f"viewer viewer {VIEWER_TOKEN}\nrunner runner {RUNNER_TOKEN}\n")
-        os.chmod(tokens, 0o600)
+        tokens = hostile_main.write_private(
+            tmp, "tokens", f"viewer viewer {VIEWER_TOKEN}\nrunner runner {RUNNER_TOKEN}\n")
         no_tables = os.path.join(tmp, "no-tune-tables")
         os.mkdir(no_tables)
         daemon_args = ["--backend", "cpu", "--cpu-ranks", "2", "--listen", "127.0.0.1:0",

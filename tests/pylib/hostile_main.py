@@ -16,7 +16,18 @@ test prints `SKIP: <why>` and exits 0.
 """
 
 import argparse
+import os
 import sys
+
+
+def write_private(directory, name, text):
+    """Writes `text` to DIRECTORY/NAME readable by its owner only, as colltestd wants its token
+    file (and colltest a client's token file); returns the path."""
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+    return path
 
 
 class Skip(Exception):

@@ -44,23 +44,26 @@ void QuantChecker::CompareRow(int64_t call, uint32_t row, const float* y, uint32
                               const QuantizedRow& got) {
   const QuantizedRow want = QuantizeReferenceRow(plan_, y, n);
   const QuantDiffSummary d = CompareQuantizedRow(want, got, y, n, dtype_, plan_.tolerance);
-  s_.checked_codes += d.checked;
-  s_.code_mismatches += d.code_mismatches - d.tolerated;
-  s_.tolerated += d.tolerated;
-  s_.max_code_distance = std::max(s_.max_code_distance, d.max_code_distance);
-  s_.nan_codes += d.nan_codes;
-  s_.checked_scales += QuantRowScalesPerRow(plan_) + QuantBlockScalesPerRow(plan_, n);
-  s_.scale_mismatches += d.scale_mismatches;
-  s_.max_scale_rel_err = std::max(s_.max_scale_rel_err, d.max_scale_rel_err);
-  s_.max_dequant_err = std::max(s_.max_dequant_err, d.max_dequant_err);
-  s_.expected_dequant_err = std::max(s_.expected_dequant_err, d.expected_dequant_err);
-  if (d.passed) return;
-  s_.passed = false;
-  if (!s_.first_bad.empty()) return;
-  s_.rule = d.rule;
-  s_.first_bad =
-      "row " + std::to_string(row) + ": " + d.first_bad + " (call " + std::to_string(call) + ")";
-  s_.first_bad_call = call;
+  // The row as a check of its own, added like any other check's tally.
+  QuantCheckSummary r;
+  r.checked_codes = d.checked;
+  r.code_mismatches = d.code_mismatches - d.tolerated;
+  r.tolerated = d.tolerated;
+  r.max_code_distance = d.max_code_distance;
+  r.nan_codes = d.nan_codes;
+  r.checked_scales = QuantRowScalesPerRow(plan_) + QuantBlockScalesPerRow(plan_, n);
+  r.scale_mismatches = d.scale_mismatches;
+  r.max_scale_rel_err = d.max_scale_rel_err;
+  r.max_dequant_err = d.max_dequant_err;
+  r.expected_dequant_err = d.expected_dequant_err;
+  r.passed = d.passed;
+  if (!d.passed) {
+    r.rule = d.rule;
+    r.first_bad =
+        "row " + std::to_string(row) + ": " + d.first_bad + " (call " + std::to_string(call) + ")";
+    r.first_bad_call = call;
+  }
+  MergeQuantCheck(r, &s_);
 }
 
 void MergeQuantCheck(const QuantCheckSummary& from, QuantCheckSummary* into) {

@@ -51,16 +51,6 @@ class HostTimer final : public worker::CaseTimer {
   std::vector<double> samples_;
 };
 
-// The call named at the end of a first-bad text, as the driver numbers it ("... (call 7, note)").
-void RenameCall(std::string& first_bad, int64_t& first_bad_call, int64_t call,
-                const std::string& note) {
-  if (first_bad.empty()) return;
-  const size_t at = first_bad.rfind(" (call ");
-  if (at != std::string::npos) first_bad.resize(at);
-  absl::StrAppend(&first_bad, " (call ", call, note, ")");
-  first_bad_call = call;
-}
-
 // `count` elements of T from `bytes`, as floats.
 std::vector<float> ToFloats(DType t, const uint8_t* bytes, size_t count) {
   const size_t elem = ElemBytes(t);
@@ -215,8 +205,7 @@ CpuBackend::Runtime::Runtime(CpuBackend& b, const worker::CasePlan& plan)
 
 QuantOutputs CpuBackend::Runtime::QuantBuffers() {
   if (!p_.quant.scheme.has_value()) return QuantOutputs{};
-  return QuantOutputs{&p_.quant, codes_.data(), row_scales_.data(), block_scales_.data(),
-                      p_.world};
+  return QuantOutputs{&p_.quant, codes_.data(), row_scales_.data(), block_scales_.data(), p_.world};
 }
 
 absl::StatusOr<bool> CpuBackend::Runtime::Arm() {
@@ -429,10 +418,10 @@ absl::Status CpuBackend::Runtime::FoldCheck(uint32_t index, int64_t call, bool /
                                             const std::string& note) {
   // The cpu compared values on the host, so its first-bad text always carries them.
   DiffSummary s = read_.at(index);
-  RenameCall(s.first_bad, s.first_bad_call, call, note);
+  worker::RenameFirstBadCall(s.first_bad, s.first_bad_call, call, note);
   worker::MergeDiff(s, profile_.min_pass_fraction, &diff_);
   QuantCheckSummary q = quant_read_.at(index);
-  RenameCall(q.first_bad, q.first_bad_call, call, note);
+  worker::RenameFirstBadCall(q.first_bad, q.first_bad_call, call, note);
   MergeQuantCheck(q, &quant_);
   return absl::OkStatus();
 }

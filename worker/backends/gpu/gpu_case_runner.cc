@@ -273,7 +273,8 @@ class GpuBackend::Runtime final : public worker::CaseRuntime {
   // Enqueues the injected faults that precede a call and carries the others in `a`.
   absl::Status EnqueueFaults(Variant variant, uint32_t m, CallArgs& a);
   CheckArgs CheckArgsFor(uint64_t call, uint32_t m, DiffAccum* accum) const;
-  // The case's quantising epilogue as the kernels and the check take it (off without one).
+  // The case's quantising epilogue as the kernels and the check take it (off without one); built
+  // once, into quant_args_.
   QuantArgs QuantArgsFor() const;
   // Accumulator `d`'s quantised-output tally; the first bad row compared again on the host by the
   // one QuantChecker (its rule, code distances and errors) while the outputs hold the call.
@@ -297,6 +298,7 @@ class GpuBackend::Runtime final : public worker::CaseRuntime {
   uint8_t* quant_codes_;
   float* quant_row_scales_;
   uint8_t* quant_block_scales_;
+  QuantArgs quant_args_;
   uint64_t timeout_ns_;
   ToleranceProfile profile_;
   std::vector<DiffAccum> read_;  // accumulators as last read
@@ -328,6 +330,7 @@ GpuBackend::Runtime::Runtime(GpuBackend& b, const worker::CasePlan& plan)
   quant_codes_ = scratch + l.quant_codes_offset;
   quant_row_scales_ = reinterpret_cast<float*>(scratch + l.quant_row_scales_offset);
   quant_block_scales_ = scratch + l.quant_block_scales_offset;
+  quant_args_ = QuantArgsFor();
 }
 
 absl::Status GpuBackend::Runtime::Prepare() {
@@ -448,7 +451,7 @@ absl::Status GpuBackend::Runtime::Launch(Variant variant, uint32_t m, uint32_t s
   a.out = out_;
   a.arm_repeat = std::max(1u, p_.req->knobs().arm_repeat());
   a.timeout_ns = timeout_ns_;
-  a.quant = QuantArgsFor();
+  a.quant = quant_args_;
   if (stopped_) return absl::OkStatus();
   COLLTEST_RETURN_IF_ERROR(EnqueueFaults(variant, m, a));
   const uint32_t grid = Grid(variant, m);
@@ -513,22 +516,9 @@ absl::Status GpuBackend::Runtime::ClearChecks(uint32_t count) {
 }
 
 CheckArgs GpuBackend::Runtime::CheckArgsFor(uint64_t call, uint32_t m, DiffAccum* accum) const {
-  return CheckArgs{s_.dtype,
-                   s_.pattern,
-                   s_.seed,
-                   call,
-                   p_.world,
-                   m,
-                   s_.n,
-                   s_.residual,
-                   s_.eps,
-                   profile_,
-                   residual_out_,
-                   out_,
-                   want_residual_out_,
-                   want_out_,
-                   accum,
-                   QuantArgsFor()};
+  return CheckArgs{
+      s_.dtype, s_.pattern, s_.seed,       call, p_.world,           m,         s_.n,  s_.residual,
+      s_.eps,   profile_,   residual_out_, out_, want_residual_out_, want_out_, accum, quant_args_};
 }
 
 QuantArgs GpuBackend::Runtime::QuantArgsFor() const {
@@ -593,10 +583,8 @@ absl::StatusOr<QuantCheckSummary> GpuBackend::Runtime::QuantSummaryOf(
   q.max_scale_rel_err = r.max_scale_rel_err;
   q.max_dequant_err = r.max_dequant_err;
   q.expected_dequant_err = r.expected_dequant_err;
-  q.first_bad = r.first_bad;
-  const size_t at = q.first_bad.rfind(" (call ");
-  if (at != std::string::npos) q.first_bad.resize(at);
-  absl::StrAppend(&q.first_bad, " (call ", call, note, ")");
+  q.first_bad = r.first_bad.empty() ? absl::StrCat("row ", row) : r.first_bad;
+  worker::RenameFirstBadCall(q.first_bad, q.first_bad_call, call, note);
   return q;
 }
 
