@@ -71,34 +71,54 @@ std::vector<float>& NormScratch(uint32_t n) {
   return y;
 }
 
-// residual_out = T(s + residual); y = T(residual_out * rsqrt(mean(residual_out^2) + eps) * w),
-// then out = y and/or y quantised (QuantizeRow), as the case's epilogue asks. The norm is the
-// reference's own arithmetic (fp64, rounded to float and then to T): the quantising epilogue
-// encodes y, and one T ulp of y can move a code or a dynamic scale, so the specification's y is
-// the reference's bit for bit.
+// The normed row y = T(residual_out * rsqrt(mean(residual_out^2) + eps) * w), into `y`. In a
+// quantising call the arithmetic is the reference's (fp64, rounded to float and then to T): the
+// epilogue encodes y, and one T ulp of y can move a code or a dynamic scale, so there the
+// specification's y is the reference's bit for bit. Elsewhere it is fp32, as the GPU kernels do
+// it; the T diff allows the ulp. fp64 in every call made hostile.health_fairness (a cpu group of
+// 1-case runs beside a health loop) go from 3.6 to 8.7 s.
+template <DType D>
+void NormRow(const typename Elem<D>::Storage* rout, const typename Elem<D>::Storage* w,
+             const CallArgs& a, float* y) {
+  const auto t = [](float v) { return Elem<D>::ToFloat(Elem<D>::FromFloat(v)); };
+  if (a.quant.active()) {
+    double sumsq = 0;
+    for (uint32_t j = 0; j < a.n; ++j) {
+      const double rf = Elem<D>::ToFloat(rout[j]);
+      sumsq += rf * rf;
+    }
+    const double inv = 1.0 / std::sqrt(sumsq / a.n + static_cast<double>(a.eps));
+    for (uint32_t j = 0; j < a.n; ++j) {
+      const double v = static_cast<double>(Elem<D>::ToFloat(rout[j])) * inv *
+                       static_cast<double>(Elem<D>::ToFloat(w[j]));
+      y[j] = t(static_cast<float>(v));
+    }
+    return;
+  }
+  float sumsq = 0.f;
+  for (uint32_t j = 0; j < a.n; ++j) {
+    const float rf = Elem<D>::ToFloat(rout[j]);
+    sumsq += rf * rf;
+  }
+  const float inv = 1.0f / std::sqrt(sumsq / static_cast<float>(a.n) + a.eps);
+  for (uint32_t j = 0; j < a.n; ++j) y[j] = t(Elem<D>::ToFloat(rout[j]) * inv * Elem<D>::ToFloat(w[j]));
+}
+
+// residual_out = T(s + residual); y = NormRow; then out = y and/or y quantised (QuantizeRow), as
+// the case's epilogue asks.
 template <DType D>
 void FusedRowEpilogue(const float* sums, uint32_t row, const CallArgs& a) {
   worker::Beat();  // a large call on a crowded machine computes for long between two spins
   using S = typename Elem<D>::Storage;
   const size_t base = static_cast<size_t>(row) * a.n;
   const S* res = static_cast<const S*>(a.residual_in) + base;
-  const S* w = static_cast<const S*>(a.weight);
   S* rout = static_cast<S*>(a.residual_out) + base;
-  double sumsq = 0;
   for (uint32_t j = 0; j < a.n; ++j) {
-    const S r = a.residual ? Elem<D>::FromFloat(sums[j] + Elem<D>::ToFloat(res[j]))
-                           : Elem<D>::FromFloat(sums[j]);
-    rout[j] = r;
-    const double rf = Elem<D>::ToFloat(r);
-    sumsq += rf * rf;
+    rout[j] = a.residual ? Elem<D>::FromFloat(sums[j] + Elem<D>::ToFloat(res[j]))
+                         : Elem<D>::FromFloat(sums[j]);
   }
-  const double inv = 1.0 / std::sqrt(sumsq / a.n + static_cast<double>(a.eps));
   float* y = NormScratch(a.n).data();
-  for (uint32_t j = 0; j < a.n; ++j) {
-    const double v = static_cast<double>(Elem<D>::ToFloat(rout[j])) * inv *
-                     static_cast<double>(Elem<D>::ToFloat(w[j]));
-    y[j] = Elem<D>::ToFloat(Elem<D>::FromFloat(static_cast<float>(v)));
-  }
+  NormRow<D>(rout, static_cast<const S*>(a.weight), a, y);
   if (a.quant.writes_out()) {
     S* out = static_cast<S*>(a.out) + base;
     for (uint32_t j = 0; j < a.n; ++j) out[j] = Elem<D>::FromFloat(y[j]);

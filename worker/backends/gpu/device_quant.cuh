@@ -62,12 +62,12 @@ __device__ __forceinline__ void StoreFp4Codes(const QuantArgs& q, uint32_t row, 
 }
 
 // The fp8 codes of every pack the thread holds: `scaled(y)` takes an element into code units.
-template <DType D, int P, int kUnroll, class YOf, class Scaled>
+template <DType D, int P, class YOf, class Scaled>
 __device__ __forceinline__ void EncodeFp8Row(const QuantArgs& q, uint32_t row, uint32_t n,
                                              YOf&& y_of, Scaled&& scaled) {
   constexpr uint32_t E = kPackElems<D>;
   const uint32_t ppr = n / E;
-#pragma unroll kUnroll
+#pragma unroll 1
   for (int i = 0; i < P; ++i) {
     const uint32_t k = threadIdx.x + i * blockDim.x;
     if (k >= ppr) continue;
@@ -83,14 +83,14 @@ __device__ __forceinline__ void EncodeFp8Row(const QuantArgs& q, uint32_t row, u
 // fp8_token: amax over the row (or, broken, over the part before the last rank's chunk), the
 // row's scale, then the codes. `y_of(i, k)` yields the T-rounded normed pack k held as the
 // thread's i-th.
-template <DType D, int P, int kUnroll, class YOf>
+template <DType D, int P, class YOf>
 __device__ __forceinline__ void QuantizeFp8TokenRow(const QuantArgs& q, uint32_t row, uint32_t n,
                                                     YOf&& y_of) {
   constexpr uint32_t E = kPackElems<D>;
   const uint32_t ppr = n / E;
   const uint32_t amax_cols = AmaxColumns(q.breaks, n, q.world);
   float amax = 0.f;
-#pragma unroll kUnroll
+#pragma unroll 1
   for (int i = 0; i < P; ++i) {
     const uint32_t k = threadIdx.x + i * blockDim.x;
     if (k >= ppr) continue;
@@ -103,26 +103,26 @@ __device__ __forceinline__ void QuantizeFp8TokenRow(const QuantArgs& q, uint32_t
   }
   const float scale = Fp8TokenScale(BlockMax(amax), Fp8MaxFinite(q.format));
   if (threadIdx.x == 0) q.row_scales[row] = scale;
-  EncodeFp8Row<D, P, kUnroll>(q, row, n, y_of,
+  EncodeFp8Row<D, P>(q, row, n, y_of,
                               [scale](float y) { return Fp8TokenScaled(y, scale); });
 }
 
-template <DType D, int P, int kUnroll, class YOf>
+template <DType D, int P, class YOf>
 __device__ __forceinline__ void QuantizeFp8TensorRow(const QuantArgs& q, uint32_t row, uint32_t n,
                                                      YOf&& y_of) {
   const float inverse = Fp8TensorInverse(q.fp8_scale);
-  EncodeFp8Row<D, P, kUnroll>(q, row, n, y_of,
+  EncodeFp8Row<D, P>(q, row, n, y_of,
                               [inverse](float y) { return Fp8TensorScaled(y, inverse); });
 }
 
 // nvfp4: the lanes of a block agree on its amax, the first of them stores the block's e4m3fn
 // scale, every lane its E2M1 codes. No early exit: the shuffles need the whole warp.
-template <DType D, int P, int kUnroll, class YOf>
+template <DType D, int P, class YOf>
 __device__ __forceinline__ void QuantizeNvfp4Row(const QuantArgs& q, uint32_t row, uint32_t n,
                                                  YOf&& y_of) {
   constexpr uint32_t E = kPackElems<D>;
   const uint32_t ppr = n / E;
-#pragma unroll kUnroll
+#pragma unroll 1
   for (int i = 0; i < P; ++i) {
     const uint32_t k = threadIdx.x + i * blockDim.x;
     const bool held = k < ppr;
@@ -153,19 +153,19 @@ __device__ __forceinline__ void QuantizeNvfp4Row(const QuantArgs& q, uint32_t ro
 }
 
 // The epilogue of one row, called by every thread of the block after the norm (block-uniform).
-// P: packs per thread; kUnroll: P where y_of reads registers (constant indices), else 1.
-template <DType D, int P, int kUnroll, class YOf>
+// P: packs per thread. The pack loops stay rolled (see QuantizeHeldRow).
+template <DType D, int P, class YOf>
 __device__ __forceinline__ void QuantizeRow(const QuantArgs& q, uint32_t row, uint32_t n,
                                             YOf&& y_of) {
   switch (q.scheme) {
     case QuantScheme::kFp8Token:
-      QuantizeFp8TokenRow<D, P, kUnroll>(q, row, n, y_of);
+      QuantizeFp8TokenRow<D, P>(q, row, n, y_of);
       break;
     case QuantScheme::kFp8Tensor:
-      QuantizeFp8TensorRow<D, P, kUnroll>(q, row, n, y_of);
+      QuantizeFp8TensorRow<D, P>(q, row, n, y_of);
       break;
     case QuantScheme::kNvfp4:
-      QuantizeNvfp4Row<D, P, kUnroll>(q, row, n, y_of);
+      QuantizeNvfp4Row<D, P>(q, row, n, y_of);
       break;
   }
 }
@@ -175,10 +175,13 @@ __device__ __forceinline__ void QuantizeRow(const QuantArgs& q, uint32_t row, ui
 // each kernel of each world size. Inlined, the three schemes' unrolled encoders multiplied the
 // kernels' code (clang -O3 for gfx942 spent over 7 minutes on kernels_collective.cu alone); out of
 // line, the kernels keep their registers and only a quantising call pays the call and the copy.
+// Its packs come from memory (the caller's copy), so its loops are not unrolled: unrolled P times
+// each, the three schemes made nvcc spend 295 s on kernels_collective.cu (sm_90 + sm_100) instead
+// of 49 s, and the CUDA compile check 1,588 s in CI.
 template <DType D, int P>
 __device__ __noinline__ void QuantizeHeldRow(const QuantArgs& q, uint32_t row, uint32_t n,
                                              const uint4* y) {
-  QuantizeRow<D, P, P>(q, row, n, [y](int i, uint32_t) { return y[i]; });
+  QuantizeRow<D, P>(q, row, n, [y](int i, uint32_t) { return y[i]; });
 }
 
 }  // namespace colltest::gpu

@@ -13,17 +13,41 @@
 
 namespace colltest::gpu {
 
-// The norm in the reference's arithmetic (worker/numerics/reference.cc): the sum of squares and
-// the scaling in fp64, rounded to float (PackOf then rounds to T). A quantising epilogue encodes
-// the normed value, and one T ulp of it can move a code or a dynamic scale, so the kernels' normed
-// output is the reference's bit for bit, as the cpu specification's is. The fp64 work is per row
-// and per element multiply; the kernels stay bound by memory and waits.
-__device__ __forceinline__ double NormInverse(double sumsq, uint32_t n, float eps) {
-  return 1.0 / sqrt(sumsq / n + static_cast<double>(eps));
-}
-__device__ __forceinline__ float Normed(float x, double inv, float w) {
-  return static_cast<float>(static_cast<double>(x) * inv * static_cast<double>(w));
-}
+// The norm's arithmetic. A quantising call (`exact`) takes the reference's
+// (worker/numerics/reference.cc): the sum of squares and the scaling in fp64, rounded to float
+// (PackOf then rounds to T). Its epilogue encodes the normed value, and one T ulp of it can move a
+// code or a dynamic scale, so there the kernels' normed output is the reference's bit for bit, as
+// the cpu specification's is. Every other call keeps fp32, which the T diff's ulp allows: fp64 in
+// every call cost 12-59 % kernel overhead on one H200 (bench/results/*_a8b76fc). The flag is
+// block-uniform, so each branch is taken by the whole block.
+struct RowNorm {
+  bool exact;
+  float sumsq_f = 0.f;
+  double sumsq_d = 0;
+  float inv_f = 0.f;
+  double inv_d = 0;
+
+  __device__ __forceinline__ explicit RowNorm(bool quantising) : exact(quantising) {}
+  __device__ __forceinline__ void Add(float x) {
+    if (exact) {
+      sumsq_d += static_cast<double>(x) * x;
+    } else {
+      sumsq_f += x * x;
+    }
+  }
+  // Every thread of the block calls it, after its last Add.
+  __device__ __forceinline__ void Finish(uint32_t n, float eps) {
+    if (exact) {
+      inv_d = 1.0 / sqrt(BlockSum(sumsq_d) / n + static_cast<double>(eps));
+    } else {
+      inv_f = 1.0f / sqrtf(BlockSum(sumsq_f) / static_cast<float>(n) + eps);
+    }
+  }
+  __device__ __forceinline__ float Apply(float x, float w) const {
+    if (exact) return static_cast<float>(static_cast<double>(x) * inv_d * static_cast<double>(w));
+    return x * inv_f * w;
+  }
+};
 
 // `sum_of(k, s)` yields the all-reduced pack k of the row (already rounded to T) and returns false
 // when its wait gave up. Returns false (block-uniformly) when any thread's wait gave up.
@@ -37,7 +61,7 @@ __device__ __forceinline__ bool FusedRow(const CallArgs& a, uint32_t row, SumOf&
   uint4* out = static_cast<uint4*>(a.out) + row_pack;
   const uint4* w = static_cast<const uint4*>(a.weight);
   uint4 r[kMaxRowPacks];
-  double sumsq = 0;
+  RowNorm norm(a.quant.on);
   int failed = 0;
 #pragma unroll
   for (uint32_t i = 0; i < kMaxRowPacks; ++i) {
@@ -58,11 +82,11 @@ __device__ __forceinline__ bool FusedRow(const CallArgs& a, uint32_t row, SumOf&
       float rr[E];
       Unpack<D>(r[i], rr);
 #pragma unroll
-      for (uint32_t e = 0; e < E; ++e) sumsq += static_cast<double>(rr[e]) * rr[e];
+      for (uint32_t e = 0; e < E; ++e) norm.Add(rr[e]);
     }
   }
   if (__syncthreads_or(failed)) return false;
-  const double inv = NormInverse(BlockSum(sumsq), a.n, a.eps);
+  norm.Finish(a.n, a.eps);
   const bool write_normed = a.quant.WritesNormed();
 #pragma unroll
   for (uint32_t i = 0; i < kMaxRowPacks; ++i) {
@@ -72,7 +96,7 @@ __device__ __forceinline__ bool FusedRow(const CallArgs& a, uint32_t row, SumOf&
       Unpack<D>(r[i], rr);
       Unpack<D>(w[k], wf);
 #pragma unroll
-      for (uint32_t e = 0; e < E; ++e) rr[e] = Normed(rr[e], inv, wf[e]);
+      for (uint32_t e = 0; e < E; ++e) rr[e] = norm.Apply(rr[e], wf[e]);
       r[i] = PackOf<D>(rr);  // the normed pack, rounded to T: what the epilogue quantises
       if (write_normed) out[k] = r[i];
     }

@@ -58,7 +58,7 @@ struct TbHeld {
 // rounded to T at each step as every variant does. Accumulates the sum of squares.
 template <DType D, int W>
 __device__ __forceinline__ uint4 RowValue(const CallArgs& a, uint4 (&v)[W], uint4 res,
-                                          double& sumsq) {
+                                          RowNorm& norm) {
   constexpr uint32_t E = kPackElems<D>;
   float acc[E], x[E];
   Unpack<D>(v[0], acc);
@@ -78,7 +78,7 @@ __device__ __forceinline__ uint4 RowValue(const CallArgs& a, uint4 (&v)[W], uint
   }
   Unpack<D>(sum, acc);
 #pragma unroll
-  for (uint32_t e = 0; e < E; ++e) sumsq += static_cast<double>(acc[e]) * acc[e];
+  for (uint32_t e = 0; e < E; ++e) norm.Add(acc[e]);
   return sum;
 }
 
@@ -107,7 +107,7 @@ __device__ __forceinline__ bool TbRow(const DeviceGroup& g, const CallArgs& a, c
     const uint4 canonical = PushAndClear<D, W>(g, c, row_pack + k, own, canonicalize);
     if (kHold) h.own[i] = canonical;
   }
-  double sumsq = 0;
+  RowNorm norm(a.quant.on);
   int failed = 0;
 #pragma unroll kUnroll
   for (int i = 0; i < P; ++i) {
@@ -124,12 +124,12 @@ __device__ __forceinline__ bool TbRow(const DeviceGroup& g, const CallArgs& a, c
       if (!TbStaged(r, g.rank)) v[r] = own;
     }
     const uint4 res = kHold || !a.residual ? h.res[i] : residual[k];
-    const uint4 sum = RowValue<D, W>(a, v, res, sumsq);
+    const uint4 sum = RowValue<D, W>(a, v, res, norm);
     residual_out[k] = sum;
     if (kHold) h.sum[i] = sum;
   }
   if (__syncthreads_or(failed)) return false;
-  const double inv = NormInverse(BlockSum(sumsq), a.n, a.eps);
+  norm.Finish(a.n, a.eps);
   const uint4* weight = static_cast<const uint4*>(a.weight);
   // The normed pack k, rounded to T; evaluated again (same operations, same value) where the
   // epilogue needs it and the thread does not hold the row.
@@ -138,7 +138,7 @@ __device__ __forceinline__ bool TbRow(const DeviceGroup& g, const CallArgs& a, c
     Unpack<D>(kHold ? h.sum[i] : residual_out[k], x);
     Unpack<D>(kHold ? h.w[i] : weight[k], wf);
 #pragma unroll
-    for (uint32_t e = 0; e < E; ++e) x[e] = Normed(x[e], inv, wf[e]);
+    for (uint32_t e = 0; e < E; ++e) x[e] = norm.Apply(x[e], wf[e]);
     return PackOf<D>(x);
   };
   if (a.quant.WritesNormed()) {
