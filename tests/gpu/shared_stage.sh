@@ -19,6 +19,11 @@
 #   bench       graph sweep W=2 n=7168 bf16 m=1,64,256,1024, the five fused variants, twice in a
 #               row: kernel overhead with ranks sharing one GPU, never a link figure, never against
 #               the 2-GPU targets or anchors (none of anchors, targets or tune run here)
+#   ab          (only when named in SHARED_PARTS) the sweep of part bench with other worker
+#               binaries beside this bundle's ("head"), in the same run: AB_WORKERS="NAME=PATH
+#               ...", AB_ROUNDS rounds (default 3) of every worker in turn, so that a drift of the
+#               box shows in each alike; the table gives each worker's median us per call and its
+#               ratio to head (shared_tables.py ab). Kernel overhead, as bench.
 #   gpu_w4      gpu_test at W=4, the subset (COLLTEST_GPU_SUBSET=1 and $shared_subset_filter)
 #   gpu_w8      the same at W=8
 #   neighbour   tests/gpu/neighbour_on_box.py at W=2; health level long only when the budget
@@ -156,14 +161,19 @@ part_sigterm() {
   return $rc
 }
 
+# shared_bench_sweep SECONDS NAME: the bench sweep against the running daemon, into $out/NAME.json.
+shared_bench_sweep() {
+  timeout -k 5 "$1" "$bin/colltest" --server "$addr" sweep --world 2 --devices 0,1 --n 7168 \
+    --dtype bf16 --m 1,64,256,1024 --variants "$(IFS=,; echo "${shared_fused[*]}")" \
+    --modes graph --warmup 20 --iters 200 --format json --out "$out/$2.json" \
+    >/dev/null 2>"$out/$2.err"
+}
+
 part_bench() {
   start_daemon bench --ranks-per-gpu "$shared_rpg"
   local each=$(((part_timeout - 10) / 2)) i rc=0
   for i in 1 2; do
-    timeout -k 5 "$each" "$bin/colltest" --server "$addr" sweep --world 2 --devices 0,1 --n 7168 \
-      --dtype bf16 --m 1,64,256,1024 --variants "$(IFS=,; echo "${shared_fused[*]}")" \
-      --modes graph --warmup 20 --iters 200 --format json --out "$out/shared_bench_graph_$i.json" \
-      >/dev/null 2>"$out/shared_bench_graph_$i.err" || rc=1
+    shared_bench_sweep "$each" "shared_bench_graph_$i" || rc=1
   done
   stop_daemon
   python3 tests/gpu/shared_tables.py bench "$out" || rc=1
@@ -171,6 +181,25 @@ part_bench() {
   return $rc
 }
 shared_fused=(one_stage two_kernel lamport lamport_tb lamport_two_shot)
+
+part_ab() {
+  local rounds="${AB_ROUNDS:-3}" round spec name rc=0
+  local workers=("head=$bin/colltest-worker")
+  read -r -a extra <<<"${AB_WORKERS:-}"
+  workers+=("${extra[@]}")
+  local each=$(((part_timeout - 10) / (rounds * ${#workers[@]})))
+  for round in $(seq 1 "$rounds"); do
+    for spec in "${workers[@]}"; do
+      name=${spec%%=*}
+      start_daemon "ab_$name" --ranks-per-gpu "$shared_rpg" --worker "${spec#*=}"
+      shared_bench_sweep "$each" "ab_${name}_$round" || rc=1
+      stop_daemon
+    done
+  done
+  python3 tests/gpu/shared_tables.py ab "$out" || rc=1
+  part_note=$(python3 tests/gpu/shared_tables.py ab "$out" | tail -n 1)
+  return $rc
+}
 
 # Level long (its stresses took 31 s on 2 x H200; its bandwidth is skipped for two slots of one
 # GPU) only when the budget leaves room for it after the other steps (about 80 s), so that the
@@ -219,29 +248,39 @@ shared_report() {
 # The quantising epilogues (docs/quantisation.md) through colltestd: every fused variant with each
 # of fp8_token, fp8_tensor and nvfp4, eager and graph, strict, at W = 2 (bf16 with and without
 # keep_normed, fp16, fp32), 4 and 8 (bf16, fp32); n = 7176 ends every row in a short nvfp4 block.
-# Then each planted bug (the quant_* faults) must be WRONG naming its rule.
+# At W = 2, bf16, m = 64 only: each pattern aimed at the epilogues (strict), and quant_ties under
+# --quant-tolerance ulp. Then each planted bug (the quant_* faults) must be WRONG naming its rule.
 part_quant() {
   start_daemon quant --ranks-per-gpu "$shared_rpg" --allow-fault-injection
-  local rc=0 w dtype keep runs=() run left
+  local rc=0 w dtype keep pattern runs=() run left name
   for w in 2 4 8; do
     for dtype in bf16 fp16 fp32; do
       [ "$w" -gt 2 ] && [ "$dtype" = fp16 ] && continue
       for keep in "" keep; do
         [ -n "$keep" ] && { [ "$w" -gt 2 ] || [ "$dtype" != bf16 ]; } && continue
-        runs+=("$w:$dtype:$keep")
+        runs+=("$w:$dtype:$keep:normal:strict")
       done
     done
   done
+  for pattern in amax_last_rank quant_ties quant_saturate zero_rows; do
+    runs+=("2:bf16::$pattern:strict")
+  done
+  runs+=("2:bf16::quant_ties:ulp")
   for run in "${runs[@]}"; do
-    IFS=: read -r w dtype keep <<<"$run"
+    IFS=: read -r w dtype keep pattern tolerance <<<"$run"
+    # quant_w2_bf16, quant_w2_bf16_keep, quant_w2_bf16_zero_rows, quant_w2_bf16_ulp...
+    name="quant_w${w}_${dtype}${keep:+_keep}"
+    [ "$tolerance" = ulp ] && name+=_ulp
+    [ "$pattern" != normal ] && [ "$tolerance" = strict ] && name+="_$pattern"
     left=$((part_timeout - (SECONDS - part_t0) - 60))
-    [ "$left" -lt 10 ] && { echo "quant: no time left for $run"; rc=1; break; }
+    [ "$left" -lt 10 ] && { echo "quant: no time left for $name"; rc=1; break; }
     timeout -k 5 "$left" "$bin/colltest" --server "$addr" run --world "$w" \
-      --devices "$(seq -s, 0 $((w - 1)))" --n 7176 --m 1,64 --dtype "$dtype" \
+      --devices "$(seq -s, 0 $((w - 1)))" --n 7176 \
+      --m "$([ "$pattern" = normal ] && echo 1,64 || echo 64)" --dtype "$dtype" \
+      --pattern "$pattern" --quant-tolerance "$tolerance" \
       --variants "$(IFS=,; echo "${shared_fused[*]}")" --epilogue fp8_token,fp8_tensor,nvfp4 \
       ${keep:+--keep-normed} --modes eager,graph --warmup 1 --iters 3 --timeout 5s \
-      --format json --out "$out/quant_w${w}_${dtype}${keep:+_keep}.json" >/dev/null \
-      2>"$out/quant_w${w}_${dtype}${keep:+_keep}.err" || rc=1
+      --format json --out "$out/$name.json" >/dev/null 2>"$out/$name.err" || rc=1
   done
   local fault epilogues saturating
   for fault in quant_amax_before_last_rank:fp8_token quant_truncate:fp8_token,fp8_tensor,nvfp4 \
@@ -299,6 +338,7 @@ shared_stage() {
       cancel) run_part cancel 50 15 part_cancel ;;
       sigterm) run_part sigterm 45 25 part_sigterm ;;
       bench) run_part bench 50 15 part_bench ;;
+      ab) run_part ab 240 30 part_ab ;;
       gpu_w4) run_part gpu_w4 120 40 part_gpu_test 4 "$shared_subset_filter" ;;
       gpu_w8) run_part gpu_w8 140 40 part_gpu_test 8 "$shared_subset_filter" ;;
       neighbour) run_part neighbour 170 60 part_neighbour ;;

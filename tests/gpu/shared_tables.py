@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Short tables and verdicts of the shared stage (tests/gpu/shared_stage.sh), from its JSON only.
 
-Usage: shared_tables.py smoke SMOKE.json | bench DIR | faults FAULT_MATRIX.json | gtest GTEST.json
-       | quant DIR
+Usage: shared_tables.py smoke SMOKE.json | bench DIR | ab DIR | faults FAULT_MATRIX.json
+       | gtest GTEST.json | quant DIR
 Each prints a short table (or one line) and exits 1 when what it read failed its check (or is
 missing), so that the stage's PASS/FAIL comes from the same reading as the table.
 """
 import json
 import os
 import re
+import statistics
 import sys
 
 FUSED = ["one_stage", "two_kernel", "lamport", "lamport_tb", "lamport_two_shot"]
@@ -117,6 +118,43 @@ def bench(d):
     return 1 if failed else 0
 
 
+def ab(directory):
+    """Each worker's median us per cell (the median of its rounds) and its ratio to head."""
+    runs = {}
+    for name in sorted(os.listdir(directory)):
+        m = re.fullmatch(r"ab_(.+)_(\d+)\.json", name)
+        if m:
+            runs.setdefault(m.group(1), []).append(os.path.join(directory, name))
+    if "head" not in runs:
+        print("ab: no sweep of head")
+        return 1
+    medians, broken = {}, 0
+    for worker, paths in runs.items():
+        cells = {}
+        for path in paths:
+            _, cases = bench_medians(path)
+            for key, c in (cases or {}).items():
+                if c.get("status") != "OK":
+                    broken += 1
+                    continue
+                cells.setdefault(key, []).append(c["median_us"])
+        medians[worker] = {k: statistics.median(v) for k, v in cells.items()}
+    others = [w for w in sorted(runs) if w != "head"]
+    rounds = max(len(p) for p in runs.values())
+    print(f"\nab: graph, W=2 on slots of one GPU, n=7168 bf16; median us per call (median of "
+          f"{rounds} rounds, workers in turn); worker/head in brackets; kernel overhead only")
+    print("variant".ljust(18) + "m".rjust(6) + "head".rjust(10) + "".join(w.rjust(22) for w in others))
+    head = medians["head"]
+    for v, m in sorted(head, key=lambda k: (FUSED.index(k[0]) if k[0] in FUSED else 99, k[1])):
+        row = v.ljust(18) + str(m).rjust(6) + f"{head[(v, m)]:10.2f}"
+        for w in others:
+            us = medians[w].get((v, m))
+            row += (f"{us:.2f} ({us / head[(v, m)]:.3f})" if us else "missing").rjust(22)
+        print(row)
+    print(f"ab: {len(runs)} workers, {rounds} rounds, {broken} cells not OK")
+    return 1 if broken else 0
+
+
 def fault_groups(rows):
     """Rows grouped by fault kind and culprit rank (both modes), in the order they first ran."""
     groups = {}
@@ -180,8 +218,20 @@ QUANT_BREAK_RULES = {
 }
 
 
+# The runs of part_quant beyond its dtype and world runs (W = 2, bf16): each pattern aimed at the
+# epilogues, strict, then quant_ties under the ulp tolerance. Each must be there.
+QUANT_PATTERN_RUNS = [
+    "quant_w2_bf16_amax_last_rank",
+    "quant_w2_bf16_quant_ties",
+    "quant_w2_bf16_quant_saturate",
+    "quant_w2_bf16_zero_rows",
+    "quant_w2_bf16_ulp",
+]
+
+
 def quant_run_problems(name, cases):
-    """Every case of a quantising run must be OK with every code and scale compared and exact."""
+    """Every case of a quantising run must be OK with every code and scale compared and within its
+    tolerance (exact in strict)."""
     bad = []
     if not cases:
         bad.append(f"{name}: no cases")
@@ -211,14 +261,17 @@ def quant(directory):
     runs = sorted(f for f in os.listdir(directory) if re.match(r"quant_w\d+_.*\.json$", f))
     breaks = sorted(f for f in os.listdir(directory) if re.match(r"quant_break_.*\.json$", f))
     bad, total = [], 0
-    print("\nquantising epilogues, strict, ranks on slots of one GPU: run, OK of cases")
+    print("\nquantising epilogues, ranks on slots of one GPU (strict; _ulp: --quant-tolerance ulp):"
+          " run, OK of cases, codes tolerated")
     for f in runs:
         run = load(os.path.join(directory, f))
         cases = [] if run is None else run.get("cases", [])
         problems = quant_run_problems(f[:-5], cases)
         total += len(cases)
-        print(f"  {f[:-5]:<22} {len(cases) - len(problems):>4} of {len(cases)} OK")
+        tolerated = sum(c.get("quant", {}).get("tolerated", 0) for c in cases)
+        print(f"  {f[:-5]:<30} {len(cases) - len(problems):>4} of {len(cases)} OK, {tolerated}")
         bad += problems
+    bad += [f"{name}: missing" for name in QUANT_PATTERN_RUNS if f"{name}.json" not in runs]
     print("planted bugs: fault, cases WRONG, rules named")
     for fault in QUANT_BREAK_RULES:
         f = f"quant_break_{fault}.json"
@@ -237,7 +290,8 @@ def quant(directory):
 
 
 if __name__ == "__main__":
-    commands = {"smoke": smoke, "bench": bench, "faults": faults, "gtest": gtest, "quant": quant}
+    commands = {"smoke": smoke, "bench": bench, "ab": ab, "faults": faults, "gtest": gtest,
+                "quant": quant}
     if len(sys.argv) != 3 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     sys.exit(commands[sys.argv[1]](sys.argv[2]))

@@ -1,5 +1,6 @@
 // Inputs are a pure function of (seed, call, rank, row, column): every rank can regenerate every
 // peer's input locally and build an independent reference with no communication, every call.
+// The element generator itself is input_elements.h, shared with the GPU kernels.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,7 @@ enum class Pattern : uint8_t {
   kLarge,
   kDenormal,
   kSame,
-  // Aimed at the quantising epilogues (docs/input.md); host only, the GPU backends refuse them.
+  // Aimed at the quantising epilogues (docs/input.md).
   kAmaxLastRank,
   kQuantTies,
   kQuantSaturate,

@@ -4,13 +4,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <string>
 
 #include "worker/numerics/dtype.h"
 #include "worker/numerics/fp4.h"
 #include "worker/numerics/fp8.h"
+#include "worker/numerics/host_rounding.h"
+#include "worker/numerics/quant_code_rule.h"
 #include "worker/numerics/quant_epilogue.h"
 
 namespace colltest {
@@ -43,15 +44,23 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool IsNvfp4(const QuantizedRow& row) { return row.scheme == QuantScheme::kNvfp4; }
 
-bool IsNanCode(const QuantizedRow& row, uint8_t code) {
-  return !IsNvfp4(row) && Fp8IsNan(row.format, code);
-}
-
-uint32_t CodeDistance(const QuantizedRow& row, uint8_t a, uint8_t b) {
-  if (IsNanCode(row, a) || IsNanCode(row, b)) return kNanCodeDistance;
-  const int ia = IsNvfp4(row) ? E2m1OrderedIndex(a) : Fp8OrderedIndex(a);
-  const int ib = IsNvfp4(row) ? E2m1OrderedIndex(b) : Fp8OrderedIndex(b);
-  return static_cast<uint32_t>(std::abs(ia - ib));
+// Element i's codes and the scale that took its y into code units (quant_code_rule.h).
+ElementCodes ElementCodesOf(const QuantizedRow& row, uint32_t i) {
+  ElementCodes e;
+  e.scheme = row.scheme;
+  e.format = row.format;
+  switch (row.scheme) {
+    case QuantScheme::kFp8Token:
+      e.scale = row.scale;
+      break;
+    case QuantScheme::kFp8Tensor:
+      e.scale = Fp8TensorInverse(row.scale);
+      break;
+    case QuantScheme::kNvfp4:
+      e.scale = Nvfp4OutputScale(row.block_scales[i / kNvfp4BlockElems], row.scale);
+      break;
+  }
+  return e;
 }
 
 float ElementMaxFinite(const QuantizedRow& row) {
@@ -107,16 +116,6 @@ void CompareScales(const QuantizedRow& expected, const QuantizedRow& actual, con
     s.codes_follow_actual_scales =
         EncodeElement(actual, ScaledElement(actual, y, i)) == actual.codes[i];
   }
-}
-
-// The ulp tolerance: one step, and the two codes' midpoint is y itself once both are in T.
-bool IsTieInT(const QuantizedRow& expected, uint32_t i, uint8_t got, uint8_t want, const float* y,
-              DType t) {
-  const double mid =
-      (static_cast<double>(DecodeElement(expected, got)) + DecodeElement(expected, want)) / 2;
-  const double y_tie = UnscaleElement(expected, i, mid);
-  if (std::isnan(y_tie)) return false;
-  return RoundTo(t, static_cast<float>(y_tie)) == RoundTo(t, y[i]);
 }
 
 struct ElementVerdict {
@@ -197,14 +196,13 @@ QuantDiffSummary CompareQuantizedRow(const QuantizedRow& expected, const Quantiz
     const uint8_t want = expected.codes[i];
     if (got == want) continue;
     ++s.code_mismatches;
-    const uint32_t distance = CodeDistance(expected, got, want);
+    const ElementCodes e = ElementCodesOf(expected, i);
+    const uint32_t distance = ElementCodeDistance(e, got, want);
     s.max_code_distance = std::max(s.max_code_distance, distance);
-    if (IsNanCode(expected, got) && !IsNanCode(expected, want)) ++s.nan_codes;
-    // +0 and -0 are one value in both tolerances, as in the T diff: the Lamport variants carry a
-    // -0.0 input as +0.0 (its bits are their sentinel), so their zero sums are +0.
-    const bool tolerated = distance == 0 || (tolerance == QuantTolerance::kUlp && distance == 1 &&
-                                             IsTieInT(expected, i, got, want, y, t));
-    if (tolerated) {
+    if (IsNanElementCode(e, got) && !IsNanElementCode(e, want)) ++s.nan_codes;
+    // The same rule as the GPU check kernel's (quant_code_rule.h), +0 and -0 one value in both
+    // tolerances.
+    if (ElementCodeAccepted<HostRounding>(tolerance, e, got, want, y[i], t)) {
       ++s.tolerated;
       continue;
     }

@@ -29,6 +29,7 @@ const char* QuantRuleName(QuantRule r);
 //         midpoint, taken back to y's units and rounded to T, is y itself rounded to T: the value
 //         is a tie once it has been through T, so a kernel that quantises its fp32 norm before
 //         rounding it to T may land on either side.
+// The per-code rule of both is quant_code_rule.h, shared with the GPU check kernel.
 enum class QuantTolerance : uint8_t { kStrict, kUlp };
 const char* QuantToleranceName(QuantTolerance t);
 

@@ -1,6 +1,5 @@
 #include "worker/numerics/quant_epilogue.h"
 
-#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -45,21 +44,6 @@ uint8_t EncodeElement(const QuantizedRow& row, float scaled) {
 
 float DecodeElement(const QuantizedRow& row, uint8_t code) {
   return row.scheme == QuantScheme::kNvfp4 ? DecodeE2m1(code) : DecodeFp8(row.format, code);
-}
-
-double UnscaleElement(const QuantizedRow& row, uint32_t i, double scaled) {
-  switch (row.scheme) {
-    case QuantScheme::kFp8Token:
-      return scaled * row.scale;
-    case QuantScheme::kFp8Tensor:
-      return scaled / Fp8TensorInverse(row.scale);
-    case QuantScheme::kNvfp4: {
-      const float out = Nvfp4OutputScale(row.block_scales[i / kNvfp4BlockElems], row.scale);
-      // A zero output scale sends every y to code 0: no y maps back to a tie.
-      return out != 0.0f ? scaled / out : std::nan("");
-    }
-  }
-  return 0.0;
 }
 
 double DequantizeElement(const QuantizedRow& row, uint32_t i) {

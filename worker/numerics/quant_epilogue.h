@@ -103,8 +103,6 @@ uint8_t EncodeElement(const QuantizedRow& row, float scaled);
 // row's scales, back in y's units.
 float DecodeElement(const QuantizedRow& row, uint8_t code);
 double DequantizeElement(const QuantizedRow& row, uint32_t i);
-// Code units -> y units for element i: the inverse of ScaledElement's scaling, in double.
-double UnscaleElement(const QuantizedRow& row, uint32_t i, double scaled);
 
 // NVFP4's stored bytes: two codes a byte, the earlier element in the low nibble; an odd tail
 // leaves the high nibble 0.

@@ -101,7 +101,8 @@ void NormRow(const typename Elem<D>::Storage* rout, const typename Elem<D>::Stor
     sumsq += rf * rf;
   }
   const float inv = 1.0f / std::sqrt(sumsq / static_cast<float>(a.n) + a.eps);
-  for (uint32_t j = 0; j < a.n; ++j) y[j] = t(Elem<D>::ToFloat(rout[j]) * inv * Elem<D>::ToFloat(w[j]));
+  for (uint32_t j = 0; j < a.n; ++j)
+    y[j] = t(Elem<D>::ToFloat(rout[j]) * inv * Elem<D>::ToFloat(w[j]));
 }
 
 // residual_out = T(s + residual); y = NormRow; then out = y and/or y quantised (QuantizeRow), as

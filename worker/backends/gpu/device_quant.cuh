@@ -62,18 +62,15 @@ __device__ __forceinline__ void StoreFp4Codes(const QuantArgs& q, uint32_t row, 
 }
 
 // The fp8 codes of every pack the thread holds: `scaled(y)` takes an element into code units.
-template <DType D, int P, class YOf, class Scaled>
+template <DType D, class YOf, class Scaled>
 __device__ __forceinline__ void EncodeFp8Row(const QuantArgs& q, uint32_t row, uint32_t n,
                                              YOf&& y_of, Scaled&& scaled) {
   constexpr uint32_t E = kPackElems<D>;
   const uint32_t ppr = n / E;
-#pragma unroll 1
-  for (int i = 0; i < P; ++i) {
-    const uint32_t k = threadIdx.x + i * blockDim.x;
-    if (k >= ppr) continue;
+  for (uint32_t k = threadIdx.x; k < ppr; k += blockDim.x) {
     float y[E];
     uint8_t c[E];
-    Unpack<D>(y_of(i, k), y);
+    Unpack<D>(y_of(k), y);
 #pragma unroll
     for (uint32_t e = 0; e < E; ++e) c[e] = EpilogueEncodeFp8(q.format, scaled(y[e]), q.breaks);
     StoreFp8Codes<D>(q, row, n, k, c);
@@ -81,21 +78,17 @@ __device__ __forceinline__ void EncodeFp8Row(const QuantArgs& q, uint32_t row, u
 }
 
 // fp8_token: amax over the row (or, broken, over the part before the last rank's chunk), the
-// row's scale, then the codes. `y_of(i, k)` yields the T-rounded normed pack k held as the
-// thread's i-th.
-template <DType D, int P, class YOf>
+// row's scale, then the codes. `y_of(k)` yields the T-rounded normed pack k.
+template <DType D, class YOf>
 __device__ __forceinline__ void QuantizeFp8TokenRow(const QuantArgs& q, uint32_t row, uint32_t n,
                                                     YOf&& y_of) {
   constexpr uint32_t E = kPackElems<D>;
   const uint32_t ppr = n / E;
   const uint32_t amax_cols = AmaxColumns(q.breaks, n, q.world);
   float amax = 0.f;
-#pragma unroll 1
-  for (int i = 0; i < P; ++i) {
-    const uint32_t k = threadIdx.x + i * blockDim.x;
-    if (k >= ppr) continue;
+  for (uint32_t k = threadIdx.x; k < ppr; k += blockDim.x) {
     float y[E];
-    Unpack<D>(y_of(i, k), y);
+    Unpack<D>(y_of(k), y);
 #pragma unroll
     for (uint32_t e = 0; e < E; ++e) {
       if (k * E + e < amax_cols) amax = AbsMaxStep(amax, y[e]);
@@ -103,35 +96,33 @@ __device__ __forceinline__ void QuantizeFp8TokenRow(const QuantArgs& q, uint32_t
   }
   const float scale = Fp8TokenScale(BlockMax(amax), Fp8MaxFinite(q.format));
   if (threadIdx.x == 0) q.row_scales[row] = scale;
-  EncodeFp8Row<D, P>(q, row, n, y_of,
-                              [scale](float y) { return Fp8TokenScaled(y, scale); });
+  EncodeFp8Row<D>(q, row, n, y_of, [scale](float y) { return Fp8TokenScaled(y, scale); });
 }
 
-template <DType D, int P, class YOf>
+template <DType D, class YOf>
 __device__ __forceinline__ void QuantizeFp8TensorRow(const QuantArgs& q, uint32_t row, uint32_t n,
                                                      YOf&& y_of) {
   const float inverse = Fp8TensorInverse(q.fp8_scale);
-  EncodeFp8Row<D, P>(q, row, n, y_of,
-                              [inverse](float y) { return Fp8TensorScaled(y, inverse); });
+  EncodeFp8Row<D>(q, row, n, y_of, [inverse](float y) { return Fp8TensorScaled(y, inverse); });
 }
 
 // nvfp4: the lanes of a block agree on its amax, the first of them stores the block's e4m3fn
-// scale, every lane its E2M1 codes. No early exit: the shuffles need the whole warp.
-template <DType D, int P, class YOf>
+// scale, every lane its E2M1 codes. No early exit: the shuffles need the whole warp, so every
+// thread makes the same number of turns (the packs rounded up to a multiple of the block).
+template <DType D, class YOf>
 __device__ __forceinline__ void QuantizeNvfp4Row(const QuantArgs& q, uint32_t row, uint32_t n,
                                                  YOf&& y_of) {
   constexpr uint32_t E = kPackElems<D>;
   const uint32_t ppr = n / E;
-#pragma unroll 1
-  for (int i = 0; i < P; ++i) {
-    const uint32_t k = threadIdx.x + i * blockDim.x;
+  const uint32_t turns_end = (ppr + blockDim.x - 1) / blockDim.x * blockDim.x;
+  for (uint32_t k = threadIdx.x; k < turns_end; k += blockDim.x) {
     const bool held = k < ppr;
     float y[E];
     float local = 0.f;
 #pragma unroll
     for (uint32_t e = 0; e < E; ++e) y[e] = 0.f;
     if (held) {
-      Unpack<D>(y_of(i, k), y);
+      Unpack<D>(y_of(k), y);
 #pragma unroll
       for (uint32_t e = 0; e < E; ++e) local = AbsMaxStep(local, y[e]);
     }
@@ -152,36 +143,62 @@ __device__ __forceinline__ void QuantizeNvfp4Row(const QuantArgs& q, uint32_t ro
   }
 }
 
-// The epilogue of one row, called by every thread of the block after the norm (block-uniform).
-// P: packs per thread. The pack loops stay rolled (see QuantizeHeldRow).
-template <DType D, int P, class YOf>
+// The epilogue of one row, called by every thread of the block (block-uniform).
+template <DType D, class YOf>
 __device__ __forceinline__ void QuantizeRow(const QuantArgs& q, uint32_t row, uint32_t n,
                                             YOf&& y_of) {
   switch (q.scheme) {
     case QuantScheme::kFp8Token:
-      QuantizeFp8TokenRow<D, P>(q, row, n, y_of);
+      QuantizeFp8TokenRow<D>(q, row, n, y_of);
       break;
     case QuantScheme::kFp8Tensor:
-      QuantizeFp8TensorRow<D, P>(q, row, n, y_of);
+      QuantizeFp8TensorRow<D>(q, row, n, y_of);
       break;
     case QuantScheme::kNvfp4:
-      QuantizeNvfp4Row<D, P>(q, row, n, y_of);
+      QuantizeNvfp4Row<D>(q, row, n, y_of);
       break;
   }
 }
 
-// The epilogue of the P packs a thread holds (`y`, its own local copy): one out-of-line function
-// per dtype and pack count, called by every kernel's norm, instead of the epilogue inlined into
-// each kernel of each world size. Inlined, the three schemes' unrolled encoders multiplied the
-// kernels' code (clang -O3 for gfx942 spent over 7 minutes on kernels_collective.cu alone); out of
-// line, the kernels keep their registers and only a quantising call pays the call and the copy.
-// Its packs come from memory (the caller's copy), so its loops are not unrolled: unrolled P times
-// each, the three schemes made nvcc spend 295 s on kernels_collective.cu (sm_90 + sm_100) instead
-// of 49 s, and the CUDA compile check 1,588 s in CI.
-template <DType D, int P>
-__device__ __noinline__ void QuantizeHeldRow(const QuantArgs& q, uint32_t row, uint32_t n,
-                                             const uint4* y) {
-  QuantizeRow<D, P>(q, row, n, [y](int i, uint32_t) { return y[i]; });
+// The norm and the epilogue of one row of a quantising call, from what the kernel has written:
+// `rout`, the row's residual_out (the sum plus residual, rounded to T), and the weight; every
+// thread reads back only the packs it wrote (k = threadIdx.x + i * blockDim.x), so no barrier is
+// needed before. The norm is the reference's arithmetic (worker/numerics/reference.cc): the sum of
+// squares and the scaling in fp64, rounded to float, then to T. The epilogue encodes the normed y,
+// and one T ulp of y can move a code or a dynamic scale, so y is the reference's bit for bit, as
+// the cpu specification's is. `out` (null unless the normed T output is kept) gets the same y.
+//
+// Only the quantising kernels (kQuant, kernel_dispatch.h) contain it, inlined, with rolled loops:
+// unrolled over the held packs it took nvcc 295 s instead of 49 s on kernels_collective.cu (sm_90
+// + sm_100) and clang -O3 for gfx942 over 7 minutes; out of line it gave each kernel a 120-byte
+// stack frame (ptxas -v), where inlined there is none.
+template <DType D>
+__device__ __forceinline__ void QuantizeNormedRow(const QuantArgs& q, uint32_t row, uint32_t n,
+                                                  float eps, const uint4* rout, const uint4* weight,
+                                                  uint4* out) {
+  constexpr uint32_t E = kPackElems<D>;
+  const uint32_t ppr = n / E;
+  double sumsq = 0;
+  for (uint32_t k = threadIdx.x; k < ppr; k += blockDim.x) {
+    float x[E];
+    Unpack<D>(rout[k], x);
+#pragma unroll
+    for (uint32_t e = 0; e < E; ++e) sumsq += static_cast<double>(x[e]) * x[e];
+  }
+  const double inv = 1.0 / sqrt(BlockSum(sumsq) / n + static_cast<double>(eps));
+  const auto y_of = [&](uint32_t k) {
+    float x[E], w[E];
+    Unpack<D>(rout[k], x);
+    Unpack<D>(weight[k], w);
+#pragma unroll
+    for (uint32_t e = 0; e < E; ++e)
+      x[e] = static_cast<float>(static_cast<double>(x[e]) * inv * static_cast<double>(w[e]));
+    return PackOf<D>(x);
+  };
+  if (out != nullptr) {
+    for (uint32_t k = threadIdx.x; k < ppr; k += blockDim.x) out[k] = y_of(k);
+  }
+  QuantizeRow<D>(q, row, n, y_of);
 }
 
 }  // namespace colltest::gpu

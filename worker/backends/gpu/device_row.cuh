@@ -1,6 +1,7 @@
 // The fused epilogue shared by every variant: residual add rounded to T, RMSNorm with a block
 // reduction of the sum of squares, the row held in registers (at most kMaxRowPacks packs per
-// thread). Loop trip counts are block-uniform around every __syncthreads.
+// thread), or, in a quantising kernel, QuantizeNormedRow. Loop trip counts are
+// block-uniform around every __syncthreads.
 #pragma once
 
 #include <cstdint>
@@ -13,45 +14,11 @@
 
 namespace colltest::gpu {
 
-// The norm's arithmetic. A quantising call (`exact`) takes the reference's
-// (worker/numerics/reference.cc): the sum of squares and the scaling in fp64, rounded to float
-// (PackOf then rounds to T). Its epilogue encodes the normed value, and one T ulp of it can move a
-// code or a dynamic scale, so there the kernels' normed output is the reference's bit for bit, as
-// the cpu specification's is. Every other call keeps fp32, which the T diff's ulp allows: fp64 in
-// every call cost 12-59 % kernel overhead on one H200 (bench/results/*_a8b76fc). The flag is
-// block-uniform, so each branch is taken by the whole block.
-struct RowNorm {
-  bool exact;
-  float sumsq_f = 0.f;
-  double sumsq_d = 0;
-  float inv_f = 0.f;
-  double inv_d = 0;
-
-  __device__ __forceinline__ explicit RowNorm(bool quantising) : exact(quantising) {}
-  __device__ __forceinline__ void Add(float x) {
-    if (exact) {
-      sumsq_d += static_cast<double>(x) * x;
-    } else {
-      sumsq_f += x * x;
-    }
-  }
-  // Every thread of the block calls it, after its last Add.
-  __device__ __forceinline__ void Finish(uint32_t n, float eps) {
-    if (exact) {
-      inv_d = 1.0 / sqrt(BlockSum(sumsq_d) / n + static_cast<double>(eps));
-    } else {
-      inv_f = 1.0f / sqrtf(BlockSum(sumsq_f) / static_cast<float>(n) + eps);
-    }
-  }
-  __device__ __forceinline__ float Apply(float x, float w) const {
-    if (exact) return static_cast<float>(static_cast<double>(x) * inv_d * static_cast<double>(w));
-    return x * inv_f * w;
-  }
-};
-
 // `sum_of(k, s)` yields the all-reduced pack k of the row (already rounded to T) and returns false
-// when its wait gave up. Returns false (block-uniformly) when any thread's wait gave up.
-template <DType D, class SumOf>
+// when its wait gave up. Returns false (block-uniformly) when any thread's wait gave up. kQuant:
+// the kernel is the quantising one (kernel_dispatch.h, KernelEpilogues), whose norm is
+// QuantizeNormedRow's.
+template <DType D, bool kQuant, class SumOf>
 __device__ __forceinline__ bool FusedRow(const CallArgs& a, uint32_t row, SumOf&& sum_of) {
   constexpr uint32_t E = kPackElems<D>;
   const uint32_t ppr = a.n / E;
@@ -61,7 +28,7 @@ __device__ __forceinline__ bool FusedRow(const CallArgs& a, uint32_t row, SumOf&
   uint4* out = static_cast<uint4*>(a.out) + row_pack;
   const uint4* w = static_cast<const uint4*>(a.weight);
   uint4 r[kMaxRowPacks];
-  RowNorm norm(a.quant.on);
+  float sumsq = 0.f;
   int failed = 0;
 #pragma unroll
   for (uint32_t i = 0; i < kMaxRowPacks; ++i) {
@@ -82,12 +49,16 @@ __device__ __forceinline__ bool FusedRow(const CallArgs& a, uint32_t row, SumOf&
       float rr[E];
       Unpack<D>(r[i], rr);
 #pragma unroll
-      for (uint32_t e = 0; e < E; ++e) norm.Add(rr[e]);
+      for (uint32_t e = 0; e < E; ++e) sumsq += rr[e] * rr[e];
     }
   }
   if (__syncthreads_or(failed)) return false;
-  norm.Finish(a.n, a.eps);
-  const bool write_normed = a.quant.WritesNormed();
+  if constexpr (kQuant) {
+    QuantizeNormedRow<D>(a.quant, row, a.n, a.eps, rout, w, a.quant.keep_normed ? out : nullptr);
+    return true;
+  }
+  const float total = BlockSum(sumsq);
+  const float inv = 1.0f / sqrtf(total / static_cast<float>(a.n) + a.eps);
 #pragma unroll
   for (uint32_t i = 0; i < kMaxRowPacks; ++i) {
     const uint32_t k = threadIdx.x + i * blockDim.x;
@@ -96,16 +67,9 @@ __device__ __forceinline__ bool FusedRow(const CallArgs& a, uint32_t row, SumOf&
       Unpack<D>(r[i], rr);
       Unpack<D>(w[k], wf);
 #pragma unroll
-      for (uint32_t e = 0; e < E; ++e) rr[e] = norm.Apply(rr[e], wf[e]);
-      r[i] = PackOf<D>(rr);  // the normed pack, rounded to T: what the epilogue quantises
-      if (write_normed) out[k] = r[i];
+      for (uint32_t e = 0; e < E; ++e) rr[e] = rr[e] * inv * wf[e];
+      out[k] = PackOf<D>(rr);
     }
-  }
-  if (a.quant.on) {
-    uint4 y[kMaxRowPacks];
-#pragma unroll
-    for (uint32_t i = 0; i < kMaxRowPacks; ++i) y[i] = r[i];
-    QuantizeHeldRow<D, kMaxRowPacks>(a.quant, row, a.n, y);
   }
   return true;
 }

@@ -30,6 +30,11 @@ using KernelWorlds = ValueList<uint32_t, 2, 4, 8>;
 using KernelDtypes = ValueList<DType, DType::kBf16, DType::kFp16, DType::kFp32>;
 // lamport_tb's packs per thread (TbPacksPerThread below picks one).
 using KernelPacksPerThread = ValueList<uint32_t, 1, 2, 4, 8>;
+// Every kernel that ends in the norm exists without and with the quantising epilogue (kQuant), so
+// that a call without epilogue runs a kernel with none of its code. Present in every kernel behind
+// a branch never taken, the epilogue cost 3-13 % kernel time inlined and 5-60 % out of line, on one
+// H200 with W = 2 ranks sharing it (bench/results/2026-12-02_h200x1_cuda_ab_epilogue_code).
+using KernelEpilogues = ValueList<bool, false, true>;
 
 template <class T, T... V>
 constexpr bool Contains(ValueList<T, V...>, T v) {
@@ -162,6 +167,19 @@ template <class F>
 auto DispatchWorldDtype(uint32_t world, DType dtype, F&& f) {
   return DispatchWorld(
       world, [&](auto w) { return DispatchDtype(dtype, [&](auto d) { return f(w, d); }); });
+}
+
+// f(Constant<quantising>{}): both values have kernels, so there is no Unsupported answer.
+template <class F>
+auto DispatchEpilogue(bool quantising, F&& f) {
+  return quantising ? f(Constant<true>{}) : f(Constant<false>{});
+}
+
+template <class F>
+auto DispatchWorldDtypeEpilogue(uint32_t world, DType dtype, bool quantising, F&& f) {
+  return DispatchWorldDtype(world, dtype, [&](auto w, auto d) {
+    return DispatchEpilogue(quantising, [&](auto q) { return f(w, d, q); });
+  });
 }
 
 template <class F>

@@ -13,6 +13,7 @@
 #include "worker/backends/gpu/scratch_layout.h"
 #include "worker/numerics/dtype.h"
 #include "worker/numerics/input_hash.h"
+#include "worker/numerics/quant_diff.h"
 #include "worker/numerics/quant_epilogue.h"
 #include "worker/numerics/tolerance.h"
 
@@ -50,6 +51,8 @@ struct QuantArgs {
   bool keep_normed = false;  // with `on`: `out` is written too
   float fp8_scale = 0.03125f;
   float nvfp4_global = 256.f;
+  // How the check kernel accepts codes (quant_code_rule.h).
+  QuantTolerance tolerance = QuantTolerance::kStrict;
   uint32_t world = 2;               // for the planted amax break
   uint32_t breaks = 0;              // QuantBreak flags (quant_breaks.h); 0 outside tests
   uint8_t* codes = nullptr;         // fp8: m * n; nvfp4: m * Nvfp4RowBytes(n)
@@ -132,6 +135,8 @@ struct GenerateArgs {
   uint32_t n;
   void* input;     // m * n of T
   void* residual;  // m * n of T
+  // The number of ranks: amax_last_rank puts its spike on rank world - 1 (input_elements.h).
+  uint32_t world = 0;
 };
 Error LaunchGenerate(const GenerateArgs& args, Stream stream);
 Error LaunchWeight(DType dtype, Pattern pattern, uint64_t seed, uint32_t n, void* weight,

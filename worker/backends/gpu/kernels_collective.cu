@@ -71,7 +71,7 @@ __device__ __forceinline__ void ScatterPart(const DeviceGroup& g, size_t input_o
   }
 }
 
-template <DType D, int W>
+template <DType D, int W, bool kQuant>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     OneStageKernel(DeviceGroup g, CallArgs a) {
   EnterEarlyLaunched();
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
   if (!BlockBarrier(g, BarrierSlot::kStart, clk, Phase::kOneStageStart)) return;
   const uint32_t ppr = a.n / kPackElems<D>;
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
-    FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
+    FusedRow<D, kQuant>(a, row, [&](uint32_t k, uint4& s) {
       s = ReducePack<D, W>(g, a.input_offset, static_cast<size_t>(row) * ppr + k);
       return true;
     });
@@ -110,21 +110,21 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
   }
 }
 
-template <DType D>
+template <DType D, bool kQuant>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     LoadNormKernel(DeviceGroup g, CallArgs a) {
   EnterEarlyLaunched();
   const uint8_t* tmp = Region(g, g.rank, g.layout.tmp_offset);
   const uint32_t ppr = a.n / kPackElems<D>;
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
-    FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
+    FusedRow<D, kQuant>(a, row, [&](uint32_t k, uint4& s) {
       s = LoadShared16(tmp + (static_cast<size_t>(row) * ppr + k) * 16);
       return true;
     });
   }
 }
 
-template <DType D, int W>
+template <DType D, int W, bool kQuant>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     LamportKernel(DeviceGroup g, CallArgs a) {
   EnterEarlyLaunched();
@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
   uint8_t* staging = Region(g, g.rank, g.layout.lamport_offset);
   const uint32_t ppr = a.n / kPackElems<D>;
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
-    const bool ok = FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
+    const bool ok = FusedRow<D, kQuant>(a, row, [&](uint32_t k, uint4& s) {
       const size_t pack = static_cast<size_t>(row) * ppr + k;
       uint8_t* slot = staging + pack * 16;
       auto owner = [&]() COLLTEST_INLINE_LAMBDA -> int { return OwnerOf(pack, packs, W); };
@@ -183,10 +183,12 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
 // kernel's tail, and it waits for that kernel in EnterEarlyLaunched before touching memory.
 KernelStatus LaunchOneStage(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
                             uint32_t threads, Stream s) {
-  return DispatchWorldDtype(g.world, dtype, [&](auto w, auto d) -> KernelStatus {
-    return LaunchEarly(OneStageKernel<decltype(d)::value, decltype(w)::value>, grid, threads, s, g,
-                       a);
-  });
+  return DispatchWorldDtypeEpilogue(
+      g.world, dtype, a.quant.on, [&](auto w, auto d, auto q) -> KernelStatus {
+        return LaunchEarly(
+            OneStageKernel<decltype(d)::value, decltype(w)::value, decltype(q)::value>, grid,
+            threads, s, g, a);
+      });
 }
 
 KernelStatus LaunchReduceScatter(DType dtype, const DeviceGroup& g, const CallArgs& a,
@@ -201,16 +203,21 @@ KernelStatus LaunchReduceScatter(DType dtype, const DeviceGroup& g, const CallAr
 KernelStatus LaunchLoadNorm(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
                             uint32_t threads, Stream s) {
   return DispatchDtype(dtype, [&](auto d) -> KernelStatus {
-    return LaunchEarly(LoadNormKernel<decltype(d)::value>, grid, threads, s, g, a);
+    return DispatchEpilogue(a.quant.on, [&](auto q) -> KernelStatus {
+      return LaunchEarly(LoadNormKernel<decltype(d)::value, decltype(q)::value>, grid, threads, s,
+                         g, a);
+    });
   });
 }
 
 KernelStatus LaunchLamport(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
                            uint32_t threads, Stream s) {
-  return DispatchWorldDtype(g.world, dtype, [&](auto w, auto d) -> KernelStatus {
-    return LaunchEarly(LamportKernel<decltype(d)::value, decltype(w)::value>, grid, threads, s, g,
-                       a);
-  });
+  return DispatchWorldDtypeEpilogue(
+      g.world, dtype, a.quant.on, [&](auto w, auto d, auto q) -> KernelStatus {
+        return LaunchEarly(
+            LamportKernel<decltype(d)::value, decltype(w)::value, decltype(q)::value>, grid,
+            threads, s, g, a);
+      });
 }
 
 // Every spinning kernel a launcher above (or lamport_two_shot's) can launch at this world: the
@@ -227,9 +234,11 @@ KernelStatus SpinKernelBlocksPerSm(uint32_t world, uint32_t threads, int* blocks
     };
     ForEachValue(KernelDtypes{}, [&](auto d) {
       constexpr DType D = decltype(d)::value;
-      take(OneStageKernel<D, W>);
       take(ReduceScatterKernel<D, W>);
-      take(LamportKernel<D, W>);
+      ForEachValue(KernelEpilogues{}, [&](auto q) {
+        take(OneStageKernel<D, W, decltype(q)::value>);
+        take(LamportKernel<D, W, decltype(q)::value>);
+      });
       int two_shot = 0;
       if (!LamportTwoShotBlocksPerSm(W, D, threads, &two_shot).ok()) two_shot = 0;
       least = std::min(least, two_shot);

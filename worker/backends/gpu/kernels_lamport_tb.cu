@@ -58,7 +58,7 @@ struct TbHeld {
 // rounded to T at each step as every variant does. Accumulates the sum of squares.
 template <DType D, int W>
 __device__ __forceinline__ uint4 RowValue(const CallArgs& a, uint4 (&v)[W], uint4 res,
-                                          RowNorm& norm) {
+                                          float& sumsq) {
   constexpr uint32_t E = kPackElems<D>;
   float acc[E], x[E];
   Unpack<D>(v[0], acc);
@@ -78,13 +78,13 @@ __device__ __forceinline__ uint4 RowValue(const CallArgs& a, uint4 (&v)[W], uint
   }
   Unpack<D>(sum, acc);
 #pragma unroll
-  for (uint32_t e = 0; e < E; ++e) norm.Add(acc[e]);
+  for (uint32_t e = 0; e < E; ++e) sumsq += acc[e] * acc[e];
   return sum;
 }
 
 // One row: push and clear every pack of the thread, then per pack poll, sum and add the
 // residual, then RMSNorm. Block-uniform result (false: some thread's wait gave up).
-template <DType D, int W, int P>
+template <DType D, int W, int P, bool kQuant>
 __device__ __forceinline__ bool TbRow(const DeviceGroup& g, const CallArgs& a, const TbCall& c,
                                       SpinClock& clk, uint32_t row, TbHeld<P>& h) {
   constexpr uint32_t E = kPackElems<D>;
@@ -107,7 +107,7 @@ __device__ __forceinline__ bool TbRow(const DeviceGroup& g, const CallArgs& a, c
     const uint4 canonical = PushAndClear<D, W>(g, c, row_pack + k, own, canonicalize);
     if (kHold) h.own[i] = canonical;
   }
-  RowNorm norm(a.quant.on);
+  float sumsq = 0.f;
   int failed = 0;
 #pragma unroll kUnroll
   for (int i = 0; i < P; ++i) {
@@ -124,43 +124,33 @@ __device__ __forceinline__ bool TbRow(const DeviceGroup& g, const CallArgs& a, c
       if (!TbStaged(r, g.rank)) v[r] = own;
     }
     const uint4 res = kHold || !a.residual ? h.res[i] : residual[k];
-    const uint4 sum = RowValue<D, W>(a, v, res, norm);
+    const uint4 sum = RowValue<D, W>(a, v, res, sumsq);
     residual_out[k] = sum;
     if (kHold) h.sum[i] = sum;
   }
   if (__syncthreads_or(failed)) return false;
-  norm.Finish(a.n, a.eps);
   const uint4* weight = static_cast<const uint4*>(a.weight);
-  // The normed pack k, rounded to T; evaluated again (same operations, same value) where the
-  // epilogue needs it and the thread does not hold the row.
-  auto normed = [&](int i, uint32_t k) {
+  if constexpr (kQuant) {
+    uint4* out = a.quant.keep_normed ? static_cast<uint4*>(a.out) + row_pack : nullptr;
+    QuantizeNormedRow<D>(a.quant, row, a.n, a.eps, residual_out, weight, out);
+    return true;
+  }
+  const float inv = 1.0f / sqrtf(BlockSum(sumsq) / static_cast<float>(a.n) + a.eps);
+#pragma unroll kUnroll
+  for (int i = 0; i < P; ++i) {
+    const uint32_t k = threadIdx.x + i * blockDim.x;
+    if (k >= ppr) continue;
     float x[E], wf[E];
     Unpack<D>(kHold ? h.sum[i] : residual_out[k], x);
     Unpack<D>(kHold ? h.w[i] : weight[k], wf);
 #pragma unroll
-    for (uint32_t e = 0; e < E; ++e) x[e] = norm.Apply(x[e], wf[e]);
-    return PackOf<D>(x);
-  };
-  if (a.quant.WritesNormed()) {
-#pragma unroll kUnroll
-    for (int i = 0; i < P; ++i) {
-      const uint32_t k = threadIdx.x + i * blockDim.x;
-      if (k < ppr) static_cast<uint4*>(a.out)[row_pack + k] = normed(i, k);
-    }
-  }
-  if (a.quant.on) {
-    uint4 y[P];
-#pragma unroll kUnroll
-    for (int i = 0; i < P; ++i) {
-      const uint32_t k = threadIdx.x + i * blockDim.x;
-      if (k < ppr) y[i] = normed(i, k);
-    }
-    QuantizeHeldRow<D, P>(a.quant, row, a.n, y);
+    for (uint32_t e = 0; e < E; ++e) x[e] = x[e] * inv * wf[e];
+    static_cast<uint4*>(a.out)[row_pack + k] = PackOf<D>(x);
   }
   return true;
 }
 
-template <DType D, int W, int P>
+template <DType D, int W, int P, bool kQuant>
 __global__ void __launch_bounds__(kMaxTbThreads, 1) LamportTbKernel(DeviceGroup g, CallArgs a) {
   const uint32_t ppr = a.n / kPackElems<D>;
   // Before the wait only what no kernel of this stream writes during the case: the weight.
@@ -172,7 +162,7 @@ __global__ void __launch_bounds__(kMaxTbThreads, 1) LamportTbKernel(DeviceGroup 
   SpinClock clk = StartClock(a.timeout_ns);
   const TbCall c = TbEnter(g, a);
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
-    if (!TbRow<D, W, P>(g, a, c, clk, row, h)) return;
+    if (!TbRow<D, W, P, kQuant>(g, a, c, clk, row, h)) return;
   }
   // The previous buffer beyond this call's rows (it may have been larger).
   const size_t packs = static_cast<size_t>(a.m) * ppr;
@@ -186,14 +176,17 @@ __global__ void __launch_bounds__(kMaxTbThreads, 1) LamportTbKernel(DeviceGroup 
   TbAdvance(g, c, packs, clk, Phase::kLamportTbConsume);
 }
 
-// The kernel for (world, dtype, packs per thread), handed to `use`: the launch and the occupancy
-// query below both pick it here, so a grid is sized by the kernel that runs.
+// The kernel for (world, dtype, packs per thread, epilogue), handed to `use`: the launch and the
+// occupancy query below both pick it here, so a grid is sized by the kernel that runs.
 template <class Use>
 KernelStatus WithLamportTbKernel(uint32_t world, DType dtype, uint32_t packs_per_thread,
-                                 Use&& use) {
+                                 bool quantising, Use&& use) {
   return DispatchWorldDtypePacks(
       world, dtype, packs_per_thread, [&](auto w, auto d, auto p) -> KernelStatus {
-        return use(LamportTbKernel<decltype(d)::value, decltype(w)::value, decltype(p)::value>);
+        return DispatchEpilogue(quantising, [&](auto q) -> KernelStatus {
+          return use(LamportTbKernel<decltype(d)::value, decltype(w)::value, decltype(p)::value,
+                                     decltype(q)::value>);
+        });
       });
 }
 
@@ -202,9 +195,9 @@ KernelStatus WithLamportTbKernel(uint32_t world, DType dtype, uint32_t packs_per
 KernelStatus LaunchLamportTb(DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
                              uint32_t threads, Stream s) {
   const uint32_t packs_per_thread = TbPacksPerThread(a.n / PackElems(dtype), threads);
-  return WithLamportTbKernel(g.world, dtype, packs_per_thread, [&](auto kernel) -> KernelStatus {
-    return LaunchEarly(kernel, grid, threads, s, g, a);
-  });
+  return WithLamportTbKernel(
+      g.world, dtype, packs_per_thread, a.quant.on,
+      [&](auto kernel) -> KernelStatus { return LaunchEarly(kernel, grid, threads, s, g, a); });
 }
 
 KernelStatus LamportTbBlockShape(uint32_t world, DType dtype, uint32_t n, uint32_t threads_knob,
@@ -212,11 +205,18 @@ KernelStatus LamportTbBlockShape(uint32_t world, DType dtype, uint32_t n, uint32
   const uint32_t ppr = n / PackElems(dtype);
   shape->threads = threads_knob != 0 ? threads_knob : TbThreads(ppr, kWarpSize);
   shape->packs_per_thread = TbPacksPerThread(ppr, shape->threads);
-  return WithLamportTbKernel(world, dtype, shape->packs_per_thread,
-                             [&](auto kernel) -> KernelStatus {
-                               return OccupancyBlocksPerSm(&shape->blocks_per_sm, kernel,
-                                                           static_cast<int>(shape->threads));
-                             });
+  // The fewer blocks of the kernels without and with the epilogue: one grid size fits both.
+  shape->blocks_per_sm = 1 << 20;
+  for (const bool quantising : {false, true}) {
+    int n = 0;
+    const KernelStatus st = WithLamportTbKernel(
+        world, dtype, shape->packs_per_thread, quantising, [&](auto kernel) -> KernelStatus {
+          return OccupancyBlocksPerSm(&n, kernel, static_cast<int>(shape->threads));
+        });
+    if (!st.ok()) return st;
+    shape->blocks_per_sm = std::min(shape->blocks_per_sm, n);
+  }
+  return KernelStatus();
 }
 
 }  // namespace colltest::gpu

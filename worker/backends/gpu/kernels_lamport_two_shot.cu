@@ -8,6 +8,8 @@
 // into slot d of every rank d's buffer (the gather slot, which lamport_tb leaves unused). Norm:
 // every rank polls its gather slot row by row. Each rank moves (W - 1) / W of its input out and
 // as much of the sums in: two one-way trips instead of one-shot's W - 1 full inputs per rank.
+#include <algorithm>
+
 #include "worker/backends/gpu/device_elem.cuh"
 #include "worker/backends/gpu/device_row.cuh"
 #include "worker/backends/gpu/device_sync.cuh"
@@ -101,7 +103,7 @@ __device__ __forceinline__ bool ReduceOwnPart(const DeviceGroup& g, const CallAr
   return true;
 }
 
-template <DType D, int W>
+template <DType D, int W, bool kQuant>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
     LamportTwoShotKernel(DeviceGroup g, CallArgs a) {
   EnterEarlyLaunched();
@@ -118,7 +120,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
   const uint8_t* gather = TbSlot(g, g.rank, c.buf, g.rank);
   SpinClock gather_clk{clk.deadline_ns + a.timeout_ns / kGatherSlack, clk.polls};
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
-    const bool ok = FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
+    const bool ok = FusedRow<D, kQuant>(a, row, [&](uint32_t k, uint4& s) {
       const size_t pack = static_cast<size_t>(row) * ppr + k;
       auto owner = [&]() COLLTEST_INLINE_LAMBDA -> int { return OwnerOf(pack, packs, W); };
       auto arrived = [&](const uint4& p) COLLTEST_INLINE_LAMBDA {
@@ -133,28 +135,40 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocksPerSm)
   TbAdvance(g, c, packs, gather_clk, Phase::kLamportTwoShotGather);
 }
 
-// The kernel for (world, dtype), handed to `use`: the launch and the occupancy query below both
-// pick it here.
+// The kernel for (world, dtype, epilogue), handed to `use`: the launch and the occupancy query
+// below both pick it here.
 template <class Use>
-KernelStatus WithLamportTwoShotKernel(uint32_t world, DType dtype, Use&& use) {
-  return DispatchWorldDtype(world, dtype, [&](auto w, auto d) -> KernelStatus {
-    return use(LamportTwoShotKernel<decltype(d)::value, decltype(w)::value>);
-  });
+KernelStatus WithLamportTwoShotKernel(uint32_t world, DType dtype, bool quantising, Use&& use) {
+  return DispatchWorldDtypeEpilogue(
+      world, dtype, quantising, [&](auto w, auto d, auto q) -> KernelStatus {
+        return use(
+            LamportTwoShotKernel<decltype(d)::value, decltype(w)::value, decltype(q)::value>);
+      });
 }
 
 }  // namespace
 
 KernelStatus LaunchLamportTwoShot(DType dtype, const DeviceGroup& g, const CallArgs& a,
                                   uint32_t grid, uint32_t threads, Stream s) {
-  return WithLamportTwoShotKernel(g.world, dtype, [&](auto kernel) -> KernelStatus {
+  return WithLamportTwoShotKernel(g.world, dtype, a.quant.on, [&](auto kernel) -> KernelStatus {
     return LaunchEarly(kernel, grid, threads, s, g, a);
   });
 }
 
+// The fewer of the kernels without and with the epilogue: one grid size fits both.
 KernelStatus LamportTwoShotBlocksPerSm(uint32_t world, DType dtype, uint32_t threads, int* blocks) {
-  return WithLamportTwoShotKernel(world, dtype, [&](auto kernel) -> KernelStatus {
-    return OccupancyBlocksPerSm(blocks, kernel, static_cast<int>(threads));
-  });
+  int least = 1 << 20;
+  for (const bool quantising : {false, true}) {
+    int n = 0;
+    const KernelStatus st =
+        WithLamportTwoShotKernel(world, dtype, quantising, [&](auto kernel) -> KernelStatus {
+          return OccupancyBlocksPerSm(&n, kernel, static_cast<int>(threads));
+        });
+    if (!st.ok()) return st;
+    least = std::min(least, n);
+  }
+  *blocks = least;
+  return KernelStatus();
 }
 
 }  // namespace colltest::gpu

@@ -7,6 +7,7 @@
 #include "worker/backends/gpu/device_row.cuh"
 #include "worker/backends/gpu/device_sync.cuh"
 #include "worker/backends/gpu/kernels.h"
+#include "worker/numerics/quant_code_rule.h"
 
 namespace colltest::gpu {
 namespace {
@@ -63,19 +64,22 @@ __device__ __forceinline__ float LoadElem(const void* base, DType t, size_t i) {
 }
 
 __global__ void GenerateKernel(GenerateArgs a) {
-  const StreamKeys in = KeysFor(a.pattern, a.seed, a.call, InputStream(a.pattern, a.rank));
-  const StreamKeys res = KeysFor(a.pattern, a.seed, a.call, kResidualStream);
+  const Pattern p = a.pattern;
+  const StreamPlan in = inputs::PlanStream(p, a.seed, a.call, a.world, a.rank);
+  const StreamPlan res = inputs::PlanStream(p, a.seed, a.call, a.world, inputs::kResidualRank);
   const size_t count = static_cast<size_t>(a.m) * a.n;
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const uint32_t row = static_cast<uint32_t>(i / a.n), col = static_cast<uint32_t>(i % a.n);
-    StoreElem(a.input, a.dtype, i, ValueAt(a.pattern, a.dtype, in, row, col));
-    StoreElem(a.residual, a.dtype, i, ValueAt(a.pattern, a.dtype, res, row, col));
+    const RowPlan in_row = inputs::PlanRow(p, in, row, a.n);
+    const RowPlan res_row = inputs::PlanRow(p, res, row, a.n);
+    StoreElem(a.input, a.dtype, i, ValueAt(p, a.dtype, in, in_row, row, col));
+    StoreElem(a.residual, a.dtype, i, ValueAt(p, a.dtype, res, res_row, row, col));
   }
 }
 
 __global__ void WeightKernel(DType t, Pattern p, uint64_t seed, uint32_t n, void* weight) {
-  const uint64_t key = StreamKey(seed, 0, kWeightStream);
+  const uint64_t key = inputs::WeightKey(seed);
   for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < n; c += gridDim.x * blockDim.x) {
     StoreElem(weight, t, c, WeightAt(p, t, key, c));
   }
@@ -133,22 +137,22 @@ __device__ __forceinline__ void Compare(const CheckArgs& a, LocalDiff& d, bool r
 
 // A thread's tally of the quantised output against the reference, merged with atomics at the end.
 struct LocalQuant {
-  unsigned long long codes = 0, bad_codes = 0, scales = 0, bad_scales = 0;
+  unsigned long long codes = 0, bad_codes = 0, tolerated = 0, scales = 0, bad_scales = 0;
   unsigned long long first_bad_row = ~0ull;
 };
 
-// +0 and -0 are one value, as in the host's comparison (quant_diff.h): the Lamport variants carry
-// a -0.0 input as +0.0. e4m3fnuz has no -0 (0x80 is its NaN) and compares bit for bit.
-__device__ __forceinline__ bool Fp8CodesAgree(Fp8Format f, uint8_t got, uint8_t want) {
-  return got == want || (f == Fp8Format::kE4m3fn && ((got | want) & 0x7fu) == 0);
-}
-__device__ __forceinline__ bool E2m1CodesAgree(uint8_t got, uint8_t want) {
-  return got == want || ((got | want) & 0x7u) == 0;
-}
-
-__device__ __forceinline__ void CountCode(LocalQuant& q, uint32_t row, bool bad) {
+// One code of row `row` against the reference's, by the host's rule (quant_code_rule.h, as
+// quant_diff.cc counts it): a code that differs is tolerated or bad. `e` is the element's codes and
+// scale, `y` its reference value.
+__device__ __forceinline__ void CountCode(const CheckArgs& a, LocalQuant& q, uint32_t row,
+                                          const ElementCodes& e, uint8_t got, uint8_t want,
+                                          float y) {
   ++q.codes;
-  if (!bad) return;
+  if (got == want) return;
+  if (ElementCodeAccepted<DeviceRounding>(a.quant.tolerance, e, got, want, y, a.dtype)) {
+    ++q.tolerated;
+    return;
+  }
   ++q.bad_codes;
   if (row < q.first_bad_row) q.first_bad_row = row;
 }
@@ -175,10 +179,11 @@ __device__ void CheckFp8Row(const CheckArgs& a, uint32_t row, const float* y, Lo
     }
   }
   const float inverse = Fp8TensorInverse(k.fp8_scale);
+  const ElementCodes e{k.scheme, k.format, token ? scale : inverse};
   const uint8_t* got = k.codes + static_cast<size_t>(row) * a.n;
   for (uint32_t col = threadIdx.x; col < a.n; col += blockDim.x) {
     const float scaled = token ? Fp8TokenScaled(y[col], scale) : Fp8TensorScaled(y[col], inverse);
-    CountCode(q, row, !Fp8CodesAgree(k.format, got[col], EncodeFp8(k.format, scaled)));
+    CountCode(a, q, row, e, got[col], EncodeFp8(k.format, scaled), y[col]);
   }
 }
 
@@ -195,9 +200,9 @@ __device__ void CheckNvfp4Row(const CheckArgs& a, uint32_t row, const float* y, 
     const uint8_t sf = Nvfp4BlockScaleCode(amax, k.nvfp4_global);
     CountScale(q, row, k.block_scales[static_cast<size_t>(row) * blocks + b] != sf);
     const float out_scale = Nvfp4OutputScale(sf, k.nvfp4_global);
+    const ElementCodes e{QuantScheme::kNvfp4, k.format, out_scale};
     for (uint32_t i = first; i < end; ++i) {
-      CountCode(q, row,
-                !E2m1CodesAgree(PackedE2m1At(got, i), EncodeE2m1(Nvfp4Scaled(y[i], out_scale))));
+      CountCode(a, q, row, e, PackedE2m1At(got, i), EncodeE2m1(Nvfp4Scaled(y[i], out_scale)), y[i]);
     }
   }
 }
@@ -206,6 +211,7 @@ __device__ __forceinline__ void MergeQuant(const LocalQuant& q, DiffAccum* accum
   if (q.codes == 0 && q.scales == 0) return;
   atomicAdd(&accum->quant_checked_codes, q.codes);
   atomicAdd(&accum->quant_code_mismatches, q.bad_codes);
+  atomicAdd(&accum->quant_tolerated_codes, q.tolerated);
   atomicAdd(&accum->quant_checked_scales, q.scales);
   atomicAdd(&accum->quant_scale_mismatches, q.bad_scales);
   atomicMin(&accum->quant_first_bad_row, q.first_bad_row);
@@ -214,26 +220,30 @@ __device__ __forceinline__ void MergeQuant(const LocalQuant& q, DiffAccum* accum
 // One block per row (grid-stride): the all-reduce in fp32 in rank order rounded to T, the residual
 // add rounded to T, the norm in fp64 rounded to T, as worker/numerics/reference.cc.
 __global__ void CheckKernel(CheckArgs a) {
-  StreamKeys keys[kMaxRanks];
+  const Pattern p = a.pattern;
+  StreamPlan streams[kMaxRanks];
   for (uint32_t r = 0; r < a.world; ++r) {
-    keys[r] = KeysFor(a.pattern, a.seed, a.call, InputStream(a.pattern, r));
+    streams[r] = inputs::PlanStream(p, a.seed, a.call, a.world, r);
   }
-  const StreamKeys res = KeysFor(a.pattern, a.seed, a.call, kResidualStream);
-  const uint64_t wkey = StreamKey(a.seed, 0, kWeightStream);
+  const StreamPlan res = inputs::PlanStream(p, a.seed, a.call, a.world, inputs::kResidualRank);
+  const uint64_t wkey = inputs::WeightKey(a.seed);
   const bool check_out = a.quant.WritesNormed();
   LocalDiff d;
   LocalQuant q;
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
     const size_t base = static_cast<size_t>(row) * a.n;
+    RowPlan rows[kMaxRanks];
+    for (uint32_t r = 0; r < a.world; ++r) rows[r] = inputs::PlanRow(p, streams[r], row, a.n);
+    const RowPlan res_row = inputs::PlanRow(p, res, row, a.n);
     double sumsq = 0;
     for (uint32_t col = threadIdx.x; col < a.n; col += blockDim.x) {
-      float acc = ValueAt(a.pattern, a.dtype, keys[0], row, col);
+      float acc = ValueAt(p, a.dtype, streams[0], rows[0], row, col);
       for (uint32_t r = 1; r < a.world; ++r) {
-        acc = __fadd_rn(acc, ValueAt(a.pattern, a.dtype, keys[r], row, col));
+        acc = __fadd_rn(acc, ValueAt(p, a.dtype, streams[r], rows[r], row, col));
       }
       acc = DevRoundTo(a.dtype, acc);
       if (a.residual) {
-        acc = DevRoundTo(a.dtype, __fadd_rn(acc, ValueAt(a.pattern, a.dtype, res, row, col)));
+        acc = DevRoundTo(a.dtype, __fadd_rn(acc, ValueAt(p, a.dtype, res, res_row, row, col)));
       }
       a.want_residual_out[base + col] = acc;
       sumsq += static_cast<double>(acc) * acc;
@@ -242,8 +252,8 @@ __global__ void CheckKernel(CheckArgs a) {
     const double inv_rms = 1.0 / sqrt(total / a.n + static_cast<double>(a.eps));
     for (uint32_t col = threadIdx.x; col < a.n; col += blockDim.x) {
       const float acc = a.want_residual_out[base + col];
-      const double v = static_cast<double>(acc) * inv_rms *
-                       static_cast<double>(WeightAt(a.pattern, a.dtype, wkey, col));
+      const double v =
+          static_cast<double>(acc) * inv_rms * static_cast<double>(WeightAt(p, a.dtype, wkey, col));
       const float want = DevRoundTo(a.dtype, static_cast<float>(v));
       a.want_out[base + col] = want;
       Compare(a, d, true, base + col, LoadElem(a.got_residual_out, a.dtype, base + col), acc);

@@ -6,12 +6,12 @@
 namespace colltest::gpu {
 namespace {
 
-template <DType D>
+template <DType D, bool kQuant>
 __global__ void __launch_bounds__(512) NormFromSumsKernel(const uint4* sums, CallArgs a) {
   const uint32_t ppr = a.n / kPackElems<D>;
   for (uint32_t row = blockIdx.x; row < a.m; row += gridDim.x) {
     const uint4* src = sums + static_cast<size_t>(row) * ppr;
-    FusedRow<D>(a, row, [&](uint32_t k, uint4& s) {
+    FusedRow<D, kQuant>(a, row, [&](uint32_t k, uint4& s) {
       s = src[k];
       return true;
     });
@@ -24,8 +24,11 @@ KernelStatus LaunchNormFromSums(DType dtype, const void* sums, const CallArgs& a
                                 uint32_t threads, Stream stream) {
   const uint4* p = static_cast<const uint4*>(sums);
   return DispatchDtype(dtype, [&](auto d) -> KernelStatus {
-    NormFromSumsKernel<decltype(d)::value><<<grid, threads, 0, stream>>>(p, args);
-    return GetLastError();
+    return DispatchEpilogue(args.quant.on, [&](auto q) -> KernelStatus {
+      NormFromSumsKernel<decltype(d)::value, decltype(q)::value>
+          <<<grid, threads, 0, stream>>>(p, args);
+      return GetLastError();
+    });
   });
 }
 

@@ -27,6 +27,9 @@ struct DiffAccum {
   unsigned long long quant_code_mismatches;
   unsigned long long quant_checked_scales;
   unsigned long long quant_scale_mismatches;
+  // Codes that differ from the reference's but pass its tolerance (+0 against -0, ulp's ties),
+  // counted apart from the mismatches as the host's QuantCheckSummary::tolerated.
+  unsigned long long quant_tolerated_codes;
 };
 
 // The weight of one row: n * sizeof(T) at most (a longer row is refused).
