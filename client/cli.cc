@@ -26,6 +26,21 @@ void AddOptional(CLI::App* app, const std::string& name, const std::string& type
       ->type_name(type);
 }
 
+// --keep-normed, --fp8-format, --fp8-scale and --nvfp4-global-scale, as the commands that take an
+// epilogue (run and sweep, tune) name them: `Flags` has members of those names.
+template <class Flags>
+void AddQuantOutputFlags(CLI::App* app, Flags* f, const std::string& keep_normed_does) {
+  app->add_flag(
+      "--keep-normed", f->keep_normed,
+      "With a quantising epilogue, " + keep_normed_does + " (default: the quantised output alone)");
+  AddOptional(app, "--fp8-format", "FORMAT", &f->fp8_format,
+              "e4m3fn|e4m3fnuz (default the device's, e4m3fnuz on gfx942 and e4m3fn elsewhere)");
+  AddOptional(app, "--fp8-scale", "X", &f->fp8_scale,
+              "Static scale of fp8_tensor, above 0 and at most 2^64 (default 1/32)");
+  AddOptional(app, "--nvfp4-global-scale", "X", &f->nvfp4_global_scale,
+              "Global scale of nvfp4, above 0 and at most 2^64 (default 256)");
+}
+
 void AddOutputFlags(CLI::App* app, Invocation* inv, const std::string& formats) {
   app->add_option("--format", inv->format, formats + " (default table)")->capture_default_str();
   app->add_option("--out", inv->out_path,
@@ -70,15 +85,7 @@ void AddSweepFlags(CLI::App* app, SweepFlags* f) {
   AddOptional(app, "--epilogue", "LIST", &f->epilogue,
               "none|fp8_token|fp8_tensor|nvfp4|all, comma-separated, the output the fused kernel "
               "quantises to, each one a dimension of the sweep (default none)");
-  app->add_flag("--keep-normed", f->keep_normed,
-                "With a quantising epilogue, also write and check the normed output (default: "
-                "the quantised output alone)");
-  AddOptional(app, "--fp8-format", "FORMAT", &f->fp8_format,
-              "e4m3fn|e4m3fnuz (default the device's, e4m3fnuz on gfx942 and e4m3fn elsewhere)");
-  AddOptional(app, "--fp8-scale", "X", &f->fp8_scale,
-              "Static scale of fp8_tensor, above 0 and at most 2^64 (default 1/32)");
-  AddOptional(app, "--nvfp4-global-scale", "X", &f->nvfp4_global_scale,
-              "Global scale of nvfp4, above 0 and at most 2^64 (default 256)");
+  AddQuantOutputFlags(app, f, "also write and check the normed output");
   AddOptional(app, "--quant-tolerance", "PROFILE", &f->quant_tolerance,
               "strict|ulp (default strict; ulp accepts a code one step off where the value is a "
               "rounding tie once in the dtype)");
@@ -223,11 +230,19 @@ void AddTuneFlags(CLI::App* app, TuneFlags* f, Invocation* inv) {
   AddOptional(app, "--warmup", "N", &f->warmup, "Warm-up calls (default 20)");
   AddOptional(app, "--iters", "N", &f->iters, "Timed calls (default 200)");
   AddOptional(app, "--timeout", "DURATION", &f->timeout, "Per-case timeout (default 5s)");
+  AddOptional(app, "--epilogue", "EPILOGUE", &f->epilogue,
+              "none|fp8_token|fp8_tensor|nvfp4, one, the epilogue the table is measured with and "
+              "that auto uses it for (default none)");
+  AddQuantOutputFlags(app, f, "also write the normed output");
   app->add_option("--format", inv->format, "table|json (default table)")->capture_default_str();
   // Unlike the other commands' --out, the file does not replace stdout: it is the table colltestd
-  // loads, so it is JSON whatever --format shows.
-  app->add_option("--out", inv->out_path,
-                  "Also write the table as JSON to this file (default: no file)");
+  // loads, so it is JSON whatever --format shows. A folder gets the table under its default name,
+  // one per key, so that tables of several epilogues can be written side by side.
+  app->add_option(
+      "--out", inv->out_path,
+      "Also write the table as JSON to this file; given a folder, to the file "
+      "tune_BACKEND_DEVICE_wW_DTYPE_MODE_nN[_EPILOGUE[_keep_normed]].json in it (default: no "
+      "file)");
 }
 
 // The deepest command the parse reached ("baseline list", else "baseline", else the top level):

@@ -165,7 +165,7 @@ absl::StatusOr<TuneTables> LoadTuneTables(const std::string& dir) {
   absl::StatusOr<TuneTables> tune = TuneTables::LoadDir(dir);
   if (!tune.ok()) return tune.status();
   for (const TuneTable& t : tune->tables()) {
-    spdlog::info("auto: tune table {} ({} W={} n={}, {} rows)", t.source, t.backend, t.world, t.n,
+    spdlog::info("auto: tune table {} ({}, {} rows)", t.source, DescribeTuneTable(t),
                  t.rows.size());
   }
   return tune;

@@ -1,6 +1,7 @@
 #include "client/commands/commands.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <vector>
 
@@ -245,8 +246,15 @@ int TuneCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& 
   streams.out << FormatTune(table, output.format);
   streams.out.flush();
   if (!output.out_path.empty()) {
-    absl::Status written = WriteOutput(FormatTuneJson(table), output.out_path, streams.out);
+    // A folder gets the table under its default name, which the user has not seen: say it.
+    std::error_code error;
+    const bool folder = std::filesystem::is_directory(output.out_path, error);
+    const std::string path =
+        folder ? (std::filesystem::path(output.out_path) / TuneTableFileName(table)).string()
+               : output.out_path;
+    absl::Status written = WriteOutput(FormatTuneJson(table), path, streams.out);
     if (!written.ok()) return Fail(streams, written);
+    if (folder && !output.quiet) streams.err << "colltest: tune table written to " << path << "\n";
   }
   return ExitCodeForRun(run);
 }

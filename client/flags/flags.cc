@@ -154,6 +154,32 @@ void ApplyRunFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& err
   if (knobs.ByteSizeLong() == 0) spec.clear_knobs();
 }
 
+// `tune`'s --epilogue, one (a table stands for one epilogue), and the flags the epilogues take,
+// through `run`'s parsers.
+absl::Status ApplyTuneEpilogueFlags(const TuneFlags& flags, v1::SweepSpec& spec) {
+  auto one_epilogue = [](absl::string_view flag,
+                         absl::string_view text) -> absl::StatusOr<v1::Epilogue> {
+    COLLTEST_ASSIGN_OR_RETURN(const std::vector<v1::Epilogue> epilogues,
+                              ParseEpiloguesFlag(flag, text));
+    if (epilogues.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, ": '", text,
+          "' names more than one epilogue: a tune table is for one epilogue, tune each apart"));
+    }
+    return epilogues.front();
+  };
+  FlagErrors errors;
+  errors.Add(ApplyFlag(flags.epilogue, "--epilogue", one_epilogue,
+                       [&](v1::Epilogue e) { spec.add_epilogues(e); }));
+  SweepFlags quant;
+  quant.keep_normed = flags.keep_normed;
+  quant.fp8_format = flags.fp8_format;
+  quant.fp8_scale = flags.fp8_scale;
+  quant.nvfp4_global_scale = flags.nvfp4_global_scale;
+  ApplyQuantFlags(quant, spec, errors);
+  return errors.status();
+}
+
 }  // namespace
 
 absl::StatusOr<uint64_t> ParseUint64Flag(absl::string_view flag, absl::string_view text) {
@@ -389,6 +415,7 @@ absl::StatusOr<v1::SweepSpec> BuildTuneSpec(const TuneFlags& flags) {
   status.Update(ApplyFlag(flags.iters, "--iters", u32, [&](uint32_t v) { spec.set_iters(v); }));
   status.Update(ApplyFlag(flags.timeout, "--timeout", ParseTimeoutMsFlag,
                           [&](uint32_t v) { spec.set_timeout_ms(v); }));
+  status.Update(ApplyTuneEpilogueFlags(flags, spec));
   if (!status.ok()) return status;
   return spec;
 }

@@ -75,14 +75,22 @@ struct TuneFlags {
   std::optional<std::string> warmup;
   std::optional<std::string> iters;
   std::optional<std::string> timeout;
+  // The epilogue the table is measured with and stands for (one), and the flags it takes, as
+  // `run`'s (client/flags/quant_flags.h).
+  std::optional<std::string> epilogue;
+  bool keep_normed = false;
+  std::optional<std::string> fp8_format;
+  std::optional<std::string> fp8_scale;
+  std::optional<std::string> nvfp4_global_scale;
 };
 
 // Defaults: n 7168, bf16, m 1,8,16,32,64,128,256,512,1024, graph, variants one_stage, two_kernel,
 // lamport, lamport_tb, 20 warm-up and 200 timed calls, 5 s timeout; always pattern normal, strict
 // tolerance, residual on, label "tune". A table stands for one (world, dtype, mode, n), so these
 // are refused rather than passed on: --world missing or 0 (the proto's 0 means "every device", a
-// world the table could not name), more than one n or mode, and `auto` among the variants (it
-// would be timed through the very table being built). Repeated m and variants are dropped and m
+// world the table could not name), more than one n, mode or epilogue, and `auto` among the
+// variants (it would be timed through the very table being built). No --epilogue leaves the spec's
+// epilogues empty (none). Repeated m and variants are dropped and m
 // sorted, so that each table row is one m, in order.
 absl::StatusOr<v1::SweepSpec> BuildTuneSpec(const TuneFlags& flags);
 

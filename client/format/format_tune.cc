@@ -90,6 +90,8 @@ std::string FormatTuneJson(const TuneTable& table) {
   out["dtype"] = std::string(common::DTypeName(table.dtype));
   out["mode"] = std::string(common::ModeName(table.mode));
   out["n"] = table.n;
+  out["epilogue"] = std::string(common::EpilogueName(table.epilogue));
+  out["keep_normed"] = table.keep_normed;
   out["created_unix_ms"] = table.created_unix_ms;
   out["run_id"] = table.run_id;
   Json rows = Json::array();
@@ -133,10 +135,16 @@ std::string FormatTuneText(const TuneTable& table) {
                                            : std::string("-"));
     text.AddRow(std::move(cells));
   }
+  // The epilogue only when it is not none, so that the line of a plain table reads as before.
+  std::string epilogue;
+  if (table.epilogue != v1::EPILOGUE_NONE) {
+    epilogue = absl::StrCat(" ", common::EpilogueName(table.epilogue),
+                            table.keep_normed ? " keep_normed" : "");
+  }
   return absl::StrCat("tune W=", table.world, " n=", table.n, " ", common::DTypeName(table.dtype),
-                      " ", common::ModeName(table.mode), "  backend ", table.backend, "  device ",
-                      table.device, "  run ", table.run_id, "  (median us)\n", text.Render(),
-                      CrossoversLine(table), "\n");
+                      " ", common::ModeName(table.mode), epilogue, "  backend ", table.backend,
+                      "  device ", table.device, "  run ", table.run_id, "  (median us)\n",
+                      text.Render(), CrossoversLine(table), "\n");
 }
 
 std::string FormatTune(const TuneTable& table, OutputFormat format) {

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/element_size.h"
 #include "common/names.h"
 
@@ -19,6 +21,11 @@ TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
   table.dtype = spec.dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_BF16 : spec.dtype();
   table.mode = spec.modes().empty() ? v1::MODE_EAGER : spec.modes(0);
   table.n = spec.n().empty() ? 0 : spec.n(0);
+  if (!spec.epilogues().empty() && spec.epilogues(0) != v1::EPILOGUE_UNSPECIFIED) {
+    table.epilogue = static_cast<v1::Epilogue>(spec.epilogues(0));
+  }
+  // Without a quantising epilogue the normed output is the output: nothing is kept on top.
+  table.keep_normed = spec.keep_normed() && table.epilogue != v1::EPILOGUE_NONE;
   table.created_unix_ms = created_unix_ms;
   table.run_id = run.run_id();
   for (int v : spec.variants()) table.variants.push_back(static_cast<v1::Variant>(v));
@@ -66,6 +73,25 @@ TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
     }
   }
   return table;
+}
+
+std::string TuneTableFileName(const TuneTable& table) {
+  std::string device;
+  const std::vector<absl::string_view> words =
+      absl::StrSplit(table.device, ' ', absl::SkipWhitespace());
+  if (!words.empty()) {
+    for (char c : words.back()) {
+      if (absl::ascii_isalnum(static_cast<unsigned char>(c))) device += absl::ascii_tolower(c);
+    }
+  }
+  std::string name = absl::StrCat("tune_", table.backend, device.empty() ? "" : "_", device, "_w",
+                                  table.world, "_", common::DTypeName(table.dtype), "_",
+                                  common::ModeName(table.mode), "_n", table.n);
+  if (table.epilogue != v1::EPILOGUE_NONE) {
+    absl::StrAppend(&name, "_", common::EpilogueName(table.epilogue));
+  }
+  if (table.keep_normed) absl::StrAppend(&name, "_keep_normed");
+  return name + ".json";
 }
 
 std::string DroppedRowWarning(const DroppedTuneRow& row) {

@@ -37,6 +37,9 @@ struct TuneTable {
   v1::DType dtype = v1::DTYPE_BF16;
   v1::Mode mode = v1::MODE_GRAPH;
   uint32_t n = 0;
+  // The spec's one epilogue (none when it names none), and keep_normed with a quantising one.
+  v1::Epilogue epilogue = v1::EPILOGUE_NONE;
+  bool keep_normed = false;
   int64_t created_unix_ms = 0;
   std::string run_id;
   std::vector<v1::Variant> variants;  // the sweep's, in order: the text table's columns
@@ -52,6 +55,12 @@ TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
 
 // "no tune row for m=1024: no variant OK (one_stage UNSUPPORTED, lamport HANG)".
 std::string DroppedRowWarning(const DroppedTuneRow& row);
+
+// The name `tune --out FOLDER` gives the file: "tune_cuda_h200_w2_bf16_graph_n7168.json", with
+// "_EPILOGUE" before ".json" when the epilogue is not none ("_nvfp4", "_fp8_token_keep_normed"),
+// so that the tables of one box sit side by side. The device is the last word of its name, lower
+// case ("NVIDIA H200": h200), left out when there is none.
+std::string TuneTableFileName(const TuneTable& table);
 
 // The JSON that colltestd loads (kind "colltest-tune-table", version 1). Its fields are read by
 // the server: add, never rename.

@@ -64,18 +64,22 @@ std::optional<v1::CaseResult> RunExecutor::RunOne(
   wv1::CaseRequest concrete = request;
   std::optional<AutoChoice> choice;
   if (request.variant() == v1::VARIANT_AUTO) {
-    const auto world = static_cast<uint32_t>(devices.size());
-    if (tune_ != nullptr) {
-      choice = tune_->Resolve(limits_.backend, world, request.dtype(), request.mode(), request.m(),
-                              request.n());
+    // Without a tune directory every auto case gets the reason an empty one gives.
+    static const TuneTables kNoTables;
+    const TuneTables& tables = tune_ != nullptr ? *tune_ : kNoTables;
+    absl::StatusOr<AutoChoice> resolved =
+        tables.Resolve({.backend = limits_.backend,
+                        .world = static_cast<uint32_t>(devices.size()),
+                        .dtype = request.dtype(),
+                        .mode = request.mode(),
+                        .epilogue = request.epilogue(),
+                        .keep_normed = request.keep_normed(),
+                        .m = request.m(),
+                        .n = request.n()});
+    if (!resolved.ok()) {
+      return UnsupportedCase(index, devices, request, std::string(resolved.status().message()));
     }
-    if (!choice.has_value()) {
-      return UnsupportedCase(
-          index, devices, request,
-          absl::StrCat("auto: no tune table for ", limits_.backend, " W=", world, " ",
-                       common::DTypeName(request.dtype()),
-                       " (measure one with `colltest tune` and put it in colltestd's --tune-dir)"));
-    }
+    choice = *std::move(resolved);
     concrete.set_variant(choice->variant);
   }
   absl::StatusOr<std::vector<v1::RankResult>> replies = pool_->RunCase(devices, concrete, stop);

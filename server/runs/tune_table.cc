@@ -4,10 +4,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/element_size.h"
 #include "common/names.h"
 #include "nlohmann/json.hpp"
@@ -25,6 +29,16 @@ std::optional<v1::DType> DTypeNamed(const std::string& name) {
   return std::nullopt;
 }
 
+// Exactly as the client writes it: a table is a file of record, not something typed by hand.
+std::optional<v1::Epilogue> EpilogueNamed(const std::string& name) {
+  for (int e = v1::EPILOGUE_NONE; e <= v1::Epilogue_MAX; ++e) {
+    if (common::EpilogueName(static_cast<v1::Epilogue>(e)) == name) {
+      return static_cast<v1::Epilogue>(e);
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<v1::Variant> ConcreteVariantNamed(const std::string& name) {
   for (v1::Variant v : {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
                         v1::VARIANT_LAMPORT_TB, v1::VARIANT_LAMPORT_TWO_SHOT, v1::VARIANT_NCCL}) {
@@ -33,9 +47,56 @@ std::optional<v1::Variant> ConcreteVariantNamed(const std::string& name) {
   return std::nullopt;
 }
 
-std::string Describe(const TuneTable& t) {
-  return absl::StrCat(t.backend, " W=", t.world, " ", common::DTypeName(t.dtype), " ",
-                      common::ModeName(t.mode), " n=", t.n);
+// "cuda W=2 bf16": the part of the key that a table of every epilogue shares.
+std::string DescribeGroup(const std::string& backend, uint32_t world, v1::DType dtype) {
+  return absl::StrCat(backend, " W=", world, " ", common::DTypeName(dtype));
+}
+
+v1::Epilogue EpilogueOf(v1::Epilogue e) {
+  return e == v1::EPILOGUE_UNSPECIFIED ? v1::EPILOGUE_NONE : e;
+}
+
+// Why no table serves case `c`, with the command that measures one; `available` holds the
+// epilogues that tables exist for at the case's backend, world and dtype.
+std::string NoTableReason(const AutoCase& c, const std::set<v1::Epilogue>& available) {
+  const std::string group = DescribeGroup(c.backend, c.world, c.dtype);
+  const v1::Epilogue epilogue = EpilogueOf(c.epilogue);
+  std::string found = absl::StrCat("no table for ", group, " at any epilogue");
+  if (!available.empty()) {
+    std::vector<std::string> names;
+    for (v1::Epilogue e : available) names.emplace_back(common::EpilogueName(e));
+    found = absl::StrCat(group, " has tables for epilogue ", absl::StrJoin(names, ", "));
+  }
+  const std::string tune = absl::StrCat(
+      "colltest tune --world ", c.world, " --dtype ", common::DTypeName(c.dtype),
+      epilogue == v1::EPILOGUE_NONE ? ""
+                                    : absl::StrCat(" --epilogue ", common::EpilogueName(epilogue)));
+  return absl::StrCat("auto: no tune table for ", group, " epilogue ",
+                      common::EpilogueName(epilogue), " (", found, "; measure one with `", tune,
+                      "` and put it in colltestd's --tune-dir)");
+}
+
+// The optional "epilogue" and "keep_normed" of a table's JSON; an error names the field.
+absl::Status ParseEpilogueFields(const nlohmann::json& j, TuneTable& t) {
+  if (j.contains("epilogue")) {
+    const nlohmann::json& e = j["epilogue"];
+    const std::optional<v1::Epilogue> epilogue =
+        e.is_string() ? EpilogueNamed(e.get<std::string>()) : std::nullopt;
+    if (!epilogue.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("epilogue: must be ",
+                                                     absl::StrJoin(common::EpilogueNames(), ", "),
+                                                     " (or absent: none)"));
+    }
+    t.epilogue = *epilogue;
+  }
+  if (j.contains("keep_normed")) {
+    if (!j["keep_normed"].is_boolean()) {
+      return absl::InvalidArgumentError("keep_normed: must be true or false");
+    }
+    // Without a quantising epilogue the normed output is the output: nothing is kept on top.
+    t.keep_normed = j["keep_normed"].get<bool>() && t.epilogue != v1::EPILOGUE_NONE;
+  }
+  return absl::OkStatus();
 }
 
 // The variant with the least time interpolated linearly in bytes between rows `lo` and `hi`
@@ -85,6 +146,9 @@ absl::StatusOr<TuneTable> ParseTuneTable(const std::string& text, const std::str
   const std::string mode = j.value("mode", "graph");
   if (mode != "graph" && mode != "eager") return bad("mode: must be graph or eager");
   t.mode = mode == "graph" ? v1::MODE_GRAPH : v1::MODE_EAGER;
+  if (absl::Status fields = ParseEpilogueFields(j, t); !fields.ok()) {
+    return bad(std::string(fields.message()));
+  }
   if (!j.contains("rows") || !j["rows"].is_array() || j["rows"].empty()) {
     return bad("rows: must be a non-empty array");
   }
@@ -136,20 +200,34 @@ absl::StatusOr<TuneTables> TuneTables::LoadDir(const std::string& dir) {
   return TuneTables(std::move(tables));
 }
 
-std::optional<AutoChoice> TuneTables::Resolve(const std::string& backend, uint32_t world,
-                                              v1::DType dtype, v1::Mode mode, uint32_t m,
-                                              uint32_t n) const {
+std::string DescribeTuneTable(const TuneTable& t) {
+  std::string text = absl::StrCat(DescribeGroup(t.backend, t.world, t.dtype), " ",
+                                  common::ModeName(t.mode), " n=", t.n);
+  if (t.epilogue != v1::EPILOGUE_NONE)
+    absl::StrAppend(&text, " ", common::EpilogueName(t.epilogue));
+  if (t.keep_normed) absl::StrAppend(&text, " keep_normed");
+  return text;
+}
+
+absl::StatusOr<AutoChoice> TuneTables::Resolve(const AutoCase& c) const {
+  const v1::Epilogue epilogue = EpilogueOf(c.epilogue);
+  const bool keep_normed = c.keep_normed && epilogue != v1::EPILOGUE_NONE;
   const TuneTable* chosen = nullptr;
   const auto score = [&](const TuneTable& t) {
-    // Same mode first, then the nearest hidden size.
-    return std::make_pair(t.mode == mode ? 0 : 1, std::llabs(int64_t{t.n} - int64_t{n}));
+    // Same mode first, then the nearest hidden size, then the same keep_normed.
+    return std::make_tuple(t.mode == c.mode ? 0 : 1, std::llabs(int64_t{t.n} - int64_t{c.n}),
+                           t.keep_normed == keep_normed ? 0 : 1);
   };
+  std::set<v1::Epilogue> available;
   for (const TuneTable& t : tables_) {
-    if (t.backend != backend || t.world != world || t.dtype != dtype) continue;
+    if (t.backend != c.backend || t.world != c.world || t.dtype != c.dtype) continue;
+    available.insert(t.epilogue);
+    // A table of another epilogue timed other kernels: its crossovers do not hold here.
+    if (t.epilogue != epilogue) continue;
     if (chosen == nullptr || score(t) < score(*chosen)) chosen = &t;
   }
-  if (chosen == nullptr) return std::nullopt;
-  const uint64_t bytes = uint64_t{m} * n * common::ElementBytes(dtype);
+  if (chosen == nullptr) return absl::NotFoundError(NoTableReason(c, available));
+  const uint64_t bytes = uint64_t{c.m} * c.n * common::ElementBytes(c.dtype);
   const TuneTable::Row* row = &chosen->rows.front();
   const TuneTable::Row* above = nullptr;
   for (const TuneTable::Row& r : chosen->rows) {
@@ -158,9 +236,9 @@ std::optional<AutoChoice> TuneTables::Resolve(const std::string& backend, uint32
   }
   const std::string table =
       absl::StrCat("tune table ", std::filesystem::path(chosen->source).filename().string(), " (",
-                   Describe(*chosen), ")");
+                   DescribeTuneTable(*chosen), ")");
   if (row->bytes < bytes && above != nullptr) {
-    if (std::optional<AutoChoice> c = Interpolated(*row, *above, bytes, table)) return c;
+    if (std::optional<AutoChoice> choice = Interpolated(*row, *above, bytes, table)) return *choice;
   }
   return AutoChoice{row->best, absl::StrCat(common::VariantName(row->best), ": ", table,
                                             ", row m=", row->m, " (", row->bytes, " B)")};

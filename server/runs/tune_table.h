@@ -1,12 +1,11 @@
 // The measured crossover tables that `auto` dispatches with (docs/design.md section 4).
-// `colltest tune` sweeps the variants at one (backend, world, dtype, mode, n) and writes a table of
-// the fastest variant per m; colltestd loads every table of its --tune-dir at start and resolves
-// `auto` on the controller, so the workers only ever run concrete variants and the result says
-// which one (CaseResult.resolved_variant) and from which table row (the message).
+// `colltest tune` sweeps the variants at one (backend, world, dtype, mode, n, epilogue) and writes
+// a table of the fastest variant per m; colltestd loads every table of its --tune-dir at start and
+// resolves `auto` on the controller, so the workers only ever run concrete variants and the result
+// says which one (CaseResult.resolved_variant) and from which table row (the message).
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +27,16 @@ struct TuneTable {
   colltest::v1::DType dtype = colltest::v1::DTYPE_BF16;
   colltest::v1::Mode mode = colltest::v1::MODE_GRAPH;
   uint32_t n = 0;
+  // The epilogue every variant was timed with ("epilogue" in the file; none when absent, as in the
+  // tables written before it was recorded). Part of the key: a fused quantisation changes every
+  // variant's cost by a different amount (fp8_token's row amax is a block reduction, nvfp4's a
+  // shuffle per block, each in the variant's own last stage), so the crossovers move.
+  colltest::v1::Epilogue epilogue = colltest::v1::EPILOGUE_NONE;
+  // "keep_normed" in the file, only with a quantising epilogue. Not part of the key: it adds the
+  // same local store of the normed row in T to every variant (the store a table of epilogue none
+  // already times), and no traffic between ranks, so it shifts all variants alike. A table with
+  // the case's setting is preferred when one exists.
+  bool keep_normed = false;
   struct Row {
     uint32_t m = 0;
     uint64_t bytes = 0;  // m * n * element size: the per-rank input, the seed's gate unit
@@ -41,6 +50,22 @@ struct TuneTable {
 
 // Parses one table written by `colltest tune`; errors name the file and the field.
 absl::StatusOr<TuneTable> ParseTuneTable(const std::string& json, const std::string& source);
+
+// "cuda W=2 bf16 graph n=7168", then the epilogue when it is not none ("... n=7168 fp8_token",
+// "... nvfp4 keep_normed"): what a message says a table stands for.
+std::string DescribeTuneTable(const TuneTable& table);
+
+// What `auto` is asked to dispatch: the case's key and shape.
+struct AutoCase {
+  std::string backend;
+  uint32_t world = 0;
+  colltest::v1::DType dtype = colltest::v1::DTYPE_BF16;
+  colltest::v1::Mode mode = colltest::v1::MODE_GRAPH;
+  colltest::v1::Epilogue epilogue = colltest::v1::EPILOGUE_NONE;  // UNSPECIFIED reads as none
+  bool keep_normed = false;
+  uint32_t m = 0;
+  uint32_t n = 0;
+};
 
 struct AutoChoice {
   colltest::v1::Variant variant;
@@ -56,15 +81,15 @@ class TuneTables {
   // is an error naming it, so a typo does not silently turn `auto` off.
   static absl::StatusOr<TuneTables> LoadDir(const std::string& dir);
 
-  // The variant for a case: the table of the same backend, world and dtype (same mode preferred,
-  // then the nearest n). Between two rows that both carry every variant's time, the variant whose
-  // time, interpolated linearly in bytes, is the least (a crossover between two rows is then
-  // found where the times cross, not at the next row); otherwise, and outside the table, the row
-  // with the largest byte size not above the case's (the first row below the smallest). None when
-  // no table matches.
-  std::optional<AutoChoice> Resolve(const std::string& backend, uint32_t world,
-                                    colltest::v1::DType dtype, colltest::v1::Mode mode, uint32_t m,
-                                    uint32_t n) const;
+  // The variant for a case: the table of the same backend, world, dtype and epilogue (same mode
+  // preferred, then the nearest n, then the same keep_normed). Between two rows that both carry
+  // every variant's time, the variant whose time, interpolated linearly in bytes, is the least (a
+  // crossover between two rows is then found where the times cross, not at the next row);
+  // otherwise, and outside the table, the row with the largest byte size not above the case's
+  // (the first row below the smallest). NotFound when no table matches, its message the reason the
+  // case is UNSUPPORTED: the epilogue, those that tables exist for at the case's backend, world and
+  // dtype, and the `colltest tune` command that makes one.
+  absl::StatusOr<AutoChoice> Resolve(const AutoCase& c) const;
 
   const std::vector<TuneTable>& tables() const { return tables_; }
 

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -866,6 +867,32 @@ TEST_F(CommandsTest, TuneRefusedByTheServerIsThreeAndWritesNothing) {
             "available\n");
   EXPECT_EQ(out_, "");
   EXPECT_FALSE(Exists(path));
+}
+
+TEST_F(CommandsTest, TuneWithAnEpilogueRecordsItAndAFolderGetsTheDefaultName) {
+  const std::string dir = ::testing::TempDir() + "/colltest_tune_folder";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(Cli({"tune", "--world", "2", "--m", "1", "--epilogue", "nvfp4", "--keep-normed",
+                 "--nvfp4-global-scale", "64", "--out", dir}),
+            0)
+      << err_;
+  const v1::SweepSpec spec = service_.last_spec();
+  EXPECT_THAT(spec.epilogues(), ElementsAre(v1::EPILOGUE_NVFP4));
+  EXPECT_TRUE(spec.keep_normed());
+  EXPECT_EQ(spec.nvfp4_global_scale(), 64.0f);
+  EXPECT_THAT(out_, StartsWith("tune W=2 n=7168 bf16 graph nvfp4 keep_normed  backend cpu"));
+  const std::string path = dir + "/tune_cpu_cpu0_w2_bf16_graph_n7168_nvfp4_keep_normed.json";
+  EXPECT_THAT(err_, HasSubstr("colltest: tune table written to " + path + "\n"));
+  const nlohmann::json json = nlohmann::json::parse(ReadFile(path));
+  EXPECT_EQ(json["epilogue"], "nvfp4");
+  EXPECT_EQ(json["keep_normed"], true);
+  // Epilogue none keeps the name of the tables measured before epilogues were recorded.
+  ASSERT_EQ(Cli({"tune", "--world", "2", "--m", "1", "--out", dir}), 0) << err_;
+  EXPECT_EQ(
+      nlohmann::json::parse(ReadFile(dir + "/tune_cpu_cpu0_w2_bf16_graph_n7168.json"))["epilogue"],
+      "none");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(CommandsTest, TuneUnwritableOutIsThree) {

@@ -630,6 +630,37 @@ TEST(BuildTuneSpecTest, ARepeatedModeIsStillOneMode) {
   EXPECT_THAT(spec->modes(), ElementsAre(v1::MODE_GRAPH));
 }
 
+// The table records the epilogue it was measured with, so the sweep must run with it.
+TEST(BuildTuneSpecTest, CarriesTheEpilogueAndTheFlagsItTakes) {
+  TuneFlags flags;
+  flags.world = "2";
+  flags.epilogue = "nvfp4";
+  flags.keep_normed = true;
+  flags.fp8_format = "e4m3fnuz";
+  flags.fp8_scale = "0.5";
+  flags.nvfp4_global_scale = "128";
+  absl::StatusOr<v1::SweepSpec> spec = BuildTuneSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->epilogues(), ElementsAre(v1::EPILOGUE_NVFP4));
+  EXPECT_TRUE(spec->keep_normed());
+  EXPECT_EQ(spec->fp8_format(), v1::FP8_FORMAT_E4M3FNUZ);
+  EXPECT_EQ(spec->fp8_scale(), 0.5f);
+  EXPECT_EQ(spec->nvfp4_global_scale(), 128.0f);
+  // Unset: the proto's defaults, epilogue none.
+  flags = TuneFlags{};
+  flags.world = "2";
+  spec = BuildTuneSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->epilogues().empty());
+  EXPECT_FALSE(spec->keep_normed());
+  EXPECT_EQ(spec->fp8_scale(), 0.0f);
+  // One epilogue named twice is still one.
+  flags.epilogue = "fp8_token, FP8_TOKEN";
+  spec = BuildTuneSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->epilogues(), ElementsAre(v1::EPILOGUE_FP8_TOKEN));
+}
+
 TEST(BuildTuneSpecTest, WorldIsRequired) {
   absl::StatusOr<v1::SweepSpec> spec = BuildTuneSpec(TuneFlags{});
   ASSERT_FALSE(spec.ok());
@@ -652,6 +683,10 @@ TEST_P(BadTuneFlagTest, IsRejectedNamingTheFlag) {
   if (param.flag == "--warmup") flags.warmup = param.value;
   if (param.flag == "--iters") flags.iters = param.value;
   if (param.flag == "--timeout") flags.timeout = param.value;
+  if (param.flag == "--epilogue") flags.epilogue = param.value;
+  if (param.flag == "--fp8-format") flags.fp8_format = param.value;
+  if (param.flag == "--fp8-scale") flags.fp8_scale = param.value;
+  if (param.flag == "--nvfp4-global-scale") flags.nvfp4_global_scale = param.value;
   absl::StatusOr<v1::SweepSpec> spec = BuildTuneSpec(flags);
   ASSERT_FALSE(spec.ok()) << param.flag << " " << param.value;
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
@@ -674,7 +709,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlagCase{"--variants", "all", "includes auto"},
         BadFlagCase{"--variants", "turbo", "'turbo'"}, BadFlagCase{"--m", "1,,8", "'1,,8'"},
         BadFlagCase{"--dtype", "fp8", "'fp8'"}, BadFlagCase{"--warmup", "-1", "'-1'"},
-        BadFlagCase{"--iters", "many", "'many'"}, BadFlagCase{"--timeout", "soon", "'soon'"}),
+        BadFlagCase{"--iters", "many", "'many'"}, BadFlagCase{"--timeout", "soon", "'soon'"},
+        // The table is for one epilogue; "all" is four.
+        BadFlagCase{"--epilogue", "none,nvfp4", "'none,nvfp4' names more than one epilogue"},
+        BadFlagCase{"--epilogue", "all", "'all' names more than one epilogue"},
+        BadFlagCase{"--epilogue", "fp4", "'fp4'"}, BadFlagCase{"--fp8-format", "e5m2", "'e5m2'"},
+        BadFlagCase{"--fp8-scale", "0", "'0' is not above 0"},
+        BadFlagCase{"--nvfp4-global-scale", "huge", "'huge'"}),
     BadFlagName);
 
 }  // namespace

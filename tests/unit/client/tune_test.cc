@@ -205,6 +205,49 @@ TEST(BuildTuneTableTest, RowsFollowAscendingMOnce) {
   EXPECT_EQ(table.rows[2].m, 64u);
 }
 
+// colltestd resolves a case of epilogue E only from a table of epilogue E: the table must say
+// which one it was measured with.
+TEST(BuildTuneTableTest, RecordsTheSpecsEpilogue) {
+  v1::SweepSpec spec = Spec(kFour, {1, 64, 128});
+  spec.add_epilogues(v1::EPILOGUE_FP8_TOKEN);
+  spec.set_keep_normed(true);
+  const TuneTable table = Build(spec, TwoRegimeRun());
+  EXPECT_EQ(table.epilogue, v1::EPILOGUE_FP8_TOKEN);
+  EXPECT_TRUE(table.keep_normed);
+  const nlohmann::json json = nlohmann::json::parse(FormatTuneJson(table));
+  EXPECT_EQ(json["epilogue"], "fp8_token");
+  EXPECT_EQ(json["keep_normed"], true);
+  EXPECT_THAT(FormatTuneText(table),
+              StartsWith("tune W=2 n=7168 bf16 graph fp8_token keep_normed  backend cuda"));
+  // No epilogue is none; keep_normed means nothing without a quantising one.
+  spec.clear_epilogues();
+  const TuneTable plain = Build(spec, TwoRegimeRun());
+  EXPECT_EQ(plain.epilogue, v1::EPILOGUE_NONE);
+  EXPECT_FALSE(plain.keep_normed);
+  EXPECT_THAT(FormatTuneText(plain), StartsWith("tune W=2 n=7168 bf16 graph  backend cuda"));
+}
+
+TEST(TuneTableFileNameTest, NamesTheKeyAndTheEpilogueWhenNotNone) {
+  TuneTable table = Build(Spec(kFour, {1}), TwoRegimeRun());
+  // The name of the table committed in tune/.
+  EXPECT_EQ(TuneTableFileName(table), "tune_cuda_h200_w2_bf16_graph_n7168.json");
+  table.epilogue = v1::EPILOGUE_NVFP4;
+  EXPECT_EQ(TuneTableFileName(table), "tune_cuda_h200_w2_bf16_graph_n7168_nvfp4.json");
+  table.epilogue = v1::EPILOGUE_FP8_TOKEN;
+  table.keep_normed = true;
+  EXPECT_EQ(TuneTableFileName(table),
+            "tune_cuda_h200_w2_bf16_graph_n7168_fp8_token_keep_normed.json");
+  table = TuneTable();
+  table.backend = "cpu";
+  table.world = 4;
+  table.dtype = v1::DTYPE_FP32;
+  table.mode = v1::MODE_EAGER;
+  table.n = 64;
+  EXPECT_EQ(TuneTableFileName(table), "tune_cpu_w4_fp32_eager_n64.json");
+  table.device = "AMD Instinct MI300X";
+  EXPECT_EQ(TuneTableFileName(table), "tune_cpu_mi300x_w4_fp32_eager_n64.json");
+}
+
 TEST(FormatTuneJsonTest, ExactShapeParsedBack) {
   v1::RunResult run = TwoRegimeRun();
   Add(run, v1::VARIANT_LAMPORT_TB, 256, v1::CASE_STATUS_UNSUPPORTED);
@@ -218,7 +261,10 @@ TEST(FormatTuneJsonTest, ExactShapeParsedBack) {
   std::vector<std::string> keys;
   for (const auto& item : json.items()) keys.push_back(item.key());
   EXPECT_THAT(keys, ElementsAre("schema_version", "kind", "version", "backend", "device", "world",
-                                "dtype", "mode", "n", "created_unix_ms", "run_id", "rows"));
+                                "dtype", "mode", "n", "epilogue", "keep_normed", "created_unix_ms",
+                                "run_id", "rows"));
+  EXPECT_EQ(json["epilogue"], "none");
+  EXPECT_EQ(json["keep_normed"], false);
   EXPECT_EQ(json["kind"], "colltest-tune-table");
   EXPECT_EQ(json["schema_version"], 1);
   EXPECT_EQ(json["version"], 1);

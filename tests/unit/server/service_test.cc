@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -753,6 +754,43 @@ TEST_F(ServiceTest, AutoIsResolvedFromTheTuneTableAndReportedOrUnsupportedWithou
   EXPECT_EQ(run.cases(0).status(), v1::CASE_STATUS_UNSUPPORTED);
   EXPECT_THAT(run.cases(0).message(), HasSubstr("auto: no tune table for cpu W=4 bf16"));
   EXPECT_EQ(pool_.calls().size(), 2u);
+}
+
+// The executor hands the case's epilogue to the tables: each epilogue is resolved from a table of
+// its own, and one without any is UNSUPPORTED naming it.
+TEST_F(ServiceTest, AutoIsResolvedFromATableOfTheCasesEpilogue) {
+  const std::string none = R"({"kind": "colltest-tune-table", "version": 1, "backend": "cpu",
+      "world": 2, "dtype": "bf16", "mode": "eager", "n": 1024,
+      "rows": [{"m": 1, "best": "one_stage"}]})";
+  const std::string fp8 = R"({"kind": "colltest-tune-table", "version": 1, "backend": "cpu",
+      "world": 2, "dtype": "bf16", "mode": "eager", "n": 1024, "epilogue": "fp8_token",
+      "rows": [{"m": 1, "best": "lamport_tb"}]})";
+  const TuneTables tables(
+      {*ParseTuneTable(none, "cpu_w2.json"), *ParseTuneTable(fp8, "cpu_w2_fp8_token.json")});
+  ServiceOptions options = CpuOptions();
+  options.tune = &tables;
+  Start(std::move(options));
+  v1::RunRequest request = Request(2, {8}, {v1::VARIANT_AUTO});
+  for (v1::Epilogue e : {v1::EPILOGUE_NONE, v1::EPILOGUE_FP8_TOKEN, v1::EPILOGUE_NVFP4}) {
+    request.mutable_spec()->add_epilogues(e);
+  }
+  v1::RunResult run;
+  ASSERT_TRUE(stub_->Run(Context().get(), request, &run).ok());
+  ASSERT_EQ(run.cases_size(), 3);
+  std::map<v1::Epilogue, v1::CaseResult> by_epilogue;
+  for (const v1::CaseResult& c : run.cases()) by_epilogue[c.epilogue()] = c;
+  EXPECT_EQ(by_epilogue[v1::EPILOGUE_NONE].resolved_variant(), v1::VARIANT_ONE_STAGE);
+  EXPECT_EQ(by_epilogue[v1::EPILOGUE_FP8_TOKEN].resolved_variant(), v1::VARIANT_LAMPORT_TB);
+  EXPECT_THAT(by_epilogue[v1::EPILOGUE_FP8_TOKEN].message(),
+              HasSubstr("auto -> lamport_tb: tune table cpu_w2_fp8_token.json (cpu W=2 bf16 eager "
+                        "n=1024 fp8_token)"));
+  const v1::CaseResult& nvfp4 = by_epilogue[v1::EPILOGUE_NVFP4];
+  EXPECT_EQ(nvfp4.status(), v1::CASE_STATUS_UNSUPPORTED);
+  EXPECT_THAT(nvfp4.message(),
+              HasSubstr("auto: no tune table for cpu W=2 bf16 epilogue nvfp4 (cpu W=2 bf16 has "
+                        "tables for epilogue none, fp8_token; measure one with `colltest tune "
+                        "--world 2 --dtype bf16 --epilogue nvfp4`"));
+  EXPECT_EQ(pool_.calls().size(), 2u) << "no worker is asked for the nvfp4 case";
 }
 
 }  // namespace

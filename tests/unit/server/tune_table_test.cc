@@ -13,14 +13,29 @@ namespace {
 namespace v1 = ::colltest::v1;
 using ::testing::HasSubstr;
 
-std::string Table(int world = 2, const std::string& mode = "graph", int n = 7168) {
+// `extra`: more fields, each followed by a comma (`"epilogue": "nvfp4", `).
+std::string Table(int world = 2, const std::string& mode = "graph", int n = 7168,
+                  const std::string& extra = "") {
   return R"({"kind": "colltest-tune-table", "version": 1, "backend": "cuda",
-    "device": "NVIDIA H200", "world": )" +
-         std::to_string(world) + R"(, "dtype": "bf16", "mode": ")" + mode + R"(", "n": )" +
-         std::to_string(n) + R"(, "rows": [
+    "device": "NVIDIA H200", )" +
+         extra + R"("world": )" + std::to_string(world) + R"(, "dtype": "bf16", "mode": ")" + mode +
+         R"(", "n": )" + std::to_string(n) + R"(, "rows": [
       {"m": 64, "bytes": 917504, "best": "lamport", "us": {"lamport": 11.8}},
       {"m": 1, "bytes": 14336, "best": "lamport_tb", "us": {"lamport_tb": 7.3}},
       {"m": 1024, "bytes": 14680064, "best": "one_stage", "us": {"one_stage": 58.7}}]})";
+}
+
+AutoCase Case(const std::string& backend, uint32_t world, v1::DType dtype, v1::Mode mode,
+              uint32_t m, uint32_t n, v1::Epilogue epilogue = v1::EPILOGUE_NONE,
+              bool keep_normed = false) {
+  return {.backend = backend,
+          .world = world,
+          .dtype = dtype,
+          .mode = mode,
+          .epilogue = epilogue,
+          .keep_normed = keep_normed,
+          .m = m,
+          .n = n};
 }
 
 TEST(TuneTableTest, ParsesATableAndSortsItsRowsByBytes) {
@@ -46,6 +61,10 @@ TEST(TuneTableTest, BadTablesAreRefusedNamingTheFileAndTheField) {
                        Bad{R"({"kind": "colltest-tune-table", "version": 1, "backend": "cuda",
                               "world": 2, "dtype": "bf16", "n": 8, "rows": []})",
                            "rows"},
+                       Bad{Table(2, "graph", 7168, R"("epilogue": "fp4", )"), "epilogue"},
+                       Bad{Table(2, "graph", 7168, R"("epilogue": 2, )"), "epilogue"},
+                       Bad{Table(2, "graph", 7168, R"("epilogue": "unspecified", )"), "epilogue"},
+                       Bad{Table(2, "graph", 7168, R"("keep_normed": "yes", )"), "keep_normed"},
                        Bad{R"({"kind": "colltest-tune-table", "version": 1, "backend": "cuda",
                               "world": 2, "dtype": "bf16", "n": 8,
                               "rows": [{"m": 1, "best": "auto"}]})",
@@ -59,7 +78,7 @@ TEST(TuneTableTest, BadTablesAreRefusedNamingTheFileAndTheField) {
 TEST(TuneTableTest, ResolvesTheRowAtOrBelowTheCasesBytes) {
   TuneTables tables({*ParseTuneTable(Table(), "h200_w2.json")});
   auto pick = [&](uint32_t m, uint32_t n = 7168) {
-    return tables.Resolve("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, m, n);
+    return tables.Resolve(Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, m, n));
   };
   EXPECT_EQ(pick(1)->variant, v1::VARIANT_LAMPORT_TB);
   EXPECT_EQ(pick(63)->variant, v1::VARIANT_LAMPORT_TB);
@@ -71,9 +90,9 @@ TEST(TuneTableTest, ResolvesTheRowAtOrBelowTheCasesBytes) {
   EXPECT_THAT(pick(64)->why, HasSubstr("lamport: tune table h200_w2.json (cuda W=2 bf16 graph "
                                        "n=7168), row m=64 (917504 B)"));
   // Nothing for another world size, dtype or backend.
-  EXPECT_FALSE(tables.Resolve("cuda", 4, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168).has_value());
-  EXPECT_FALSE(tables.Resolve("cuda", 2, v1::DTYPE_FP16, v1::MODE_GRAPH, 1, 7168).has_value());
-  EXPECT_FALSE(tables.Resolve("hip", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168).has_value());
+  EXPECT_FALSE(tables.Resolve(Case("cuda", 4, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168)).ok());
+  EXPECT_FALSE(tables.Resolve(Case("cuda", 2, v1::DTYPE_FP16, v1::MODE_GRAPH, 1, 7168)).ok());
+  EXPECT_FALSE(tables.Resolve(Case("hip", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168)).ok());
 }
 
 // Measured on 2 x H200 (tune/tune_cuda_h200_w2_bf16_graph_n7168.json): at m = 700 the row at or
@@ -86,7 +105,7 @@ TEST(TuneTableTest, BetweenRowsTheLeastInterpolatedTimeWins) {
       {"m": 1024, "best": "one_stage", "us": {"one_stage": 58.87, "lamport": 68.60}}]})";
   TuneTables tables({*ParseTuneTable(json, "t.json")});
   auto pick = [&](uint32_t m) {
-    return *tables.Resolve("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, m, 7168);
+    return *tables.Resolve(Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, m, 7168));
   };
   EXPECT_EQ(pick(512).variant, v1::VARIANT_LAMPORT);  // a row: its measured best
   EXPECT_EQ(pick(520).variant, v1::VARIANT_LAMPORT);  // lamport 37.10, one_stage 37.37
@@ -112,10 +131,98 @@ TEST(TuneTableTest, PrefersTheSameModeThenTheNearestHiddenSize) {
   TuneTables tables({*ParseTuneTable(Table(2, "eager"), "eager.json"),
                      *ParseTuneTable(Table(2, "graph", 4096), "graph_4096.json"),
                      *ParseTuneTable(Table(2, "graph", 8192), "graph_8192.json")});
-  EXPECT_THAT(tables.Resolve("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168)->why,
+  EXPECT_THAT(tables.Resolve(Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168))->why,
               HasSubstr("graph_8192.json"));
-  EXPECT_THAT(tables.Resolve("cuda", 2, v1::DTYPE_BF16, v1::MODE_EAGER, 1, 4096)->why,
+  EXPECT_THAT(tables.Resolve(Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_EAGER, 1, 4096))->why,
               HasSubstr("eager.json"));
+}
+
+// A table measured with a quantising epilogue stands for that epilogue alone: the fused
+// quantisation changes every variant's cost, so its crossovers say nothing of another epilogue.
+TEST(TuneTableTest, ATableResolvesOnlyCasesOfItsEpilogue) {
+  absl::StatusOr<TuneTable> fp8 =
+      ParseTuneTable(Table(2, "graph", 7168, R"("epilogue": "fp8_token", )"), "fp8.json");
+  ASSERT_TRUE(fp8.ok()) << fp8.status();
+  EXPECT_EQ(fp8->epilogue, v1::EPILOGUE_FP8_TOKEN);
+  TuneTables tables({*fp8});
+  absl::StatusOr<AutoChoice> token = tables.Resolve(
+      Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 64, 7168, v1::EPILOGUE_FP8_TOKEN));
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(token->variant, v1::VARIANT_LAMPORT);
+  EXPECT_THAT(token->why, HasSubstr("tune table fp8.json (cuda W=2 bf16 graph n=7168 fp8_token)"));
+  for (v1::Epilogue other : {v1::EPILOGUE_NONE, v1::EPILOGUE_UNSPECIFIED, v1::EPILOGUE_NVFP4}) {
+    absl::StatusOr<AutoChoice> c =
+        tables.Resolve(Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 64, 7168, other));
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound) << other;
+  }
+}
+
+TEST(TuneTableTest, ATableWithoutTheFieldIsEpilogueNone) {
+  absl::StatusOr<TuneTable> t = ParseTuneTable(Table(), "plain.json");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->epilogue, v1::EPILOGUE_NONE);
+  EXPECT_FALSE(t->keep_normed);
+  TuneTables tables({*t});
+  // A case that left the epilogue unset asked for none.
+  for (v1::Epilogue e : {v1::EPILOGUE_NONE, v1::EPILOGUE_UNSPECIFIED}) {
+    absl::StatusOr<AutoChoice> c =
+        tables.Resolve(Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 64, 7168, e));
+    ASSERT_TRUE(c.ok()) << c.status();
+    // The description of a table of epilogue none is what it was before epilogues were recorded.
+    EXPECT_THAT(c->why, HasSubstr("tune table plain.json (cuda W=2 bf16 graph n=7168), row m=64"));
+  }
+}
+
+TEST(TuneTableTest, NoTableOfTheCasesEpilogueIsReasonedWithTheOnesThereAndHowToMakeOne) {
+  TuneTables tables({*ParseTuneTable(Table(), "none.json"),
+                     *ParseTuneTable(Table(2, "eager", 7168, R"("epilogue": "fp8_tensor", )"),
+                                     "fp8_tensor.json")});
+  absl::StatusOr<AutoChoice> nvfp4 =
+      tables.Resolve(Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 64, 7168, v1::EPILOGUE_NVFP4));
+  ASSERT_FALSE(nvfp4.ok());
+  EXPECT_EQ(nvfp4.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(nvfp4.status().message(),
+            "auto: no tune table for cuda W=2 bf16 epilogue nvfp4 (cuda W=2 bf16 has tables for "
+            "epilogue none, fp8_tensor; measure one with `colltest tune --world 2 --dtype bf16 "
+            "--epilogue nvfp4` and put it in colltestd's --tune-dir)");
+  absl::StatusOr<AutoChoice> w4 =
+      tables.Resolve(Case("cuda", 4, v1::DTYPE_BF16, v1::MODE_GRAPH, 64, 7168));
+  EXPECT_EQ(
+      w4.status().message(),
+      "auto: no tune table for cuda W=4 bf16 epilogue none (no table for cuda W=4 bf16 at any "
+      "epilogue; measure one with `colltest tune --world 4 --dtype bf16` and put it in "
+      "colltestd's --tune-dir)");
+  EXPECT_THAT(
+      TuneTables()
+          .Resolve(Case("cuda", 2, v1::DTYPE_FP32, v1::MODE_GRAPH, 1, 8, v1::EPILOGUE_FP8_TOKEN))
+          .status()
+          .message(),
+      HasSubstr("at any epilogue; measure one with `colltest tune --world 2 --dtype fp32 "
+                "--epilogue fp8_token`"));
+}
+
+// keep_normed adds the same local store to every variant, so it only breaks a tie between tables
+// that are otherwise as close (same mode, same distance in n); it is kept only with a quantising
+// epilogue.
+TEST(TuneTableTest, KeepNormedOnlyPrefersAMatchingTable) {
+  const std::string kept = R"("epilogue": "nvfp4", "keep_normed": true, )";
+  TuneTables tables(
+      {*ParseTuneTable(Table(2, "graph", 7168, R"("epilogue": "nvfp4", )"), "plain.json"),
+       *ParseTuneTable(Table(2, "graph", 7168, kept), "kept.json"),
+       *ParseTuneTable(Table(2, "graph", 4096, R"("epilogue": "nvfp4", )"), "plain_4096.json")});
+  auto pick = [&](bool keep_normed, uint32_t n) {
+    return tables
+        .Resolve(
+            Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, n, v1::EPILOGUE_NVFP4, keep_normed))
+        ->why;
+  };
+  EXPECT_THAT(pick(true, 7168), HasSubstr("kept.json (cuda W=2 bf16 graph n=7168 nvfp4 "
+                                          "keep_normed)"));
+  EXPECT_THAT(pick(false, 7168), HasSubstr("plain.json"));
+  // The nearer n wins over the same keep_normed.
+  EXPECT_THAT(pick(true, 4096), HasSubstr("plain_4096.json"));
+  EXPECT_FALSE(ParseTuneTable(Table(2, "graph", 7168, R"("keep_normed": true, )"), "none.json")
+                   ->keep_normed);
 }
 
 TEST(TuneTableTest, LoadsEveryJsonOfADirectoryAndRefusesABrokenOne) {
@@ -133,6 +240,11 @@ TEST(TuneTableTest, LoadsEveryJsonOfADirectoryAndRefusesABrokenOne) {
   loaded = TuneTables::LoadDir(dir);
   ASSERT_FALSE(loaded.ok());
   EXPECT_THAT(loaded.status().message(), HasSubstr("b.json"));
+  std::ofstream(dir + "/b.json") << Table(2, "graph", 7168, R"("epilogue": "fp8", )");
+  loaded = TuneTables::LoadDir(dir);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr("b.json: epilogue: must be none, fp8_token, "
+                                                   "fp8_tensor, nvfp4"));
   EXPECT_TRUE(TuneTables::LoadDir(dir + "/absent")->tables().empty());
   std::filesystem::remove_all(dir);
 }
@@ -142,7 +254,7 @@ TEST(TuneTableTest, TheCommittedTablesLoad) {
   absl::StatusOr<TuneTables> loaded = TuneTables::LoadDir(COLLTEST_SOURCE_TUNE_DIR);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_FALSE(loaded->tables().empty());
-  EXPECT_TRUE(loaded->Resolve("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168).has_value());
+  EXPECT_TRUE(loaded->Resolve(Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 1, 7168)).ok());
 }
 
 }  // namespace
