@@ -65,6 +65,9 @@ const ENUMS = {
   RUN_STATE: ['UNSPECIFIED', 'QUEUED', 'RUNNING', 'DONE', 'CANCELLED', 'FAILED', 'INTERRUPTED'],
   GROUP_STATE: ['UNSPECIFIED', 'SERVING', 'DEGRADED', 'RECOVERING'],
   COMPARE_VERDICT: ['UNSPECIFIED', 'SAME', 'REGRESSION', 'IMPROVEMENT', 'ONLY_A', 'ONLY_B'],
+  EPILOGUE: ['UNSPECIFIED', 'NONE', 'FP8_TOKEN', 'FP8_TENSOR', 'NVFP4'],
+  FP8_FORMAT: ['UNSPECIFIED', 'E4M3FN', 'E4M3FNUZ'],
+  QUANT_RULE: ['UNSPECIFIED', 'SCALE', 'FORMAT', 'SATURATION', 'ROUNDING', 'UNEXPLAINED'],
 };
 
 // The short upper-case name of an enum value: enumName('VARIANT', 'VARIANT_LAMPORT') = 'LAMPORT'.
@@ -80,10 +83,86 @@ const variantName = (v) => enumName('VARIANT', v).toLowerCase();
 const modeName = (v) => (enumName('MODE', v) === 'UNSPECIFIED' ? 'eager' : enumName('MODE', v).toLowerCase());
 const dtypeName = (v) => (enumName('DTYPE', v) === 'UNSPECIFIED' ? 'bf16' : enumName('DTYPE', v).toLowerCase());
 const statusName = (v) => enumName('CASE_STATUS', v);
+// UNSPECIFIED means none for the epilogue; the fp8 format is then the device's.
+const epilogueName = (v) => (enumName('EPILOGUE', v) === 'UNSPECIFIED' ? 'none' : enumName('EPILOGUE', v).toLowerCase());
+const fp8FormatName = (v) => (enumName('FP8_FORMAT', v) === 'UNSPECIFIED' ? '' : enumName('FP8_FORMAT', v).toLowerCase());
+const quantRuleName = (v) => (enumName('QUANT_RULE', v) === 'UNSPECIFIED' ? '' : enumName('QUANT_RULE', v).toLowerCase());
 const runStateName = (v) => enumName('RUN_STATE', v);
 
 const TERMINAL_STATES = new Set(['DONE', 'CANCELLED', 'FAILED', 'INTERRUPTED']);
 const BAD_STATUSES = new Set(['WRONG', 'HANG', 'ERROR']);
+
+// ---------------------------------------------------------------------------------------------
+// Epilogues and their quantisation results (docs/quantisation.md), named as the CLI's tables do
+
+function quantisingEpilogue(epilogue) {
+  return epilogueName(epilogue) !== 'none';
+}
+
+// "fp8_token+normed": keep_normed only changes what a quantising epilogue writes, as in the
+// server's compare key. Works for a CaseResult and a CaseComparison alike.
+function epilogueLabel(c) {
+  return epilogueName(c.epilogue) + (c.keep_normed && quantisingEpilogue(c.epilogue) ? '+normed' : '');
+}
+
+// The order of the enum, the +normed form after the plain one.
+function epilogueRank(label) {
+  const [name, normed] = label.split('+');
+  return ENUMS.EPILOGUE.indexOf(name.toUpperCase()) * 2 + (normed ? 1 : 0);
+}
+
+// Whether some case quantised its output: the tables then have an epilogue column.
+function anyQuantising(cases) {
+  return cases.some((c) => quantisingEpilogue(c.epilogue));
+}
+
+// QuantDiffStats.max_code_distance when a NaN code was got or wanted.
+const NAN_CODE_DISTANCE = 4294967295;
+
+function quantChecked(q) {
+  return !!q && (num(q.checked_codes) > 0 || num(q.checked_scales) > 0 ||
+                 num(q.code_mismatches) > 0 || num(q.scale_mismatches) > 0);
+}
+
+function codeDistance(q) {
+  return num(q.max_code_distance) === NAN_CODE_DISTANCE ? 'nan' : String(num(q.max_code_distance));
+}
+
+// One compact cell: '-' when nothing was quantised, '0' when every code and scale matched, else
+// "3 codes (d 1), 1 scale, rounding".
+function quantCell(q) {
+  if (!quantChecked(q)) return '-';
+  const codes = num(q.code_mismatches);
+  const scales = num(q.scale_mismatches);
+  if (codes === 0 && scales === 0) return '0';
+  const parts = [];
+  if (codes > 0) parts.push(`${codes} ${codes === 1 ? 'code' : 'codes'} (d ${codeDistance(q)})`);
+  if (scales > 0) parts.push(`${scales} ${scales === 1 ? 'scale' : 'scales'}`);
+  if (quantRuleName(q.rule)) parts.push(quantRuleName(q.rule));
+  return parts.join(', ');
+}
+
+// Every figure of the comparison, one a line, for the cell's title.
+function quantDetails(q) {
+  if (!quantChecked(q)) return '';
+  const err = (x) => (num(x) === 0 ? '0' : num(x).toPrecision(3));
+  const lines = [
+    `codes: ${num(q.checked_codes)} checked, ${num(q.code_mismatches)} outside the tolerance, ` +
+      `${num(q.tolerated)} tolerated, max code distance ${codeDistance(q)}, ${num(q.nan_codes)} NaN`,
+    `scales: ${num(q.checked_scales)} checked, ${num(q.scale_mismatches)} differ, ` +
+      `max relative error ${err(q.max_scale_rel_err)}`,
+    `max dequantisation error ${err(q.max_dequant_err)} (the format's own ${err(q.expected_dequant_err)})`,
+  ];
+  if (quantRuleName(q.rule)) lines.push(`rule: ${quantRuleName(q.rule)}`);
+  if (q.first_bad) lines.push(`first bad (call ${num(q.first_bad_call)}): ${q.first_bad}`);
+  return lines.join('\n');
+}
+
+// The epilogue's cell; its title names the fp8 format the case wrote, where it has one.
+function epilogueCell(c) {
+  const format = fp8FormatName(c.fp8_format);
+  return el('td', {class: 'epilogue-col', title: format ? `fp8 format ${format}` : null}, epilogueLabel(c));
+}
 
 // ---------------------------------------------------------------------------------------------
 // API access
@@ -658,6 +737,8 @@ function renderCasesTable(cases) {
   const body = $('#results-table tbody');
   clear(body);
   const notLink = sharedGpu(state.shown);
+  // The epilogue and quant columns once some case quantised, as in the CLI's table.
+  $('#results-table').classList.toggle('with-epilogue', anyQuantising(cases));
   const sorted = [...cases].sort((a, b) => num(a.index) - num(b.index));
   for (const c of sorted) {
     const st = statusName(c.status);
@@ -666,13 +747,14 @@ function renderCasesTable(cases) {
     const variant = variantName(c.variant) +
       (c.resolved_variant && variantName(c.resolved_variant) !== variantName(c.variant) ? ` (${variantName(c.resolved_variant)})` : '');
     const cls = BAD_STATUSES.has(st) ? 'bad' : (st === 'UNSUPPORTED' ? 'unsupported' : '');
-    body.append(el('tr', {class: cls, dataset: {index: String(num(c.index)), status: st}},
+    body.append(el('tr', {class: cls, dataset: {index: String(num(c.index)), status: st, epilogue: epilogueLabel(c)}},
       el('td', {}, variant),
       el('td', {}, modeName(c.mode)),
       el('td', {class: 'num'}, String(num(c.world_size))),
       el('td', {class: 'num'}, String(num(c.m))),
       el('td', {class: 'num'}, String(num(c.n))),
       el('td', {}, dtypeName(c.dtype)),
+      epilogueCell(c),
       el('td', {}, el('span', {class: `badge status-${st.toLowerCase()}`}, st)),
       el('td', {class: 'num'}, fmtNumber(t.median_us)),
       el('td', {class: 'num'}, fmtNumber(t.p10_us)),
@@ -681,6 +763,7 @@ function renderCasesTable(cases) {
         fmtNumber(c.busbw_gbps)),
       el('td', {class: 'num'}, String(num(diff.mismatches))),
       el('td', {class: 'num'}, String(num(diff.max_ulp))),
+      el('td', {class: 'epilogue-col', title: quantDetails(c.quant) || null}, quantCell(c.quant)),
       el('td', {class: 'message'}, [c.message, diff.first_bad].filter(Boolean).join('; '))));
   }
 }
@@ -695,21 +778,29 @@ const VARIANT_COLORS = {
 const ANCHOR_VARIANT = 'nccl';
 
 // The cases of the selected n / dtype / world as series: one per variant, per mode when the run
-// has several modes ("lamport graph"). Values are null where a case did not pass (a failed case's
-// time means nothing) so that log axes never see 0.
+// has several modes ("lamport graph"), per epilogue when it has several ("lamport fp8_token",
+// "lamport graph fp8_token+normed"). Values are null where a case did not pass (a failed case's
+// time means nothing) so that log axes never see 0. Variants compete within a group: one mode
+// and one epilogue (its label '' when the run has only one of each).
 function buildSeries(cases) {
   const chosen = cases.filter((c) => num(c.n) === plotChoice.n && dtypeName(c.dtype) === plotChoice.dtype &&
                                      num(c.world_size) === plotChoice.world);
   const modes = [...new Set(chosen.map((c) => modeName(c.mode)))];
+  const epilogues = [...new Set(chosen.map(epilogueLabel))].sort((a, b) => epilogueRank(a) - epilogueRank(b));
   const xs = [...new Set(chosen.map((c) => num(c.m)))].filter((m) => m > 0).sort((a, b) => a - b);
+  const groupOf = (mode, epilogue) =>
+    [modes.length > 1 ? mode : '', epilogues.length > 1 ? epilogue : ''].filter(Boolean).join(' ');
   const byKey = new Map();
   for (const c of chosen) {
     const variant = variantName(c.variant);
     const mode = modeName(c.mode);
-    const key = `${variant}|${mode}`;
+    const epilogue = epilogueLabel(c);
+    const key = `${variant}|${mode}|${epilogue}`;
     if (!byKey.has(key)) {
+      const group = groupOf(mode, epilogue);
       byKey.set(key, {
-        variant, mode, name: modes.length > 1 ? `${variant} ${mode}` : variant,
+        variant, mode, epilogue, group, shade: epilogues.indexOf(epilogue),
+        name: group ? `${variant} ${group}` : variant,
         latency: xs.map(() => null), busbw: xs.map(() => null),
       });
     }
@@ -723,40 +814,49 @@ function buildSeries(cases) {
   }
   const order = ENUMS.VARIANT.map((v) => v.toLowerCase());
   const series = [...byKey.values()].sort((a, b) =>
-    (order.indexOf(a.variant) - order.indexOf(b.variant)) || a.mode.localeCompare(b.mode));
-  return {xs, series, modes};
+    (order.indexOf(a.variant) - order.indexOf(b.variant)) || a.mode.localeCompare(b.mode) ||
+    (epilogueRank(a.epilogue) - epilogueRank(b.epilogue)));
+  const groups = [];
+  for (const mode of modes) {
+    for (const epilogue of epilogues) {
+      if (series.some((s) => s.mode === mode && s.epilogue === epilogue)) {
+        groups.push({label: groupOf(mode, epilogue), mode, epilogue});
+      }
+    }
+  }
+  return {xs, series, groups};
 }
 
-// speed-up of series s at m: the best (lowest) median among the other variants of the same mode,
-// divided by s's median; > 1 means s beats every other variant there.
+// speed-up of series s at m: the best (lowest) median among the other variants of the same group
+// (mode and epilogue), divided by s's median; > 1 means s beats every other variant there.
 function speedups(xs, series) {
   return series.map((s) => xs.map((_, i) => {
     const own = s.latency[i];
     if (own === null) return null;
     let best = Infinity;
     for (const o of series) {
-      if (o !== s && o.mode === s.mode && o.latency[i] !== null) best = Math.min(best, o.latency[i]);
+      if (o !== s && o.group === s.group && o.latency[i] !== null) best = Math.min(best, o.latency[i]);
     }
     return Number.isFinite(best) ? best / own : null;
   }));
 }
 
-// The fastest variant at each m, per mode, as segments: [{mode, variant, from, to}].
-function crossovers(xs, series, modes) {
+// The fastest variant at each m, per group, as segments: [{group, variant, from, to}].
+function crossovers(xs, series, groups) {
   const segments = [];
-  for (const mode of modes) {
+  for (const {label} of groups) {
     let current = null;
     xs.forEach((m, i) => {
       let winner = null;
       for (const s of series) {
-        if (s.mode !== mode || s.latency[i] === null) continue;
+        if (s.group !== label || s.latency[i] === null) continue;
         if (!winner || s.latency[i] < winner.latency[i]) winner = s;
       }
       if (!winner) return;
       if (current && current.variant === winner.variant) {
         current.to = m;
       } else {
-        current = {mode, variant: winner.variant, from: m, to: m};
+        current = {group: label, variant: winner.variant, from: m, to: m};
         segments.push(current);
       }
     });
@@ -764,9 +864,9 @@ function crossovers(xs, series, modes) {
   return segments;
 }
 
-// "lamport_tb fastest up to m=64, one_stage from m=128" (per mode when several).
-function crossoverText(segments, mode) {
-  const mine = segments.filter((s) => s.mode === mode);
+// "lamport_tb fastest up to m=64, one_stage from m=128" (per group when several).
+function crossoverText(segments, group) {
+  const mine = segments.filter((s) => s.group === group);
   if (mine.length === 0) return '';
   if (mine.length === 1) return `${mine[0].variant} fastest at every m`;
   return mine.map((s, i) => {
@@ -776,8 +876,19 @@ function crossoverText(segments, mode) {
   }).join(', ');
 }
 
+// '#1f77b4' mixed with white by `fraction` (0: as it is).
+function lighten(hex, fraction) {
+  const rgb = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+  return `rgb(${rgb.map((x) => Math.round(x + (255 - x) * fraction)).join(',')})`;
+}
+
+// The variant's colour, lighter for each further epilogue of the run (the legend names it).
+const EPILOGUE_SHADES = [0, 0.45, 0.65, 0.8];
+
 function seriesStyle(s) {
-  const style = {stroke: VARIANT_COLORS[s.variant] || '#17becf', width: 2};
+  const color = VARIANT_COLORS[s.variant] || '#17becf';
+  const shade = EPILOGUE_SHADES[Math.min(s.shade, EPILOGUE_SHADES.length - 1)] || 0;
+  const style = {stroke: shade ? lighten(color, shade) : color, width: 2};
   // The anchor (nccl) is dashed; graph mode is drawn dotted so that modes stay apart.
   if (s.variant === ANCHOR_VARIANT) style.dash = s.mode === 'graph' ? [10, 4, 2, 4] : [8, 5];
   else if (s.mode === 'graph') style.dash = [2, 4];
@@ -864,17 +975,17 @@ function drawPlot(id, {title, xs, series, values, yLabel, yLog, markers = [], ho
 }
 
 function renderPlots(cases) {
-  const {xs, series, modes} = buildSeries(cases);
-  const segments = crossovers(xs, series, modes);
+  const {xs, series, groups} = buildSeries(cases);
+  const segments = crossovers(xs, series, groups);
   const list = $('#crossover');
   clear(list);
-  for (const mode of modes) {
-    const text = crossoverText(segments, mode);
-    if (text) list.append(el('li', {dataset: {mode}}, modes.length > 1 ? `${mode}: ${text}` : text));
+  for (const {label, mode, epilogue} of groups) {
+    const text = crossoverText(segments, label);
+    if (text) list.append(el('li', {dataset: {mode, epilogue}}, label ? `${label}: ${text}` : text));
   }
   // A marker where the fastest variant changes, at the first m of the new winner.
-  const markers = segments.filter((s, i) => i > 0 && segments[i - 1].mode === s.mode)
-    .map((s) => ({x: s.from, label: `${modes.length > 1 ? s.mode + ' ' : ''}${s.variant} fastest`, color: VARIANT_COLORS[s.variant] || '#333'}));
+  const markers = segments.filter((s, i) => i > 0 && segments[i - 1].group === s.group)
+    .map((s) => ({x: s.from, label: `${s.group ? s.group + ' ' : ''}${s.variant} fastest`, color: VARIANT_COLORS[s.variant] || '#333'}));
   const where = `n=${plotChoice.n} ${plotChoice.dtype} world=${plotChoice.world}`;
   // Ranks that shared a GPU: the plots say what their figures are, as the note above them does.
   const shown = state.shown;
@@ -1070,15 +1181,18 @@ function renderCompare(c) {
   for (const [key, value] of rows) if (value) meta.append(el('div', {}, el('dt', {}, key), el('dd', {}, value)));
   const body = $('#compare-table tbody');
   clear(body);
+  // The epilogue is part of the server's matching key: a column once some case quantised.
+  $('#compare-table').classList.toggle('with-epilogue', anyQuantising(c.cases || []));
   for (const k of c.cases || []) {
     const verdict = enumName('COMPARE_VERDICT', k.verdict);
-    body.append(el('tr', {class: `verdict-${verdict.toLowerCase()}`, dataset: {verdict}},
+    body.append(el('tr', {class: `verdict-${verdict.toLowerCase()}`, dataset: {verdict, epilogue: epilogueLabel(k)}},
       el('td', {}, variantName(k.variant)),
       el('td', {}, modeName(k.mode)),
       el('td', {class: 'num'}, String(num(k.world_size))),
       el('td', {class: 'num'}, String(num(k.m))),
       el('td', {class: 'num'}, String(num(k.n))),
       el('td', {}, dtypeName(k.dtype)),
+      compareEpilogueCell(k),
       el('td', {}, verdict),
       el('td', {class: 'num'}, fmtNumber(k.timing_a && k.timing_a.median_us)),
       el('td', {class: 'num'}, fmtNumber(k.timing_b && k.timing_b.median_us)),
@@ -1087,6 +1201,15 @@ function renderCompare(c) {
       el('td', {}, statusName(k.status_b)),
       el('td', {class: 'message'}, k.reason || '')));
   }
+}
+
+// The epilogue of a compared case; its title gives the quantisation figures of A and B.
+function compareEpilogueCell(k) {
+  const cell = epilogueCell(k);
+  const details = [['A', k.quant_a], ['B', k.quant_b]].filter(([, q]) => quantChecked(q))
+    .map(([side, q]) => `${side}: ${quantCell(q)}\n${quantDetails(q)}`);
+  if (details.length) cell.title = [cell.title, ...details].filter(Boolean).join('\n');
+  return cell;
 }
 
 async function setBaseline(runId) {

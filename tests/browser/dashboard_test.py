@@ -276,7 +276,8 @@ class Browser:
 # ------------------------------------------------------------------------------------------------
 # The page
 
-def fill_and_submit(browser, label, m_list=M_LIST, n_list=N_LIST):
+def fill_and_submit(browser, label, m_list=M_LIST, n_list=N_LIST, variants=VARIANTS,
+                    epilogues=(EPILOGUE,), keep_normed=False):
     """Fills the sweep form as a user would (values, then the submit button's click)."""
     script = '''
     (() => {
@@ -292,9 +293,12 @@ def fill_and_submit(browser, label, m_list=M_LIST, n_list=N_LIST):
       for (const v of want) if (!offered.includes(v)) return 'variant ' + v + ' not offered: ' + offered.join(',');
       for (const b of boxes) b.checked = want.has(b.parentElement.textContent.trim());
       for (const b of document.querySelectorAll('#f-modes input[type=checkbox]')) b.checked = b.value === 'MODE_EAGER';
-      const epilogues = [...document.querySelectorAll('#f-epilogues input[type=checkbox]')];
-      if (!epilogues.some((b) => b.parentElement.textContent.trim() === %s)) return 'epilogue ' + %s + ' not offered';
-      for (const b of epilogues) b.checked = b.parentElement.textContent.trim() === %s;
+      const epilogues = new Set(%s);
+      const epilogueBoxes = [...document.querySelectorAll('#f-epilogues input[type=checkbox]')];
+      const epiloguesOffered = epilogueBoxes.map((b) => b.parentElement.textContent.trim());
+      for (const e of epilogues) if (!epiloguesOffered.includes(e)) return 'epilogue ' + e + ' not offered';
+      for (const b of epilogueBoxes) b.checked = epilogues.has(b.parentElement.textContent.trim());
+      document.getElementById('f-keep-normed').checked = %s;
       set('f-world', '%d');
       set('f-m', %s);
       set('f-n', %s);
@@ -303,7 +307,7 @@ def fill_and_submit(browser, label, m_list=M_LIST, n_list=N_LIST):
       set('f-label', %s);
       document.getElementById('sweep-submit').click();
       return '';
-    })()''' % (json.dumps(VARIANTS), json.dumps(EPILOGUE), json.dumps(EPILOGUE), json.dumps(EPILOGUE),
+    })()''' % (json.dumps(list(variants)), json.dumps(list(epilogues)), json.dumps(keep_normed),
            WORLD, json.dumps(m_list), json.dumps(n_list), json.dumps(label))
     problem = browser.eval(script)
     if problem:
@@ -573,7 +577,13 @@ def main():
     if not args.screenshot:
         args.screenshot = os.path.join(os.path.dirname(os.path.abspath(args.bin_dir)), 'dashboard.png')
 
-    # Missing tools are a failure, not a skip: CI installs them (scripts/setup.sh).
+    return run_with_browser_tools(args, run_test, 'colltest-browser-')
+
+
+def run_with_browser_tools(args, run, prefix):
+    """run(args, websocket, work) with the websocket module, args.chromium resolved to its path and
+    a work folder removed afterwards. Missing tools are a failure, not a skip: CI installs them
+    (scripts/setup.sh)."""
     try:
         import websocket
     except ImportError:
@@ -587,13 +597,11 @@ def main():
               '(scripts/setup.sh)', file=sys.stderr)
         return 1
     args.chromium = chromium
-
-    work = tempfile.mkdtemp(prefix='colltest-browser-')
+    work = tempfile.mkdtemp(prefix=prefix)
     try:
-        return run_test(args, websocket, work)
+        return run(args, websocket, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
 
 if __name__ == '__main__':
     sys.exit(main())
