@@ -170,6 +170,14 @@ void SetBandwidth(const absl::StatusOr<v1::RunResult>& run, const PairKey& key,
   target.set_below_expected(best < kBelowExpectedRatio * *expected);
 }
 
+constexpr char kSameGpuSkipReason[] =
+    "busbw skipped: slots of one GPU (--ranks-per-gpu) have no link to measure";
+
+bool SkippedAsSameGpu(const HealthRuns& runs, const PairKey& key) {
+  const auto& skipped = runs.bandwidth_skipped_same_gpu;
+  return std::find(skipped.begin(), skipped.end(), key) != skipped.end();
+}
+
 std::vector<v1::HealthTarget> PairTargets(const HealthRuns& runs,
                                           const HealthReportContext& context,
                                           v1::HealthResponse& response, Verdict& verdict) {
@@ -184,6 +192,9 @@ std::vector<v1::HealthTarget> PairTargets(const HealthRuns& runs,
     b.Finish();
     if (bandwidth != runs.bandwidth_runs.end()) {
       SetBandwidth(bandwidth->second, key, context, b.target, verdict);
+    } else if (SkippedAsSameGpu(runs, key) && b.target.message().empty()) {
+      // The pair says itself why it has no figure, as the report's message does for all of them.
+      b.target.set_message(kSameGpuSkipReason);
     }
     if (Worse(b.target.status(), verdict.worst)) {
       verdict.worst = b.target.status();

@@ -269,6 +269,31 @@ v1::RunResult BandwidthRun(double busbw) {
   return run;
 }
 
+// Two slots of one GPU have no link: their pair has no busbw and says why, so that a reader of the
+// pair alone (the dashboard, a fleet check) does not take the 0 for a dead link.
+TEST(HealthReportTest, APairOfSlotsOfOneGpuSaysWhyItHasNoBusbw) {
+  HealthRuns runs;
+  runs.devices = {0, 1, 2};
+  runs.pairs = true;
+  runs.group.push_back(BandwidthRun(1));
+  runs.pair_runs.emplace(PairKey{0, 1}, BandwidthRun(1));
+  runs.pair_runs.emplace(PairKey{0, 2}, BandwidthRun(1));
+  runs.bandwidth_skipped_same_gpu.push_back({0, 1});
+  runs.bandwidth_runs.emplace(PairKey{0, 2}, BandwidthRun(50));
+  const v1::HealthResponse health = BuildHealthReport(runs, HealthReportContext{1.5});
+  ASSERT_EQ(health.pairs_size(), 2);
+  for (const v1::HealthTarget& p : health.pairs()) {
+    EXPECT_EQ(p.status(), v1::CASE_STATUS_OK) << p.ShortDebugString();
+    if (p.devices(1) == 1) {
+      EXPECT_EQ(p.busbw_gbps(), 0.0);
+      EXPECT_THAT(p.message(), HasSubstr("busbw skipped: slots of one GPU"));
+    } else {
+      EXPECT_EQ(p.busbw_gbps(), 50.0);
+      EXPECT_EQ(p.message(), "") << "a measured pair has nothing to explain";
+    }
+  }
+}
+
 TEST(HealthReportTest, BelowExpectedIsUnderTheDocumentedShareOfTheFigure) {
   v1::MachineIdentity machine;
   for (uint32_t i = 0; i < 3; ++i) {
