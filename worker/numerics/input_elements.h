@@ -5,10 +5,11 @@
 // (host_rounding.h says why), so host and device produce the same values bit for bit.
 //
 // Only 64-bit integer ops, bit construction and fp32 operations that are exact or rounded once are
-// used. Every product goes through MulRn: nvcc contracts a * b + c into one fma by default, which
-// would skip the product's own rounding and change a value where the host rounds twice. Every
-// product here happens to be exact (an integer below 2^24 times a power of two) but one, normal's
-// single rounding, which no addition follows; MulRn keeps that true whatever the caller adds.
+// used. Every product goes through MulRn (host_device.h): nvcc contracts a * b + c into one fma by
+// default, which would skip the product's own rounding and change a value where the host rounds
+// twice. Every product here happens to be exact (an integer below 2^24 times a power of two) but
+// one, normal's single rounding, which no addition follows; MulRn keeps that true whatever the
+// caller adds.
 #pragma once
 
 #include <cstdint>
@@ -18,15 +19,6 @@
 #include "worker/numerics/input_hash.h"
 
 namespace colltest::inputs {
-
-// a * b rounded once, never fused into a neighbouring addition (see above).
-COLLTEST_HD float MulRn(float a, float b) {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
 
 // PackElems of dtype.h, which device code cannot call (a constexpr host function).
 COLLTEST_HD uint32_t PackElemsOf(DType t) { return t == DType::kFp32 ? 4u : 8u; }

@@ -42,6 +42,13 @@ class Connection {
  public:
   static absl::StatusOr<Connection> Open(const std::string& address);
   Connection(Connection&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Connection& operator=(Connection&& other) noexcept {
+    if (this != &other) {
+      Close();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
   ~Connection();
 
   // Writes all of `data`; false once the server closed or reset the connection.

@@ -176,10 +176,10 @@ TEST(ScratchLayout, BuffersFollowEachOtherWithoutOverlapAndFillTheTotal) {
 
 TEST(ScratchLayout, TotalIsWhatTheBackendAllocates) {
   // Residual, outputs, two fp32 references, the weight, two 4096-byte blocks of accumulators
-  // (64 of 96 bytes), then the quantised outputs: codes (capacity / 2), 65536 row scales and
+  // (64 of 104 bytes), then the quantised outputs: codes (capacity / 2), 65536 row scales and
   // the block scales (capacity / 32 + 65536), each rounded up to 4096 bytes.
   const ScratchLayout l = MakeScratchLayout(kCapacity, worker::kGraphStressCalls);
-  EXPECT_EQ(sizeof(DiffAccum), 96u);
+  EXPECT_EQ(sizeof(DiffAccum), 104u);
   EXPECT_EQ(l.accum_offset, 7 * kCapacity + kWeightBytes);
   EXPECT_EQ(l.quant_codes_offset, l.accum_offset + 8192);
   EXPECT_EQ(l.total, l.quant_codes_offset + kCapacity / 2 + 65536 * 4 +
