@@ -32,8 +32,9 @@ using KernelDtypes = ValueList<DType, DType::kBf16, DType::kFp16, DType::kFp32>;
 using KernelPacksPerThread = ValueList<uint32_t, 1, 2, 4, 8>;
 // Every kernel that ends in the norm exists without and with the quantising epilogue (kQuant), so
 // that a call without epilogue runs a kernel with none of its code. Present in every kernel behind
-// a branch never taken, the epilogue cost 3-13 % kernel time inlined and 5-60 % out of line, on one
-// H200 with W = 2 ranks sharing it (bench/results/2026-12-02_h200x1_cuda_ab_epilogue_code).
+// a branch never taken, the epilogue cost up to 13 % kernel time inlined and up to 61 % called out
+// of line, on one H200 with W = 2 ranks sharing it
+// (bench/results/2026-12-02_h200x1_cuda_ab_epilogue_code).
 using KernelEpilogues = ValueList<bool, false, true>;
 
 template <class T, T... V>
