@@ -14,6 +14,8 @@
 #include "worker/backends/gpu/device_layout.h"
 #include "worker/backends/gpu/gpu_handles.h"
 #include "worker/backends/gpu/kernels.h"
+#include "worker/backends/gpu/nccl_kernels.h"
+#include "worker/backends/gpu/scratch_layout.h"
 #include "worker/numerics/tolerance.h"
 
 namespace colltest::gpu {
@@ -35,8 +37,10 @@ namespace {
 constexpr uint32_t kThreads = 512;  // the variants other than lamport_tb, as the backend runs them
 
 // The kernels as the backend launches them per variant (gpu_case_runner.cc); kReduceScatter is
-// two_kernel's pair of kernels.
-enum class Kind { kOneStage, kReduceScatter, kLamport, kLamportTb, kLamportTwoShot };
+// two_kernel's pair of kernels. kNcclNorm is the nccl anchor's norm kernel (NormFromSums) on the
+// sums two_kernel's reduce-scatter leaves in every rank's tmp, as NCCL's all-reduce leaves them in
+// the anchor: NCCL refuses two ranks on one GPU, so on one GPU this is how that kernel runs.
+enum class Kind { kOneStage, kReduceScatter, kLamport, kLamportTb, kLamportTwoShot, kNcclNorm };
 
 KernelStatus Launch(Kind kind, DType dtype, const DeviceGroup& g, const CallArgs& a, uint32_t grid,
                     uint32_t threads, Stream s) {
@@ -54,6 +58,11 @@ KernelStatus Launch(Kind kind, DType dtype, const DeviceGroup& g, const CallArgs
       return LaunchLamportTb(dtype, g, a, grid, threads, s);
     case Kind::kLamportTwoShot:
       return LaunchLamportTwoShot(dtype, g, a, grid, threads, s);
+    case Kind::kNcclNorm: {
+      const KernelStatus scattered = LaunchReduceScatter(dtype, g, a, grid, threads, s);
+      if (!scattered.ok()) return scattered;
+      return LaunchNormFromSums(dtype, g.base[g.rank] + g.layout.tmp_offset, a, grid, threads, s);
+    }
   }
   return Unsupported{KernelParam::kWorld, g.world};  // not reached: every Kind is handled
 }
@@ -67,8 +76,8 @@ struct Shape {
 };
 
 std::string KindName(Kind k) {
-  static const char* names[] = {"one_stage", "two_kernel", "lamport", "lamport_tb",
-                                "lamport_two_shot"};
+  static const char* names[] = {"one_stage",  "two_kernel",       "lamport",
+                                "lamport_tb", "lamport_two_shot", "nccl_norm"};
   return names[static_cast<int>(k)];
 }
 
@@ -82,6 +91,10 @@ struct Rank {
   DeviceMemory<uint8_t> region, residual, residual_out, out, weight;
   DeviceMemory<float> want_residual_out, want_out;
   DeviceMemory<DiffAccum> accum;
+  // The quantising epilogue's outputs: codes (at most one byte an element), fp8_token's row
+  // scales, nvfp4's block scales.
+  DeviceMemory<uint8_t> codes, block_scales;
+  DeviceMemory<float> row_scales;
   HostMappedMemory<HangRecord> hang;
   StreamHandle stream;
 };
@@ -107,6 +120,9 @@ class OneDeviceGroup {
       ASSERT_GPU(AllocateDevice(layout_.capacity * 2, &r.want_residual_out));
       ASSERT_GPU(AllocateDevice(layout_.capacity * 2, &r.want_out));
       ASSERT_GPU(AllocateDevice(sizeof(DiffAccum), &r.accum));
+      ASSERT_GPU(AllocateDevice(layout_.capacity / 2, &r.codes));
+      ASSERT_GPU(AllocateDevice(layout_.capacity / 16 + kMaxQuantRows, &r.block_scales));
+      ASSERT_GPU(AllocateDevice(kMaxQuantRows * sizeof(float), &r.row_scales));
       ASSERT_GPU(AllocateHostMapped(sizeof(HangRecord), &r.hang));
       *r.hang.get() = HangRecord{};
       ASSERT_GPU(CreateStream(&r.stream));
@@ -144,7 +160,23 @@ class OneDeviceGroup {
     a.residual_out = r.residual_out.get();
     a.out = r.out.get();
     a.timeout_ns = timeout_ns;
+    a.quant = Quant(rank);
     return a;
+  }
+
+  // The epilogue of the calls that follow (off until set): the defaults of a case, strict.
+  void SetQuant(QuantScheme scheme, bool keep_normed) {
+    quant_.on = true;
+    quant_.scheme = scheme;
+    quant_.keep_normed = keep_normed;
+    quant_.world = world_;
+  }
+  QuantArgs Quant(uint32_t rank) {
+    QuantArgs q = quant_;
+    q.codes = ranks_[rank].codes.get();
+    q.row_scales = ranks_[rank].row_scales.get();
+    q.block_scales = ranks_[rank].block_scales.get();
+    return q;
   }
 
   // Threads and grid of `kind` at m, equal on every rank. Each rank gets half of its share of the
@@ -154,7 +186,7 @@ class OneDeviceGroup {
   // devices cannot happen.
   void LaunchShape(Kind kind, uint32_t n, uint32_t m, uint32_t* threads, uint32_t* grid) {
     int per_sm = 0;
-    if (kind == Kind::kLamportTb) {
+    if (kind == Kind::kLamportTb) {  // kNcclNorm: two_kernel's grid, as its reduce-scatter
       TbShape tb;
       ASSERT_GPU(LamportTbBlockShape(world_, dtype_, n, 0, &tb));
       *threads = tb.threads;
@@ -219,15 +251,19 @@ class OneDeviceGroup {
                   r.out.get(),
                   r.want_residual_out.get(),
                   r.want_out.get(),
-                  r.accum.get()};
+                  r.accum.get(),
+                  Quant(q)};
       ASSERT_GPU(LaunchCheck(c, r.stream.get()));
     }
     for (uint32_t q = 0; q < world_; ++q) {
       ASSERT_GPU(StreamSynchronize(ranks_[q].stream.get()));
       DiffAccum d;
       ASSERT_GPU(MemcpyToHost(&d, ranks_[q].accum.get(), sizeof d));
-      EXPECT_EQ(d.checked, static_cast<uint64_t>(m) * n * 2) << "rank " << q;
-      (*mismatches)[q] = d.mismatches;
+      // residual_out, and out where the norm wrote it; a quantising call's codes apart.
+      const uint64_t elements = static_cast<uint64_t>(m) * n;
+      EXPECT_EQ(d.checked, elements * (quant_.WritesNormed() ? 2 : 1)) << "rank " << q;
+      EXPECT_EQ(d.quant_checked_codes, quant_.on ? elements : 0) << "rank " << q;
+      (*mismatches)[q] = d.mismatches + d.quant_code_mismatches + d.quant_scale_mismatches;
       const HangRecord& h = *ranks_[q].hang.get();
       EXPECT_EQ(h.valid, 0u) << "rank " << q << " recorded a hang: phase " << h.phase << " block "
                              << h.block << " peer " << h.peer << " pack " << h.pack;
@@ -247,6 +283,7 @@ class OneDeviceGroup {
   uint32_t world_ = 0;
   DType dtype_ = DType::kBf16;
   GpuLayout layout_;
+  QuantArgs quant_;
   uint32_t multiprocessors_ = 0;
   std::vector<Rank> ranks_;
 };
@@ -297,6 +334,36 @@ INSTANTIATE_TEST_SUITE_P(Kernels, EveryVariant,
                            return KindName(std::get<0>(info.param)) + "_W" +
                                   std::to_string(std::get<1>(info.param));
                          });
+
+// The nccl anchor's norm with every epilogue, kept normed or not, at W = 2, 4 and 8: every code,
+// scale and T output exact (strict). n = 7176 ends in a short nvfp4 block.
+TEST(NcclNorm, EveryEpilogueIsExactAtEveryWorld) {
+  if (!HaveDevice()) GTEST_SKIP() << "no GPU";
+  constexpr uint32_t kN = 7176;
+  for (uint32_t world : {2u, 4u, 8u}) {
+    for (DType t : {DType::kBf16, DType::kFp32}) {
+      OneDeviceGroup group;
+      group.SetUp(world, t, static_cast<size_t>(64) * kN * ElemBytes(t));
+      uint64_t call = 0;
+      for (QuantScheme scheme :
+           {QuantScheme::kFp8Token, QuantScheme::kFp8Tensor, QuantScheme::kNvfp4}) {
+        for (bool keep : {false, true}) {
+          group.SetQuant(scheme, keep);
+          for (uint32_t m : {1u, 64u}) {
+            std::vector<uint64_t> bad;
+            group.Call(Kind::kNcclNorm, kN, m, call++, &bad);
+            if (HasFatalFailure()) return;
+            for (uint32_t q = 0; q < world; ++q) {
+              EXPECT_EQ(bad[q], 0u)
+                  << "W=" << world << " " << DTypeName(t) << " " << QuantSchemeName(scheme)
+                  << (keep ? " kept" : "") << " m=" << m << " rank " << q;
+            }
+          }
+        }
+      }
+    }
+  }
+}
 
 TEST(LamportTb, EveryRowWidthAndPacksPerThread) {
   // One pack per thread (n <= 8192 bf16), two (16384 bf16, 8192 fp32), four and eight.
