@@ -16,6 +16,7 @@
 #include "worker/backends/gpu/kernels.h"
 #include "worker/backends/gpu/nccl_kernels.h"
 #include "worker/backends/gpu/scratch_layout.h"
+#include "worker/numerics/quant_breaks.h"
 #include "worker/numerics/tolerance.h"
 
 namespace colltest::gpu {
@@ -171,6 +172,7 @@ class OneDeviceGroup {
     quant_.keep_normed = keep_normed;
     quant_.world = world_;
   }
+  void SetQuantBreaks(uint32_t breaks) { quant_.breaks = breaks; }  // QuantBreak flags
   QuantArgs Quant(uint32_t rank) {
     QuantArgs q = quant_;
     q.codes = ranks_[rank].codes.get();
@@ -361,6 +363,14 @@ TEST(NcclNorm, EveryEpilogueIsExactAtEveryWorld) {
           }
         }
       }
+      // The same check fails a planted bug: truncating encoders (quant_breaks.h) in the kernel,
+      // the check's reference untouched.
+      group.SetQuant(QuantScheme::kFp8Token, false);
+      group.SetQuantBreaks(kQuantBreakTruncate);
+      std::vector<uint64_t> bad;
+      group.Call(Kind::kNcclNorm, kN, 64, call++, &bad);
+      if (HasFatalFailure()) return;
+      for (uint32_t q = 0; q < world; ++q) EXPECT_GT(bad[q], 0u) << "truncate, rank " << q;
     }
   }
 }
