@@ -530,10 +530,7 @@ def run_test(args, websocket_module, work):
         log('after the restart the run is in the history and opens with every case')
         check_shared_gpu_note(browser)
 
-        if browser.console:
-            raise TestFailure('the browser reported errors:\n  ' + '\n  '.join(browser.console))
-        log(f'PASS ({time.monotonic() - t0:.1f} s)')
-        return 0
+        return passed_if_console_clean(browser, t0)
     except Exception as e:
         print(f'FAIL: {e}', file=sys.stderr, flush=True)
         report_failure(browser, daemons, args)
@@ -578,6 +575,14 @@ def main():
         args.screenshot = os.path.join(os.path.dirname(os.path.abspath(args.bin_dir)), 'dashboard.png')
 
     return run_with_browser_tools(args, run_test, 'colltest-browser-')
+
+
+def passed_if_console_clean(browser, t0):
+    """The end of a page test: an error the page logged fails it, else PASS (exit status 0)."""
+    if browser.console:
+        raise TestFailure('the browser reported errors:\n  ' + '\n  '.join(browser.console))
+    log(f'PASS ({time.monotonic() - t0:.1f} s)')
+    return 0
 
 
 def run_with_browser_tools(args, run, prefix):
