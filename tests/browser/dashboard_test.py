@@ -487,12 +487,7 @@ def run_test(args, websocket_module, work):
                          'the run to start (run id and total)', 15)
         if not browser.eval("document.getElementById('f-m-error').hidden && document.getElementById('f-n-error').hidden"):
             raise TestFailure('the fields still show refusals after an accepted sweep')
-        browser.wait_for(
-            f"document.getElementById('run-progress').dataset.state === 'DONE' && "
-            f"document.querySelectorAll('#results-table tbody tr').length === {CASES}",
-            f'{CASES} result rows and DONE', args.timeout)
-        run_id = browser.eval("document.getElementById('run-id').textContent")
-        log(f'run {run_id} DONE ({time.monotonic() - t0:.1f} s)')
+        run_id = wait_for_done_run(browser, CASES, args.timeout, t0)
         check_results(browser)
         check_epilogue(url, run_id)
         seen = browser.eval('window.__progress')
@@ -575,6 +570,17 @@ def main():
         args.screenshot = os.path.join(os.path.dirname(os.path.abspath(args.bin_dir)), 'dashboard.png')
 
     return run_with_browser_tools(args, run_test, 'colltest-browser-')
+
+
+def wait_for_done_run(browser, cases, timeout, t0):
+    """Waits for the page's run to be DONE with `cases` result rows; its run id."""
+    browser.wait_for(
+        f"document.getElementById('run-progress').dataset.state === 'DONE' && "
+        f"document.querySelectorAll('#results-table tbody tr').length === {cases}",
+        f'{cases} result rows and DONE', timeout)
+    run_id = browser.eval("document.getElementById('run-id').textContent")
+    log(f'run {run_id} DONE ({time.monotonic() - t0:.1f} s)')
+    return run_id
 
 
 def passed_if_console_clean(browser, t0):

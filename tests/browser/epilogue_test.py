@@ -23,7 +23,8 @@ import time
 
 sys.dont_write_bytecode = True  # the import below writes nothing into the source tree
 from dashboard_test import (Browser, Daemon, TestFailure, fill_and_submit, log,
-                            passed_if_console_clean, run_with_browser_tools)
+                            passed_if_console_clean, run_with_browser_tools,
+                            wait_for_done_run)
 
 VARIANT = 'one_stage'
 EPILOGUES = ['none', 'fp8_token']
@@ -132,12 +133,7 @@ def run_test(args, websocket_module, work):
                          'the variant choices', 15)
         fill_and_submit(browser, f'epilogue-test-{os.getpid()}', m_list=M_LIST, n_list='1024',
                         variants=[VARIANT], epilogues=EPILOGUES, keep_normed=True)
-        browser.wait_for(
-            f"document.getElementById('run-progress').dataset.state === 'DONE' && "
-            f"document.querySelectorAll('#results-table tbody tr').length === {CASES}",
-            f'{CASES} result rows and DONE', args.timeout)
-        run_id = browser.eval("document.getElementById('run-id').textContent")
-        log(f'run {run_id} DONE ({time.monotonic() - t0:.1f} s)')
+        run_id = wait_for_done_run(browser, CASES, args.timeout, t0)
         check_table(browser)
         check_plot(browser)
         check_compare(browser, run_id)
