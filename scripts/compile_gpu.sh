@@ -2,8 +2,8 @@
 # Compile-only check of the GPU backends: builds the GPU backend library and colltest-worker for
 # CUDA (build-cuda, sm_90 + sm_100, when nvcc exists) and for HIP (build-hip, gfx90a, with Debian's
 # ROCm 5.2 clang++-15, installed here on demand), and compiles the kernels for MI300X/MI355X
-# (hip-mi: gfx942 + gfx950 with clang-22, objects only) with the ISA check of gpu_runtime.h's
-# memory primitives (tests/hip_isa). Nothing runs and no GPU is needed; a kernel that does not
+# (hip-mi: gfx942 + gfx950 with clang-22, host objects and device assembly) with the ISA check of
+# gpu_runtime.h's memory primitives (tests/hip_isa). Nothing runs and no GPU is needed; a kernel that does not
 # compile fails the script. scripts/test.sh (CI) calls it; it also runs alone:
 #   bash scripts/compile_gpu.sh            # all three
 #   bash scripts/compile_gpu.sh hip hip-mi # some of them
@@ -56,10 +56,12 @@ compile_hip() {
 # not have. So a direct loop, one clang call per source, with (docs/hip.md says why each is there):
 #   -nogpulib                       no ROCm device libraries (those of 5.2 are too old for clang-22)
 #   -D__AMDGCN_WAVEFRONT_SIZE=64    the macro ROCm 5.2's headers use, which clang-22 no longer sets
-#   -fgpu-rdc -c                    an object holding host code and gfx942/gfx950 bitcode, never
-#                                   device-linked (the link would need the device libraries)
-#   --cuda-device-only -S           the same sources through the AMDGPU backend to assembly, so that
-#                                   instruction selection for both targets is checked too
+#   --cuda-host-only -c             the host half: an object of the host code and kernel stubs
+#   --cuda-device-only -S           the device half through the AMDGPU backend to assembly, so that
+#                                   instruction selection for both targets is checked too; nothing
+#                                   is device-linked (the link would need the device libraries)
+# Each half once: an `-fgpu-rdc -c` object (host code plus device bitcode) beside the assembly ran
+# the device front end and optimiser twice for each target.
 # The results are not loadable code objects: this is a compile check, the gfx90a build stays the
 # one that links. The ISA check then reads gpu_runtime.h's primitives in the gfx942/gfx950
 # assembly (tests/hip_isa/check_isa.py).
@@ -71,17 +73,18 @@ hip_mi_sources=(worker/backends/gpu/concurrency_probe.cu
 hip_mi_flags=(-std=c++17 -x hip --rocm-path=/usr -nogpulib -D__AMDGCN_WAVEFRONT_SIZE=64 -O3
   -I"$PWD" -Wall --offload-arch=gfx942 --offload-arch=gfx950)
 
-# One source: the object, then the assembly (one .s per target, named by clang, hence the cd).
+# One source: the host object, then the device assembly (one .s per target, named by clang, hence
+# the cd).
 compile_hip_mi_one() {
   local src="$PWD/$1" dir="$2"
-  clang++-22 "${hip_mi_flags[@]}" -fgpu-rdc -c "$src" -o "$dir/$(basename "$src" .cu).o" &&
+  clang++-22 "${hip_mi_flags[@]}" --cuda-host-only -c "$src" -o "$dir/$(basename "$src" .cu).o" &&
     (cd "$dir" && clang++-22 "${hip_mi_flags[@]}" --cuda-device-only -S "$src")
 }
 
 compile_hip_mi() {
   local dir="${HIP_MI_BUILD_DIR:-build-hip-mi}" start=$SECONDS pids=() src rc=0
   bash scripts/setup.sh hip-mi || return 1
-  echo "compile_gpu: hip-mi: clang++-22, gfx942 + gfx950 (objects and assembly), into $dir"
+  echo "compile_gpu: hip-mi: clang++-22, gfx942 + gfx950 (host objects, device assembly), into $dir"
   mkdir -p "$dir"
   # nccl_kernels.cu needs no RCCL (only its host caller does), so it is compiled here as well.
   for src in "${hip_mi_sources[@]}"; do
