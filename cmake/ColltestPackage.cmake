@@ -5,6 +5,8 @@
 #   colltest-worker-<backend>    colltest-worker built for one backend (cpu, cuda or hip);
 #                                Provides/Conflicts/Replaces the virtual colltest-worker, so that
 #                                exactly one worker is installed and another backend's replaces it
+#   colltest-dev                 the kernel plugin ABI header and its CMake package
+#                                (docs/plugins.md); Architecture: all
 # The libraries' packages (libgrpc++1.51, libprotobuf32, libsqlite3-0, libcivetweb1, ...) come from
 # dpkg-shlibdeps, which reads the binaries.
 set(CPACK_GENERATOR DEB)
@@ -41,6 +43,7 @@ endif()
 if(TARGET colltest-worker)
   list(APPEND CPACK_COMPONENTS_ALL worker)
 endif()
+list(APPEND CPACK_COMPONENTS_ALL dev)
 
 set(CPACK_DEBIAN_COLLTEST_PACKAGE_NAME colltest)
 set(CPACK_DEBIAN_COLLTEST_PACKAGE_DEPENDS ${colltest_worker_virtual})
@@ -84,5 +87,17 @@ else()
          "processes on the host's cores.")
 endif()
 set(CPACK_COMPONENT_WORKER_DESCRIPTION "${colltest_worker_summary}\n${colltest_worker_body}")
+
+# A header and CMake files: no binary, so one package for every architecture, and nothing for
+# dpkg-shlibdeps to read.
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME colltest-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_ARCHITECTURE all)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_COMPONENT_DEV_DESCRIPTION
+    "colltest kernel plugin ABI: header and CMake package
+colltest-worker loads fused all-reduce + RMSNorm kernels written elsewhere from shared libraries
+that export the versioned struct colltest_kernel_v1 of <colltest/kernel_plugin.h>, and tests them
+with colltest's harness. find_package(colltest) gives the INTERFACE target
+colltest::kernel_plugin.")
 
 include(CPack)

@@ -7,7 +7,8 @@ A room is a folder whose README.md has the lines
     May include: <room>, <room>, ...               (folders from the repository root, or `nothing`)
 Every .h/.cc/.cu/.cuh belongs to the deepest folder above it that is a room; tests/ and bench/ are
 no rooms and may include anything. `#include "..."` is resolved against the including file's folder,
-then the repository root; the generated headers of proto/ ("colltest/v1/*.pb.h") are room `proto`;
+then the repository root, then include/ (where the public header's INTERFACE target points); the
+generated headers of proto/ ("colltest/v1/*.pb.h") are room `proto`;
 a header found nowhere in the repository is a system or third-party one and is not checked.
 
 Reported, each as one line naming the file (and line):
@@ -37,6 +38,7 @@ SKIPPED_PATHS = ("dashboard/web/vendor",)
 FREE_TOP = ("tests", "bench")
 PROTO_ROOM = "proto"
 PROTO_PREFIX = "colltest/v1/"
+PUBLIC_INCLUDE = "include"
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 HEADING = re.compile(r"^#\s+(\S+?)/?\s+[—-]+\s+\S")
 ALIAS = re.compile(r"\badd_library\s*\(\s*([^\s()]+)\s+ALIAS\b", re.IGNORECASE)
@@ -127,7 +129,8 @@ def room_of(path, rooms):
 def resolve(repo, including, target):
     """('file', path) for a repository file, ('proto', header) for proto's generated headers, or
     None for a header that is not the repository's."""
-    for base in (os.path.dirname(including), ""):
+    # "include": the public plugin ABI's folder, on every target's path (include/CMakeLists.txt).
+    for base in (os.path.dirname(including), "", PUBLIC_INCLUDE):
         candidate = os.path.normpath(os.path.join(base, target)).replace(os.sep, "/")
         if not candidate.startswith("../") and os.path.isfile(os.path.join(repo, candidate)):
             return ("file", candidate)

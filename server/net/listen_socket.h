@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/net/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace colltest::server {
 

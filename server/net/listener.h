@@ -43,7 +43,7 @@
 #include "server/net/listen_socket.h"
 #include "server/net/listener_events.h"
 #include "server/net/peer_names.h"
-#include "server/net/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace colltest::server {
 

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "server/net/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace colltest::server {
 namespace {

@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "server/net/unique_fd.h"
+#include "common/unique_fd.h"
 #include "spdlog/spdlog.h"
 
 namespace colltest::server {

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""`cpack -G DEB` into a temporary directory: a colltest package and a colltest-worker-<backend>
-package, with the relations that let apt install them (colltest Depends on the virtual
-colltest-worker of its version and on the libraries dpkg-shlibdeps found; the worker Provides,
-Conflicts with and Replaces it), each with its own files; both extracted into one root make a tree
-whose colltestd runs a sweep."""
+"""`cpack -G DEB` into a temporary directory: a colltest package, a colltest-worker-<backend>
+package and colltest-dev (the kernel plugin ABI, Architecture: all), with the relations that let
+apt install them (colltest Depends on the virtual colltest-worker of its version and on the
+libraries dpkg-shlibdeps found; the worker Provides, Conflicts with and Replaces it), each with its
+own files; the first two extracted into one root make a tree whose colltestd runs a sweep."""
 
 import argparse
 import glob
@@ -78,6 +78,27 @@ def check_packages(main, worker, backend):
     return problems
 
 
+def check_dev_package(dev_debs, main, worker):
+    """colltest-dev: the plugin ABI's header and CMake package, for every architecture."""
+    if len(dev_debs) != 1:
+        return [f"expected one colltest-dev .deb, got {dev_debs}"]
+    dev = dev_debs[0]
+    problems = []
+    if field(dev, "Architecture") != "all":
+        problems.append(f"colltest-dev Architecture: {field(dev, 'Architecture')!r}, not all")
+    if field(dev, "Version") != field(main, "Version"):
+        problems.append("colltest-dev's version differs from colltest's")
+    files = contents(dev)
+    for path in ("/usr/include/colltest/kernel_plugin.h",
+                 "/usr/share/cmake/colltest/colltestConfig.cmake",
+                 "/usr/share/cmake/colltest/colltestConfigVersion.cmake"):
+        if path not in files:
+            problems.append(f"colltest-dev lacks {path}")
+    if any(f.startswith("/usr/include/") for f in contents(main) | contents(worker)):
+        problems.append("a header is in colltest or the worker package")
+    return problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--build-dir", required=True)
@@ -103,6 +124,8 @@ def main():
                   sorted(os.path.basename(d) for d in glob.glob(os.path.join(out, "*.deb"))))
             return 1
         problems = check_packages(main_debs[0], worker_debs[0], backend)
+        problems += check_dev_package(glob.glob(os.path.join(out, "colltest-dev_*.deb")),
+                                      main_debs[0], worker_debs[0])
         root = os.path.join(work_dir, "root")
         for deb in main_debs + worker_debs:
             subprocess.run(["dpkg-deb", "-x", deb, root], check=True)

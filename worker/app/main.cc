@@ -32,6 +32,8 @@
 #include "worker/capabilities_json.h"
 #include "worker/device_users_scan.h"
 #include "worker/heartbeat.h"
+#include "worker/plugins/kernel_plugin.h"
+#include "worker/plugins/plugin_report_json.h"
 #ifdef COLLTEST_WORKER_TEST_FAULT
 #include "worker/test_fault_env.h"
 #endif
@@ -179,8 +181,6 @@ void LeaveOnSignal(absl::Notification& shutdown) {
   if (!shutdown.HasBeenNotified()) shutdown.Notify();
 }
 
-}  // namespace
-
 // The backend --backend names; null (and a message) when it is not built into this binary.
 std::unique_ptr<colltest::worker::Backend> SelectBackend(const std::string& backend,
                                                          uint32_t device, uint32_t cpu_blocks) {
@@ -232,6 +232,29 @@ int Serve(std::unique_ptr<colltest::worker::Backend> selected, const std::string
   return 0;
 }
 
+// Loads one kernel plugin as this worker would and prints its report as one JSON line
+// (docs/plugins.md): exit 0 when it loads, 1 when it is refused, 2 for a backend that is not one.
+// colltestd runs it in a process of its own per plugin, so that a plugin that crashes while it
+// loads takes this process down and nothing else.
+int CheckPlugin(const std::string& path, const std::string& backend) {
+  const uint32_t bit = backend == "cpu"    ? COLLTEST_BACKEND_CPU
+                       : backend == "cuda" ? COLLTEST_BACKEND_CUDA
+                       : backend == "hip"  ? COLLTEST_BACKEND_HIP
+                                           : 0;
+  if (bit == 0) {
+    PrintJsonLine({{"path", path},
+                   {"loaded", false},
+                   {"refused", "--backend " + backend + ": must be cpu, cuda or hip"}});
+    return 2;
+  }
+  const colltest::worker::plugins::PluginLoad load =
+      colltest::worker::plugins::LoadKernelPlugin(path, bit);
+  PrintJsonLine(colltest::worker::plugins::PluginReportJson(load.report));
+  return load.plugin != nullptr ? 0 : 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"colltest worker: runs collective cases for one rank"};
   app.set_version_flag("--version", COLLTEST_VERSION);
@@ -239,6 +262,7 @@ int main(int argc, char** argv) {
   uint32_t device = 0, cpu_blocks = 2;
   int ready_fd = -1, heartbeat_fd = -1;
   bool probe = false, users = false, concurrency_probe = false;
+  std::string check_plugin;
   std::vector<uint32_t> users_devices;
   app.add_option("--socket", socket_path, "unix socket to serve the Worker protocol on");
   app.add_option("--backend", backend, "cpu|cuda|hip|auto");
@@ -256,7 +280,11 @@ int main(int argc, char** argv) {
   app.add_flag("--users", users, "print the processes using --devices as JSON and exit");
   app.add_option("--devices", users_devices, "device indices for --users, comma-separated (all)")
       ->delimiter(',');
+  app.add_option("--check-plugin", check_plugin,
+                 "load a kernel plugin for --backend as a worker would, print its report as JSON "
+                 "and exit (0 loaded, 1 refused)");
   CLI11_PARSE(app, argc, argv);
+  if (!check_plugin.empty()) return CheckPlugin(check_plugin, backend);
   if (probe) return Probe(backend);
   if (concurrency_probe) return ConcurrencyProbe(backend, device);
   if (users) return Users(backend, users_devices);

@@ -8,7 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "server/net/listener.h"
-#include "server/net/unique_fd.h"
+#include "common/unique_fd.h"
 #include "tests/unit/server/listener_test_support.h"
 
 namespace colltest::server {

@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "server/net/listener.h"
-#include "server/net/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace colltest::server::testing {
 

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "server/net/listener.h"
 #include "server/net/peer_names.h"
-#include "server/net/unique_fd.h"
+#include "common/unique_fd.h"
 #include "tests/unit/server/listener_test_support.h"
 
 namespace colltest::server {

@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "server/net/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace colltest::server {
 namespace {

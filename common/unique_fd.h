@@ -3,7 +3,7 @@
 
 #include <unistd.h>
 
-namespace colltest::server {
+namespace colltest {
 
 class UniqueFd {
  public:
@@ -35,4 +35,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace colltest::server
+}  // namespace colltest
