@@ -25,6 +25,7 @@
 #include "server/devices/backend_probe.h"
 #include "server/devices/concurrency_check.h"
 #include "server/devices/device_users.h"
+#include "server/devices/kernel_plugins.h"
 #include "server/devices/machine_identity.h"
 #include "server/net/auth.h"
 #include "server/net/credentials.h"
@@ -180,6 +181,7 @@ ServiceOptions ServiceOptionsFor(const ServerOptions& options, const BackendInfo
   service_options.backend = backend.backend;
   service_options.devices = backend.devices;
   service_options.capabilities = backend.capabilities;
+  service_options.kernel_plugins = backend.kernel_plugins;
   service_options.max_case_bytes = options.max_case_bytes;
   service_options.allow_fault_injection = options.allow_fault_injection;
   service_options.auth = auth;
@@ -248,6 +250,25 @@ struct Daemon {
   std::unique_ptr<http::Gateway> gateway;  // after the gRPC server is built: it calls into it
 };
 
+// Checks every kernel plugin in a process of its own and logs what each is (docs/plugins.md); only
+// an unreadable --kernel-plugin-dir stops colltestd, a refused plugin never does.
+absl::Status CheckPlugins(const ServerOptions& options, BackendInfo& backend) {
+  COLLTEST_ASSIGN_OR_RETURN(const std::vector<std::string> paths,
+                            KernelPluginPaths(options.kernel_plugins, options.kernel_plugin_dir,
+                                              options.kernel_plugin_dir_given));
+  backend.kernel_plugins =
+      CheckKernelPlugins(paths, WorkerPluginCheck(options.worker, backend.backend));
+  for (const v1::KernelPlugin& p : backend.kernel_plugins) {
+    if (p.loaded()) {
+      spdlog::info("kernel plugin {}: {} {} (sha256 {})", p.path(), p.variant(), p.version(),
+                   p.sha256());
+    } else {
+      spdlog::warn("kernel plugin {}: refused: {}", p.path(), p.refused());
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Prepare(const ServerOptions& options, Daemon& d) {
   absl::StatusOr<BackendInfo> backend =
       ResolveBackend(options.backend, options.cpu_ranks, options.devices, options.worker,
@@ -260,6 +281,7 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
                             CheckConcurrentKernels(d.backend, options.allow_time_slicing,
                                                    options.worker, RunConcurrencyProbe));
   d.backend.time_sliced = concurrency.time_sliced;
+  COLLTEST_RETURN_IF_ERROR(CheckPlugins(options, d.backend));
   d.backend.kernel_round_trip_us = concurrency.round_trip_us;
   if (concurrency.time_sliced) {
     spdlog::warn("{}", concurrency.summary);

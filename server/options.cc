@@ -31,6 +31,13 @@ std::string DefaultTuneDir() {
   return "";
 }
 
+std::string DefaultKernelPluginDir() {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return "";
+  return (self.parent_path().parent_path() / "lib" / "colltest" / "plugins").string();
+}
+
 absl::Status CheckListenIsProtected(const ServerOptions& options) {
   if (options.insecure_listen || IsLoopbackListen(options.listen)) return absl::OkStatus();
   if (!options.tls.cert.empty() || !options.token_file.empty()) return absl::OkStatus();
@@ -269,6 +276,11 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
   app.add_option("--tune-dir", o.tune_dir,
                  "directory of tune tables (colltest tune --out) that `auto` dispatches with")
       ->check(CLI::ExistingDirectory);
+  app.add_option("--kernel-plugin", o.kernel_plugins,
+                 "a kernel plugin (a shared library exporting colltest_kernel_v1) to offer as "
+                 "variant plugin:NAME; repeatable (docs/plugins.md)");
+  app.add_option("--kernel-plugin-dir", o.kernel_plugin_dir,
+                 "folder whose *.so are kernel plugins (default <prefix>/lib/colltest/plugins)");
   app.add_option("--runtime-dir", o.runtime_dir,
                  "parent of the workers' private socket directory (default $XDG_RUNTIME_DIR or "
                  "/tmp)");
@@ -299,6 +311,8 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
   }
   if (o.worker.empty()) o.worker = DefaultWorkerPath();
   if (o.tune_dir.empty()) o.tune_dir = DefaultTuneDir();
+  o.kernel_plugin_dir_given = !o.kernel_plugin_dir.empty();
+  if (o.kernel_plugin_dir.empty()) o.kernel_plugin_dir = DefaultKernelPluginDir();
   if (o.max_case_bytes == 0) {
     std::cerr << "--max-case-bytes: must be > 0\n";
     return ParsedOptions{std::nullopt, 2};

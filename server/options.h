@@ -44,6 +44,11 @@ struct ServerOptions {
   uint64_t max_case_bytes = kDefaultMaxCaseBytes;
   std::string runtime_dir;
   std::string tune_dir;  // tune tables for `auto`; empty = DefaultTuneDir()
+  // Kernel plugins (docs/plugins.md): each --kernel-plugin, then the *.so of the folder. The
+  // folder defaults to DefaultKernelPluginDir(), which may be missing; a given one may not.
+  std::vector<std::string> kernel_plugins;
+  std::string kernel_plugin_dir;
+  bool kernel_plugin_dir_given = false;
   // Retention of the history database (docs/history.md); 0 / zero: no bound of that kind.
   uint64_t history_max_runs = 10000;
   absl::Duration history_max_age = absl::Hours(24 * 90);
@@ -76,6 +81,9 @@ std::string DefaultWorkerPath();
 // Where `auto` looks for tune tables without --tune-dir: share/colltest/tune next to the binary's
 // directory (an installed or bundled tree), else the source tree's tune/ (build/bin/../../tune).
 std::string DefaultTuneDir();
+
+// <colltestd's bin>/../lib/colltest/plugins: /usr/lib/colltest/plugins when installed.
+std::string DefaultKernelPluginDir();
 
 // Refuses a non-loopback --listen that has neither TLS nor a token file (anyone on the network
 // could run, read and cancel anything), unless --insecure-listen says that is intended.

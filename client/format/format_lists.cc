@@ -61,6 +61,53 @@ std::string DevicesTable(const v1::ListDevicesResponse& devices) {
   return out;
 }
 
+// The kernel plugins as --check-plugin prints them (docs/plugins.md), with the enums' names.
+Json KernelPluginsJson(const v1::ListDevicesResponse& devices) {
+  Json list = Json::array();
+  for (const v1::KernelPlugin& p : devices.kernel_plugins()) {
+    Json plugin = Json::object();
+    plugin["path"] = p.path();
+    plugin["sha256"] = p.sha256();
+    plugin["loaded"] = p.loaded();
+    plugin["refused"] = p.refused();
+    plugin["name"] = p.name();
+    plugin["version"] = p.version();
+    plugin["variant"] = p.variant();
+    plugin["backends"] = std::vector<std::string>(p.backends().begin(), p.backends().end());
+    std::vector<std::string> dtypes, epilogues;
+    for (int d : p.dtypes()) dtypes.emplace_back(common::DTypeName(static_cast<v1::DType>(d)));
+    for (int e : p.epilogues()) {
+      epilogues.emplace_back(common::EpilogueName(static_cast<v1::Epilogue>(e)));
+    }
+    plugin["dtypes"] = dtypes;
+    plugin["world_sizes"] = std::vector<uint32_t>(p.world_sizes().begin(), p.world_sizes().end());
+    plugin["epilogues"] = epilogues;
+    plugin["graph_capture"] = p.graph_capture();
+    plugin["max_elements"] = p.max_elements();
+    list.push_back(std::move(plugin));
+  }
+  return list;
+}
+
+// One row a plugin: what it offers, or why it was refused.
+std::string KernelPluginsTable(const v1::ListDevicesResponse& devices) {
+  using Align = TextTable::Align;
+  TextTable table({{"kernel plugin", Align::kLeft},
+                   {"version", Align::kLeft},
+                   {"sha256", Align::kLeft},
+                   {"worlds", Align::kLeft},
+                   {"graph", Align::kLeft},
+                   {"path", Align::kLeft},
+                   {"refused", Align::kLeft}});
+  for (const v1::KernelPlugin& p : devices.kernel_plugins()) {
+    table.AddRow({p.variant().empty() ? "-" : p.variant(), p.version(), p.sha256().substr(0, 12),
+                  absl::StrJoin(p.world_sizes(), ","),
+                  p.variant().empty() ? "" : (p.graph_capture() ? "yes" : "no"), p.path(),
+                  p.refused()});
+  }
+  return table.Render();
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices,
@@ -92,6 +139,7 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
     out["devices"] = std::move(list);
     out["groups"] = GroupsJson(devices.groups());
     out["machine"] = MachineJson(devices.machine());
+    out["kernel_plugins"] = KernelPluginsJson(devices);
     return DumpJson(out);
   }
   if (format != OutputFormat::kTable) return TableOrJsonOnly("devices", format);
@@ -108,6 +156,9 @@ absl::StatusOr<std::string> FormatDevices(const v1::ListDevicesResponse& devices
   // Omitted when empty: a server has no group before its first run, and a header-only table would
   // read as if one had gone missing.
   if (!devices.groups().empty()) absl::StrAppend(&out, "\n", GroupsTable(devices.groups()));
+  if (!devices.kernel_plugins().empty()) {
+    absl::StrAppend(&out, "\n", KernelPluginsTable(devices));
+  }
   return out;
 }
 

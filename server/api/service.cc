@@ -93,6 +93,7 @@ grpc::Status CollectiveTestService::ListDevices(grpc::ServerContext* context,
   executor_.AddLastHangs(groups);
   for (v1::GroupHealth& g : groups) *response->add_groups() = std::move(g);
   *response->mutable_machine() = options_.machine;
+  for (const v1::KernelPlugin& p : options_.kernel_plugins) *response->add_kernel_plugins() = p;
   return grpc::Status::OK;
 }
 

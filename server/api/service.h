@@ -29,6 +29,8 @@ struct ServiceOptions {
   std::vector<colltest::v1::Device> devices;  // what this server may use
   // What the backend announced (its probe, the same as its workers' Init reply): what it runs.
   colltest::worker::v1::Capabilities capabilities;
+  // The kernel plugins colltestd was given, loaded or refused (ListDevices lists them).
+  std::vector<colltest::v1::KernelPlugin> kernel_plugins;
   uint64_t max_case_bytes = kDefaultMaxCaseBytes;
   bool allow_fault_injection = false;
   AuthConfig auth;  // no principals and no mutual TLS: no authentication

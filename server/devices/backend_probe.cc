@@ -244,35 +244,47 @@ bool ReadUntil(int fd, absl::Time deadline, std::string* output) {
 
 }  // namespace
 
-absl::StatusOr<std::string> RunWorkerCommand(const std::string& worker,
-                                             const std::vector<std::string>& args,
-                                             absl::Duration timeout) {
+absl::StatusOr<CommandOutcome> RunWorkerCommandOutcome(const std::string& worker,
+                                                       const std::vector<std::string>& args,
+                                                       absl::Duration timeout) {
   std::vector<std::string> argv = {worker};
   argv.insert(argv.end(), args.begin(), args.end());
-  const std::string command = absl::StrJoin(argv, " ");
   int read_fd = -1;
   absl::StatusOr<pid_t> pid = SpawnWithStdoutPipe(argv, &read_fd);
   if (!pid.ok()) return pid.status();
   absl::Cleanup close_read = [&] { close(read_fd); };
 
-  std::string output;
-  const bool finished = ReadUntil(read_fd, absl::Now() + timeout, &output);
-  if (!finished) kill(*pid, SIGKILL);
+  CommandOutcome outcome;
+  outcome.command = absl::StrJoin(argv, " ");
+  outcome.timed_out = !ReadUntil(read_fd, absl::Now() + timeout, &outcome.output);
+  if (outcome.timed_out) kill(*pid, SIGKILL);
   int status = 0;
   while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!finished) {
+  outcome.exited = WIFEXITED(status);
+  outcome.exit_code = outcome.exited ? WEXITSTATUS(status) : 0;
+  outcome.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  return outcome;
+}
+
+std::string DescribeEnd(const CommandOutcome& outcome) {
+  return outcome.exited ? absl::StrCat("exit status ", outcome.exit_code)
+                        : absl::StrCat("signal ", outcome.signal);
+}
+
+absl::StatusOr<std::string> RunWorkerCommand(const std::string& worker,
+                                             const std::vector<std::string>& args,
+                                             absl::Duration timeout) {
+  COLLTEST_ASSIGN_OR_RETURN(CommandOutcome outcome, RunWorkerCommandOutcome(worker, args, timeout));
+  if (outcome.timed_out) {
     return absl::DeadlineExceededError(
-        absl::StrCat(command, " did not answer within ", absl::FormatDuration(timeout)));
+        absl::StrCat(outcome.command, " did not answer within ", absl::FormatDuration(timeout)));
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (!outcome.exited || outcome.exit_code != 0) {
     return absl::UnavailableError(
-        absl::StrCat(command, " failed (",
-                     WIFEXITED(status) ? absl::StrCat("exit status ", WEXITSTATUS(status))
-                                       : absl::StrCat("signal ", WTERMSIG(status)),
-                     ")"));
+        absl::StrCat(outcome.command, " failed (", DescribeEnd(outcome), ")"));
   }
-  return output;
+  return std::move(outcome.output);
 }
 
 absl::StatusOr<std::string> RunProbe(const std::string& worker, const std::string& backend,

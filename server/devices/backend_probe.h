@@ -43,6 +43,8 @@ struct BackendInfo {
   // between two of them, 0 when none was (server/devices/concurrency_check.h).
   bool time_sliced = false;
   double kernel_round_trip_us = 0;
+  // The kernel plugins given to colltestd, each checked for this backend (kernel_plugins.h).
+  std::vector<colltest::v1::KernelPlugin> kernel_plugins;
 };
 
 // This host's name (gethostname(2)); "unknown" when it has none to give.
@@ -55,6 +57,25 @@ BackendInfo WithVirtualDevices(BackendInfo probed, uint32_t ranks);
 
 // Parses the probe's output (the first line that is a JSON object).
 absl::StatusOr<BackendInfo> ParseProbeOutput(absl::string_view output);
+
+// How a worker command ended, with what it printed.
+struct CommandOutcome {
+  std::string command;     // the command line, for messages
+  std::string output;      // its stdout
+  bool timed_out = false;  // it outlived the timeout and was killed
+  bool exited = false;     // it exited (else a signal ended it)
+  int exit_code = 0;
+  int signal = 0;
+};
+
+// Runs `worker args...` and says how it ended; an error only when it cannot start. One that
+// outlives `timeout` is killed.
+absl::StatusOr<CommandOutcome> RunWorkerCommandOutcome(const std::string& worker,
+                                                       const std::vector<std::string>& args,
+                                                       absl::Duration timeout);
+
+// "exit status N" or "signal N".
+std::string DescribeEnd(const CommandOutcome& outcome);
 
 // Runs `worker args...` and returns its stdout; an error when it cannot start, exits non-zero or
 // outlives `timeout` (then it is killed).

@@ -1,14 +1,9 @@
 #include "worker/plugins/kernel_plugin.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "worker/plugins/plugin_fields.h"
 #include "worker/plugins/plugin_file.h"
@@ -94,24 +89,6 @@ PluginLoad LoadKernelPlugin(const std::string& path, uint32_t backend) {
   }
   load.plugin = std::make_unique<KernelPlugin>(handle, *kernel, load.report);
   return load;
-}
-
-absl::StatusOr<std::vector<std::string>> PluginPathsIn(const std::string& folder) {
-  struct CloseDir {
-    void operator()(DIR* dir) const { closedir(dir); }
-  };
-  std::unique_ptr<DIR, CloseDir> dir(opendir(folder.c_str()));
-  if (dir == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("kernel plugin folder ", folder, ": ", std::strerror(errno)));
-  }
-  std::vector<std::string> paths;
-  while (const dirent* entry = readdir(dir.get())) {
-    const std::string name = entry->d_name;
-    if (name.size() > 3 && absl::EndsWith(name, ".so")) paths.push_back(folder + "/" + name);
-  }
-  std::sort(paths.begin(), paths.end());
-  return paths;
 }
 
 }  // namespace colltest::worker::plugins

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "colltest/kernel_plugin.h"
@@ -55,9 +54,5 @@ struct PluginLoad {
 // Opens, checks and loads `path` for a worker of `backend` (a COLLTEST_BACKEND_* bit). Never
 // fails: a plugin that cannot be loaded comes back with report.refused set.
 PluginLoad LoadKernelPlugin(const std::string& path, uint32_t backend);
-
-// The plugins of a folder: its entries named *.so, sorted by name (LoadKernelPlugin checks each,
-// and the folders above it); NOT_FOUND when the folder cannot be read.
-absl::StatusOr<std::vector<std::string>> PluginPathsIn(const std::string& folder);
 
 }  // namespace colltest::worker::plugins

@@ -202,15 +202,5 @@ TEST_F(PluginFolder, AFileOfAnotherUserIsRefused) {
               HasSubstr("is owned by uid 12345; only root (uid 0) or this worker's user"));
 }
 
-TEST_F(PluginFolder, AFolderListsItsSharedLibrariesSorted) {
-  Copy("noop_cpu", "b.so");
-  Copy("noop_cpu", "a.so");
-  Copy("noop_cpu", "notes.txt");
-  const auto paths = PluginPathsIn(dir_);
-  ASSERT_TRUE(paths.ok()) << paths.status();
-  EXPECT_THAT(*paths, ::testing::ElementsAre(dir_ + "/a.so", dir_ + "/b.so"));
-  EXPECT_EQ(PluginPathsIn(dir_ + "/missing").status().code(), absl::StatusCode::kNotFound);
-}
-
 }  // namespace
 }  // namespace colltest::worker::plugins
