@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
-#include "absl/status/statusor.h"
 #include "colltest/kernel_plugin.h"
 
 namespace colltest::worker::plugins {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -28,15 +29,13 @@ absl::Status CheckOwnerAndMode(const std::string& what, const struct stat& st, b
                                                     "; only root (uid 0) or this worker's ",
                                                     "user (uid ", self, ") may own it"));
   }
-  const bool sticky = folder && (st.st_mode & S_ISVTX) != 0;
-  if ((st.st_mode & S_IWOTH) != 0 && !sticky) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        what, " is writable by others (", Mode(st.st_mode), "); only its owner may ", "write it"));
-  }
-  if ((st.st_mode & S_IWGRP) != 0 && !sticky) {
-    return absl::PermissionDeniedError(absl::StrCat(what, " is writable by its group (",
-                                                    Mode(st.st_mode), "); only its owner may ",
-                                                    "write it"));
+  if (folder && (st.st_mode & S_ISVTX) != 0) return absl::OkStatus();  // sticky: see the header
+  // Others first: the wider opening is the one to name when both are open.
+  for (const auto& [bit, who] : {std::pair{S_IWOTH, "others"}, std::pair{S_IWGRP, "its group"}}) {
+    if ((st.st_mode & bit) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          what, " is writable by ", who, " (", Mode(st.st_mode), "); only its owner may write it"));
+    }
   }
   return absl::OkStatus();
 }
