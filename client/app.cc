@@ -114,8 +114,9 @@ absl::StatusOr<Command> PrepareRun(const Invocation& inv, const OutputOptions& o
         "colltest compare RUN_ID --baseline NAME --format csv)");
   }
   const bool sweep = inv.command == "sweep";
-  // BuildSweepSpec leaves the variants empty exactly when they come from the server.
-  const bool server_variants = spec.variants().empty();
+  // BuildSweepSpec leaves the variants empty exactly when they come from the server (or when only
+  // kernel plugins were named: then they are the sweep's only kernels).
+  const bool server_variants = VariantsFromServer(inv.sweep);
   return Command([=](Client& c, Streams s) {
     v1::SweepSpec sent = spec;
     // The variants the backend offers, so that the default sweep has no UNSUPPORTED rows.

@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/generated_enum_reflection.h"
@@ -85,6 +86,15 @@ const EnumNames& CompareVerdicts() { return NamesOf<v1::CompareVerdict, Spelling
 }  // namespace
 
 absl::string_view VariantName(v1::Variant v) { return Variants().NameOf(v, "unspecified"); }
+
+std::string KernelName(v1::Variant v, absl::string_view plugin) {
+  if (v == v1::VARIANT_PLUGIN) return absl::StrCat("plugin:", plugin);
+  return std::string(VariantName(v));
+}
+std::string KernelName(const v1::CaseResult& c) {
+  return KernelName(c.variant(), c.plugin().name());
+}
+std::string KernelName(const v1::CaseComparison& c) { return KernelName(c.variant(), c.plugin()); }
 absl::string_view ModeName(v1::Mode m) { return Modes().NameOf(m, "eager"); }
 absl::string_view DTypeName(v1::DType d) { return DTypes().NameOf(d, "bf16"); }
 absl::string_view PatternName(v1::Pattern p) { return Patterns().NameOf(p, "normal"); }

@@ -21,6 +21,11 @@ namespace colltest::common {
 // "unspecified", an fp8 format left to the device as "device" (which one that is, only the worker
 // knows), a quant rule of no mismatch as "none".
 absl::string_view VariantName(v1::Variant v);
+// The kernel a case ran as users name it: "plugin:<name>" for a kernel plugin (docs/plugins.md),
+// the variant's name otherwise.
+std::string KernelName(v1::Variant v, absl::string_view plugin);
+std::string KernelName(const v1::CaseResult& c);
+std::string KernelName(const v1::CaseComparison& c);
 absl::string_view ModeName(v1::Mode m);
 absl::string_view DTypeName(v1::DType d);
 absl::string_view PatternName(v1::Pattern p);

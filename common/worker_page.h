@@ -20,7 +20,34 @@ struct WorkerPage {
   // Nonzero: the controller asks the worker to stop the case now (Cancel, client gone, shutdown).
   // Set before the case is abandoned, cleared by the controller before the next case.
   std::atomic<uint32_t> cancel{0};
+  // The kernel plugin entry point the worker is inside (a PluginEntry; kNone outside), and the call
+  // index of a launch: what the controller names when a rank dies inside, or never comes back
+  // from, a kernel colltest did not write (docs/plugins.md).
+  std::atomic<uint32_t> plugin_entry{0};
+  std::atomic<uint64_t> plugin_call{0};
 };
+
+// Where in a kernel plugin a worker is. kKernel: waiting for the work a launch enqueued (GPU).
+enum class PluginEntry : uint32_t { kNone, kWorkspaceBytes, kInit, kArm, kLaunch, kFini, kKernel };
+
+inline const char* PluginEntryName(uint32_t entry) {
+  switch (static_cast<PluginEntry>(entry)) {
+    case PluginEntry::kWorkspaceBytes:
+      return "workspace_bytes";
+    case PluginEntry::kInit:
+      return "init";
+    case PluginEntry::kArm:
+      return "arm";
+    case PluginEntry::kLaunch:
+      return "launch";
+    case PluginEntry::kFini:
+      return "fini";
+    case PluginEntry::kKernel:
+      return "kernel";
+    default:
+      return "";
+  }
+}
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);

@@ -2,7 +2,8 @@
 # Builds the cuda build (build-gpu) and bundles it for a GPU box without gRPC: binaries in
 # out/gpu-bundle/bin, the non-glibc shared libraries they need in out/gpu-bundle/lib, found
 # through a DT_RPATH of $ORIGIN/../lib (RUNPATH would not reach second-level libraries), and the
-# whole as out/box/gpu-bundle.tar.xz.
+# whole as out/box/gpu-bundle.tar.xz; the CUDA kernel plugins of the box's plugin part in
+# out/gpu-bundle/plugins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${BUILD_DIR:-build-gpu}"
@@ -19,6 +20,20 @@ for b in "${bins[@]}"; do
   strip "$out/bin/$b"
 done
 # The measured tune tables, where colltestd looks for them by default (`auto`).
+# The kernel plugins of the box's plugin part (tests/gpu/shared_stage.sh), each built as a kernel
+# team would: against the SDK installed into a prefix of its own (docs/plugins.md).
+sdk="$build_dir/plugin-sdk"
+rm -rf "$sdk"
+cmake --install "$build_dir" --component dev --prefix "$sdk" >/dev/null
+mkdir -p "$out/plugins"
+for project in examples/plugins/oneshot_norm tests/plugins/gpu; do
+  pb="$build_dir/plugin-$(basename "$project")"
+  cmake -S "$project" -B "$pb" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$sdk" \
+    -DONESHOT_NORM_GPU=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+  cmake --build "$pb" -j "${JOBS:-2}"
+done
+cp "$build_dir/plugin-oneshot_norm/oneshot_norm_cuda.so" "$build_dir/plugin-gpu/never_finishes_cuda.so" \
+  "$out/plugins/"
 mkdir -p "$out/share/colltest/tune"
 cp tune/*.json "$out/share/colltest/tune/" 2>/dev/null || true
 # glibc, the loader, the driver and NCCL come from the box.

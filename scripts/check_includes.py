@@ -5,9 +5,9 @@ A room is a folder whose README.md has the lines
     # <folder> — <short title>
     Targets: colltest::<name>[, <executable>...]   (or `Targets: none`)
     May include: <room>, <room>, ...               (folders from the repository root, or `nothing`)
-Every .h/.cc/.cu/.cuh belongs to the deepest folder above it that is a room; tests/ and bench/ are
-no rooms and may include anything. `#include "..."` is resolved against the including file's folder,
-then the repository root, then include/ (where the public header's INTERFACE target points); the
+Every .h/.cc/.cu/.cuh belongs to the deepest folder above it that is a room; tests/, bench/ and
+examples/ (plugins built against the installed SDK) are no rooms and may include anything.
+`#include "..."` is resolved against the including file's folder, then the repository root, then include/ (where the public header's INTERFACE target points); the
 generated headers of proto/ ("colltest/v1/*.pb.h") are room `proto`;
 a header found nowhere in the repository is a system or third-party one and is not checked.
 
@@ -18,7 +18,7 @@ Reported, each as one line naming the file (and line):
   - a Targets entry that no add_library(<alias> ALIAS ...) or add_executable(<name> ...) of the
     room's own CMake files (its folder and the non-room folders below it) defines;
   - a README with a May include line but no Targets line, or a heading that does not name its folder;
-  - a source file outside every room (tests/ and bench/ excepted).
+  - a source file outside every room (tests/, bench/ and examples/ excepted).
 Exit status 1 when anything was reported, else 0. Python's standard library only.
 
 Usage: check_includes.py [--repo DIR]
@@ -31,11 +31,11 @@ import re
 import sys
 
 SOURCE_SUFFIXES = (".h", ".cc", ".cu", ".cuh")
-# Folders of the repository root that hold no room code: outputs, tests and benchmarks.
-SKIPPED_TOP = ("out", "bench", "tests")
+# Folders of the repository root that hold no room code: outputs, tests, benchmarks and examples.
+SKIPPED_TOP = ("out", "bench", "tests", "examples")
 SKIPPED_PATHS = ("dashboard/web/vendor",)
 # Code that is no room and may include anything.
-FREE_TOP = ("tests", "bench")
+FREE_TOP = ("tests", "bench", "examples")
 PROTO_ROOM = "proto"
 PROTO_PREFIX = "colltest/v1/"
 PUBLIC_INCLUDE = "include"

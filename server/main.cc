@@ -146,6 +146,9 @@ WorkerPoolOptions PoolOptionsFor(const ServerOptions& options, const BackendInfo
   pool_options.max_case_bytes = options.max_case_bytes;
   pool_options.canary = CanaryCase();
   pool_options.idle_timeout = options.idle_timeout;
+  for (const colltest::v1::KernelPlugin& p : backend.kernel_plugins) {
+    if (p.loaded()) pool_options.kernel_plugins.push_back(p);
+  }
   pool_options.on_state_change = [&serving](const colltest::v1::GroupHealth& group) {
     serving.OnGroupState(group);
     if (IsIdleMessage(group)) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/defaults.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 #include "worker/numerics/quant_breaks.h"
 #include "worker/protocol/limits.h"
@@ -213,12 +214,20 @@ absl::Status CheckConnectRequest(const colltest::worker::v1::ConnectRequest& req
   }
   std::vector<bool> seen(world, false);
   for (const auto& peer : request.peers()) {
-    if (peer.rank() >= world || seen[peer.rank()] || peer.handles_size() != 1) {
+    // The rank's buffers first; kernel plugins' workspaces after them (worker/plugins).
+    if (peer.rank() >= world || seen[peer.rank()] || peer.handles_size() < 1) {
       return absl::InvalidArgumentError(absl::StrCat("peers: bad entry for rank ", peer.rank()));
     }
     seen[peer.rank()] = true;
   }
   return absl::OkStatus();
+}
+
+std::string CaseVariantLabel(const colltest::worker::v1::CaseRequest& request) {
+  if (request.variant() == colltest::v1::VARIANT_PLUGIN) {
+    return absl::StrCat("plugin:", request.plugin());
+  }
+  return std::string(common::VariantName(request.variant()));
 }
 
 uint64_t CaseCapacityBytes(const colltest::worker::v1::InitRequest& request) {

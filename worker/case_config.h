@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -32,6 +33,9 @@ uint32_t QuantBreaksOf(common::FaultKind fault);
 
 absl::StatusOr<QuantPlan> QuantPlanOf(const colltest::worker::v1::CaseRequest& request,
                                       Fp8Format device_format);
+
+// How results name the case's kernel: the variant's name, or "plugin:<name>" for a kernel plugin.
+std::string CaseVariantLabel(const colltest::worker::v1::CaseRequest& request);
 
 // The bytes one rank's input takes (m * n * element size), after checking that the shape is valid
 // (m, n > 0, n a multiple of the 16-byte pack) and fits the worker's buffers of `capacity` bytes.

@@ -330,7 +330,10 @@ absl::StatusOr<PlannedCase> PlanCase(const colltest::worker::v1::CaseRequest& re
   }
   plan.fault = *fault;
   plan.quant.breaks = QuantBreaksOf(plan.fault.kind);
-  if (plan.fault.kind == common::FaultKind::kMissingRank && plan.fault.Targets(rank)) {
+  // A kernel plugin has no bounded waits of colltest's to skip: its missing rank meets its peers
+  // and then launches nothing (the backend's runtime), so that the peers' kernels wait for it.
+  if (plan.fault.kind == common::FaultKind::kMissingRank && plan.fault.Targets(rank) &&
+      plan.variant != colltest::v1::VARIANT_PLUGIN) {
     // The injected absence: this rank does nothing, not even the host barrier after arming; its
     // peers must time out there naming it.
     out.result.set_status(colltest::v1::CASE_STATUS_HANG);
@@ -348,10 +351,18 @@ absl::StatusOr<colltest::v1::RankResult> DriveCase(const CasePlan& plan, CaseRun
   COLLTEST_ASSIGN_OR_RETURN(const bool hung, driver.Run());
   // A host synchronisation point: whatever is still in flight lands now.
   COLLTEST_RETURN_IF_ERROR(rt.Settle("finish case"));
-  ReportCase(common::VariantName(plan.variant), driver.calls(),
-             rt.Grid(plan.variant, plan.req->m()), std::move(driver.samples()), rt.diff(), hung,
-             &result);
-  ReportQuant(common::VariantName(plan.variant), plan.quant, rt.quant(), hung, &result);
+  const std::string variant = CaseVariantLabel(*plan.req);
+  ReportCase(variant, driver.calls(), rt.Grid(plan.variant, plan.req->m()),
+             std::move(driver.samples()), rt.diff(), hung, &result);
+  ReportQuant(variant, plan.quant, rt.quant(), hung, &result);
+  if (rt.kernel_end().has_value() && !hung) {
+    result.set_status(rt.kernel_end()->status);
+    result.set_message(rt.kernel_end()->message);
+    result.set_phase(rt.kernel_end()->phase);
+    result.clear_timing();
+    result.clear_diff();
+    result.clear_quant();
+  }
   if (hung) {
     const HangFacts h = rt.Hang();
     result.set_status(colltest::v1::CASE_STATUS_HANG);

@@ -139,10 +139,22 @@ class CaseRuntime {
   const QuantCheckSummary& quant() const { return quant_; }
   int64_t calls() const { return calls_; }
 
+  // A case ended by the kernel's own answer rather than by its outputs: a kernel plugin that
+  // refused a call (UNSUPPORTED) or failed (ERROR), with the message it wrote, or the rank that a
+  // missing_rank fault kept from launching it (HANG). Wins over the diff: the outputs of a call
+  // that did not run are not a wrong result.
+  struct KernelEnd {
+    colltest::v1::CaseStatus status = colltest::v1::CASE_STATUS_ERROR;
+    std::string message;
+    std::string phase;
+  };
+  const std::optional<KernelEnd>& kernel_end() const { return kernel_end_; }
+
  protected:
   DiffSummary diff_;
   QuantCheckSummary quant_;  // stays empty without a quantising epilogue
   int64_t calls_ = 0;
+  std::optional<KernelEnd> kernel_end_;  // the first one; nothing more is launched after it
 };
 
 // Runs a planned case on `rt` and fills `result` (OK, WRONG or HANG). Errors are runtime failures.

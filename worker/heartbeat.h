@@ -47,4 +47,22 @@ inline void Awaiting(int peer) {
   }
 }
 
+// Marks the kernel plugin entry point this rank is inside (PluginEntry::kNone when it returned),
+// and the call of a launch, for the controller to name if the rank never comes back.
+inline void InPlugin(PluginEntry entry, uint64_t call = 0) {
+  if (WorkerPage* page = worker_page) {
+    page->plugin_call.store(call, std::memory_order_relaxed);
+    page->plugin_entry.store(static_cast<uint32_t>(entry), std::memory_order_relaxed);
+  }
+}
+
+// InPlugin for the life of a scope.
+class InPluginScope {
+ public:
+  explicit InPluginScope(PluginEntry entry, uint64_t call = 0) { InPlugin(entry, call); }
+  ~InPluginScope() { InPlugin(PluginEntry::kNone); }
+  InPluginScope(const InPluginScope&) = delete;
+  InPluginScope& operator=(const InPluginScope&) = delete;
+};
+
 }  // namespace colltest::worker

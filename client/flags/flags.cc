@@ -27,7 +27,17 @@ namespace {
 
 constexpr absl::string_view kVariantsExpected =
     "a comma-separated list of one_stage, two_kernel, lamport, lamport_tb, lamport_two_shot, nccl, "
-    "auto, or all";
+    "auto, plugin:NAME, or all";
+constexpr absl::string_view kPluginPrefix = "plugin:";
+constexpr size_t kMaxPluginName = 32;
+
+// A kernel plugin's name, as its struct must spell it (worker/plugins/plugin_fields.h).
+bool IsPluginName(absl::string_view name) {
+  return !name.empty() && name.size() <= kMaxPluginName &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+         });
+}
 constexpr absl::string_view kModesExpected = "a comma-separated list of eager, graph, or all";
 
 // The names `health --level` takes, as in `dcgmi diag -r 1|2|3` but spelled out.
@@ -84,11 +94,11 @@ void ApplyShapeFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& e
 void ApplyCaseFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& errors) {
   // Parsed even when the server's list will be used, so that "all,lampor" is still a typo.
   const bool from_server = VariantsFromServer(flags);
-  errors.Add(ApplyFlag(flags.variants, "--variants", ParseVariantsFlag,
-                       [&](const std::vector<v1::Variant>& v) {
-                         if (from_server) return;
-                         for (v1::Variant variant : v) spec.add_variants(variant);
-                       }));
+  errors.Add(ApplyFlag(flags.variants, "--variants", ParseKernelsFlag, [&](const KernelChoice& k) {
+    for (const std::string& plugin : k.plugins) spec.add_plugins(plugin);
+    if (from_server) return;
+    for (v1::Variant variant : k.variants) spec.add_variants(variant);
+  }));
   errors.Add(ApplyFlag(flags.modes, "--modes", ParseModesFlag, [&](const std::vector<v1::Mode>& v) {
     for (v1::Mode mode : v) spec.add_modes(mode);
   }));
@@ -215,10 +225,41 @@ absl::StatusOr<std::vector<v1::Variant>> ParseVariantsFlag(absl::string_view fla
                                                            absl::string_view text) {
   std::vector<v1::Variant> all;
   for (int v = v1::VARIANT_ONE_STAGE; v <= v1::Variant_MAX; ++v) {
-    all.push_back(static_cast<v1::Variant>(v));
+    // A kernel plugin is named (plugin:NAME), never one of `all`.
+    if (v != v1::VARIANT_PLUGIN) all.push_back(static_cast<v1::Variant>(v));
   }
   return ParseNameList<v1::Variant>(flag, text, "variant", common::ParseVariantName, all,
                                     common::VariantNames(), kVariantsExpected);
+}
+
+absl::StatusOr<KernelChoice> ParseKernelsFlag(absl::string_view flag, absl::string_view text) {
+  KernelChoice choice;
+  std::vector<std::string> named;
+  FlagErrors errors;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    const absl::string_view trimmed = absl::StripAsciiWhitespace(item);
+    const std::string lower = absl::AsciiStrToLower(trimmed);
+    if (lower == "plugin") {
+      errors.Add(absl::InvalidArgumentError(
+          absl::StrCat(flag, ": 'plugin' needs the plugin's name: plugin:NAME")));
+    } else if (absl::StartsWith(lower, kPluginPrefix)) {
+      const absl::string_view name = trimmed.substr(kPluginPrefix.size());
+      if (!IsPluginName(name)) {
+        errors.Add(absl::InvalidArgumentError(absl::StrCat(flag, ": '", trimmed,
+                                                           "': a plugin's name is 1 to ",
+                                                           kMaxPluginName, " of a-z, 0-9 and _")));
+      } else if (std::find(choice.plugins.begin(), choice.plugins.end(), name) ==
+                 choice.plugins.end()) {
+        choice.plugins.emplace_back(name);
+      }
+    } else {
+      named.emplace_back(trimmed);
+    }
+  }
+  COLLTEST_RETURN_IF_ERROR(errors.status());
+  if (named.empty() && !choice.plugins.empty()) return choice;
+  COLLTEST_ASSIGN_OR_RETURN(choice.variants, ParseVariantsFlag(flag, absl::StrJoin(named, ",")));
+  return choice;
 }
 
 absl::StatusOr<std::vector<v1::Mode>> ParseModesFlag(absl::string_view flag,

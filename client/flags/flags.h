@@ -111,6 +111,13 @@ absl::StatusOr<std::vector<uint32_t>> ParseUint32ListFlag(absl::string_view flag
 // server's variants instead). Every unknown item is reported, one line each.
 absl::StatusOr<std::vector<v1::Variant>> ParseVariantsFlag(absl::string_view flag,
                                                            absl::string_view text);
+// What --variants names: variants (as ParseVariantsFlag) and kernel plugins ("plugin:NAME",
+// NAME of [a-z0-9_]{1,32}, docs/plugins.md), each once, in the order given.
+struct KernelChoice {
+  std::vector<v1::Variant> variants;
+  std::vector<std::string> plugins;
+};
+absl::StatusOr<KernelChoice> ParseKernelsFlag(absl::string_view flag, absl::string_view text);
 // "eager,graph" or "all".
 absl::StatusOr<std::vector<v1::Mode>> ParseModesFlag(absl::string_view flag,
                                                      absl::string_view text);

@@ -106,12 +106,9 @@ std::string FormatCompareTable(const v1::CompareResponse& comparison) {
   TextTable table(std::move(columns));
   for (const v1::CaseComparison& c : comparison.cases()) {
     std::vector<std::string> row = {
-        std::string(common::VariantName(c.variant())),
-        std::string(common::ModeName(c.mode())),
-        absl::StrCat(c.world_size()),
-        absl::StrCat(c.m()),
-        absl::StrCat(c.n()),
-        std::string(common::DTypeName(c.dtype())),
+        common::KernelName(c),        std::string(common::ModeName(c.mode())),
+        absl::StrCat(c.world_size()), absl::StrCat(c.m()),
+        absl::StrCat(c.n()),          std::string(common::DTypeName(c.dtype())),
     };
     if (epilogue) row.push_back(EpilogueLabel(c.epilogue(), c.keep_normed()));
     row.insert(row.end(), {HasSideA(c) ? Median(c.timing_a()) : "-",
@@ -137,7 +134,7 @@ std::string FormatCompareCsv(const v1::CompareResponse& comparison) {
     const std::vector<std::string> row = {
         CsvField(comparison.run_a()),
         CsvField(comparison.run_b()),
-        std::string(common::VariantName(c.variant())),
+        common::KernelName(c),
         std::string(common::ModeName(c.mode())),
         absl::StrCat(c.world_size()),
         absl::StrCat(c.m()),

@@ -28,7 +28,7 @@ void AddSide(const std::string& side, bool present, v1::CaseStatus status, const
 
 Json CaseComparisonJson(const v1::CaseComparison& c) {
   Json out = Json::object();
-  out["variant"] = std::string(common::VariantName(c.variant()));
+  out["variant"] = common::KernelName(c);
   out["mode"] = std::string(common::ModeName(c.mode()));
   out["world"] = c.world_size();
   out["m"] = c.m();
@@ -36,6 +36,10 @@ Json CaseComparisonJson(const v1::CaseComparison& c) {
   out["dtype"] = std::string(common::DTypeName(c.dtype()));
   out["epilogue"] = std::string(common::EpilogueName(c.epilogue()));
   out["keep_normed"] = c.keep_normed();
+  if (c.variant() == v1::VARIANT_PLUGIN) {
+    out["plugin_a"] = PluginJson(c.plugin_a());
+    out["plugin_b"] = PluginJson(c.plugin_b());
+  }
   out["fp8_format"] = c.fp8_format() != v1::FP8_FORMAT_UNSPECIFIED
                           ? std::string(common::Fp8FormatName(c.fp8_format()))
                           : "";

@@ -30,7 +30,7 @@ std::string TestCaseName(const v1::CaseComparison& c) {
 std::string TestCaseXml(const v1::CaseComparison& c) {
   std::string out =
       absl::StrFormat("  <testcase classname=\"colltest.compare.%s\" name=\"%s\" time=\"0\"",
-                      common::VariantName(c.variant()), XmlAttr(TestCaseName(c)));
+                      XmlAttr(common::KernelName(c)), XmlAttr(TestCaseName(c)));
   const absl::string_view verdict = common::CompareVerdictName(c.verdict());
   if (IsFailure(c)) {
     absl::StrAppend(&out, ">\n    <failure type=\"", verdict, "\" message=\"", XmlAttr(c.reason()),

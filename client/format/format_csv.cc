@@ -98,8 +98,9 @@ std::vector<std::string> CaseRow(const v1::RunResult& run, const v1::CaseResult&
   std::vector<std::string> row = {
       CsvField(run.run_id()),
       absl::StrCat(c.index()),
-      std::string(common::VariantName(c.variant())),
-      std::string(common::VariantName(EffectiveVariant(c))),
+      common::KernelName(c),
+      c.variant() == v1::VARIANT_PLUGIN ? common::KernelName(c)
+                                        : std::string(common::VariantName(EffectiveVariant(c))),
       std::string(common::ModeName(c.mode())),
       absl::StrCat(c.world_size()),
       absl::StrCat(c.m()),

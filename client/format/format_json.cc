@@ -17,11 +17,25 @@
 namespace colltest::client {
 namespace {
 
+}  // namespace
+
+Json PluginJson(const v1::PluginIdentity& plugin) {
+  Json out = Json::object();
+  out["name"] = plugin.name();
+  out["version"] = plugin.version();
+  out["sha256"] = plugin.sha256();
+  return out;
+}
+
+namespace {
+
 // The per-case identity fields are repeated on each rank so that a rank object stands alone when a
 // script flattens the ranks of many cases.
 void AddIdentity(const v1::CaseResult& c, Json& out) {
-  out["variant"] = std::string(common::VariantName(c.variant()));
-  out["resolved_variant"] = std::string(common::VariantName(EffectiveVariant(c)));
+  out["variant"] = common::KernelName(c);
+  out["resolved_variant"] = c.variant() == v1::VARIANT_PLUGIN
+                                ? common::KernelName(c)
+                                : std::string(common::VariantName(EffectiveVariant(c)));
   out["mode"] = std::string(common::ModeName(c.mode()));
   out["world"] = c.world_size();
   out["m"] = c.m();
@@ -32,6 +46,8 @@ void AddIdentity(const v1::CaseResult& c, Json& out) {
   out["residual"] = c.residual();
   out["epilogue"] = std::string(common::EpilogueName(c.epilogue()));
   out["keep_normed"] = c.keep_normed();
+  // Which build of a kernel plugin ran (docs/plugins.md): what a comparison of two builds shows.
+  if (c.variant() == v1::VARIANT_PLUGIN) out["plugin"] = PluginJson(c.plugin());
 }
 
 // The FP8 format an fp8 epilogue wrote; "" where none was (the proto's UNSPECIFIED).

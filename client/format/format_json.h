@@ -33,6 +33,9 @@ Json RunJson(const v1::RunResult& run);
 // A run's machine (MachineIdentity): devices with their UUID and bus id, and the links.
 Json MachineJson(const v1::MachineIdentity& machine);
 
+// {"name", "version", "sha256"}: the build of a kernel plugin a case ran.
+Json PluginJson(const v1::PluginIdentity& plugin);
+
 // The object FormatCompareJson prints.
 Json CompareJson(const v1::CompareResponse& comparison);
 

@@ -17,7 +17,7 @@ v1::Variant EffectiveVariant(const v1::CaseResult& c) {
 
 std::string VariantLabel(const v1::CaseResult& c) {
   const v1::Variant effective = EffectiveVariant(c);
-  if (effective == c.variant()) return std::string(common::VariantName(c.variant()));
+  if (effective == c.variant()) return common::KernelName(c);
   return absl::StrCat(common::VariantName(c.variant()), "(", common::VariantName(effective), ")");
 }
 

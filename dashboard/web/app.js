@@ -58,7 +58,7 @@ function fmtTime(unixMs) {
 // Enums arrive by name ("VARIANT_LAMPORT_TB"); numbers are accepted too. Absent = value 0.
 const ENUMS = {
   VARIANT: ['UNSPECIFIED', 'ONE_STAGE', 'TWO_KERNEL', 'LAMPORT', 'LAMPORT_TB', 'NCCL', 'AUTO',
-    'LAMPORT_TWO_SHOT'],
+    'LAMPORT_TWO_SHOT', 'PLUGIN'],
   MODE: ['UNSPECIFIED', 'EAGER', 'GRAPH'],
   DTYPE: ['UNSPECIFIED', 'BF16', 'FP16', 'FP32'],
   CASE_STATUS: ['UNSPECIFIED', 'OK', 'WRONG', 'HANG', 'ERROR', 'UNSUPPORTED'],
@@ -79,6 +79,32 @@ function enumName(kind, value) {
 }
 
 const variantName = (v) => enumName('VARIANT', v).toLowerCase();
+
+// Kernel plugins (docs/plugins.md). A case that ran one has variant VARIANT_PLUGIN and, in
+// `plugin`, the build it ran ({name, version, sha256}); a CaseComparison has the name itself in
+// `plugin` and the builds in plugin_a / plugin_b.
+const isPluginVariant = (v) => enumName('VARIANT', v) === 'PLUGIN';
+
+function pluginNameOf(p) {
+  if (!p) return '';
+  return typeof p === 'string' ? p : (p.name || '');
+}
+
+// The variant of a case as the CLI names it: "lamport", or "plugin:NAME" for a plugin's case, so
+// that two plugins never share a name (a table row, a plot series, a compare row).
+function caseVariantName(c) {
+  if (!isPluginVariant(c.variant)) return variantName(c.variant);
+  const name = pluginNameOf(c.plugin);
+  return name ? `plugin:${name}` : 'plugin';
+}
+
+// "1.0, sha256 dbe47fcd0c1b": which build of a plugin ran (for titles).
+function pluginBuild(p) {
+  if (!p || typeof p === 'string') return '';
+  return [p.version, p.sha256 && `sha256 ${shortHash(p.sha256)}`].filter(Boolean).join(', ');
+}
+
+const shortHash = (sha) => String(sha || '').slice(0, 12);
 // UNSPECIFIED means eager and bf16 in the API.
 const modeName = (v) => (enumName('MODE', v) === 'UNSPECIFIED' ? 'eager' : enumName('MODE', v).toLowerCase());
 const dtypeName = (v) => (enumName('DTYPE', v) === 'UNSPECIFIED' ? 'bf16' : enumName('DTYPE', v).toLowerCase());
@@ -265,6 +291,7 @@ async function loadDevices() {
     state.devices = d;
     renderHeader(d);
     renderVariantChoices(d);
+    renderKernelPlugins(d);
     renderGroups(d);
   } catch (e) {
     showError(e);
@@ -296,6 +323,13 @@ function renderVariantChoices(d) {
     box.append(el('label', {},
       el('input', {type: 'checkbox', name: 'variant', value, checked}), ' ', variantName(value)));
   }
+  // Each loaded kernel plugin is one more variant of the sweep (SweepSpec.plugins), never ticked
+  // until asked for.
+  for (const p of loadedPlugins(d)) {
+    box.append(el('label', {class: 'plugin-choice', title: `${p.path || ''} (${pluginBuild(p)})`},
+      el('input', {type: 'checkbox', name: 'plugin', value: p.name, checked: before.has(p.name)}),
+      ' ', `plugin:${p.name}`));
+  }
   const filter = $('#h-variant');
   if (filter.options.length <= 1) {
     for (const v of d.variants || []) {
@@ -303,6 +337,31 @@ function renderVariantChoices(d) {
       filter.append(el('option', {value}, variantName(value)));
     }
   }
+}
+
+function loadedPlugins(d) {
+  return (d.kernel_plugins || []).filter((p) => p.loaded && p.name);
+}
+
+// Every plugin colltestd was given, loaded or refused with the reason (ListDevices kernel_plugins).
+function renderKernelPlugins(d) {
+  const plugins = d.kernel_plugins || [];
+  const body = $('#plugins-table tbody');
+  clear(body);
+  for (const p of plugins) {
+    // A refused plugin whose struct could not be read has no name: its file names it.
+    const file = String(p.path || '').split('/').pop();
+    const variant = p.variant || (p.name ? `plugin:${p.name}` : file);
+    const loaded = !!p.loaded;
+    body.append(el('tr', {class: loaded ? '' : 'bad', dataset: {name: p.name || '', loaded: String(loaded)}},
+      el('td', {class: 'mono', title: p.path || ''}, variant),
+      el('td', {}, p.version || '-'),
+      el('td', {class: 'mono', title: p.sha256 || ''}, shortHash(p.sha256) || '-'),
+      el('td', {class: loaded ? 'plugin-loaded' : 'message plugin-refused'},
+        loaded ? 'loaded' : `refused: ${p.refused || 'no reason given'}`)));
+  }
+  $('#plugins-empty').hidden = plugins.length > 0;
+  $('#plugins-table').hidden = plugins.length === 0;
 }
 
 // The last HANG on the group: its verdict names the culprit rank; the culprit's device and when.
@@ -702,6 +761,7 @@ function renderRunMeta(run) {
     ['created', fmtTime(run.created_unix_ms)],
     ['finished', fmtTime(run.finished_unix_ms)],
     ['statuses', Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')],
+    ['plugins', runPlugins(run)],
     ['ranks per GPU', sharedGpu(run) ? `${ranksPerGpu(run)}${run.time_sliced ? ', time-sliced' : ''}` : ''],
     ['message', run.message || ''],
   ];
@@ -709,6 +769,20 @@ function renderRunMeta(run) {
     if (!value || value === '-') continue;
     meta.append(el('div', {}, el('dt', {}, key), el('dd', {}, value)));
   }
+}
+
+// "plugin:oneshot_norm 1.0 (sha256 dbe47fcd0c1b)": the plugins a run asked for, with the build
+// its cases ran where a case says.
+function runPlugins(run) {
+  const builds = new Map();
+  for (const c of run.cases || []) {
+    if (isPluginVariant(c.variant) && c.plugin && c.plugin.name) builds.set(c.plugin.name, c.plugin);
+  }
+  const names = [...new Set([...((run.spec && run.spec.plugins) || []), ...builds.keys()])];
+  return names.map((name) => {
+    const p = builds.get(name);
+    return [`plugin:${name}`, p && p.version, p && p.sha256 && `(sha256 ${shortHash(p.sha256)})`].filter(Boolean).join(' ');
+  }).join(', ');
 }
 
 // n, dtype and world: the plots show one combination at a time.
@@ -744,11 +818,13 @@ function renderCasesTable(cases) {
     const st = statusName(c.status);
     const t = c.timing || {};
     const diff = c.diff || {};
-    const variant = variantName(c.variant) +
-      (c.resolved_variant && variantName(c.resolved_variant) !== variantName(c.variant) ? ` (${variantName(c.resolved_variant)})` : '');
+    const plugin = isPluginVariant(c.variant);
+    const name = caseVariantName(c);
+    const variant = name + (!plugin && c.resolved_variant && variantName(c.resolved_variant) !== variantName(c.variant)
+      ? ` (${variantName(c.resolved_variant)})` : '');
     const cls = BAD_STATUSES.has(st) ? 'bad' : (st === 'UNSUPPORTED' ? 'unsupported' : '');
-    body.append(el('tr', {class: cls, dataset: {index: String(num(c.index)), status: st, epilogue: epilogueLabel(c)}},
-      el('td', {}, variant),
+    body.append(el('tr', {class: cls, dataset: {index: String(num(c.index)), status: st, epilogue: epilogueLabel(c), variant: name}},
+      el('td', {title: plugin ? pluginBuild(c.plugin) || null : null}, variant),
       el('td', {}, modeName(c.mode)),
       el('td', {class: 'num'}, String(num(c.world_size))),
       el('td', {class: 'num'}, String(num(c.m))),
@@ -776,6 +852,21 @@ const VARIANT_COLORS = {
   nccl: '#444444', auto: '#9467bd', lamport_two_shot: '#8c564b',
 };
 const ANCHOR_VARIANT = 'nccl';
+// Plugins ("plugin:NAME") get colours of their own, the same for a name on every page.
+const PLUGIN_COLORS = ['#e377c2', '#bcbd22', '#17becf', '#7f7f7f', '#aec7e8', '#98df8a', '#ff9896', '#c5b0d5'];
+
+function variantColor(variant) {
+  if (VARIANT_COLORS[variant]) return VARIANT_COLORS[variant];
+  let hash = 0;
+  for (const ch of variant) hash = (hash * 31 + ch.codePointAt(0)) >>> 0;
+  return PLUGIN_COLORS[hash % PLUGIN_COLORS.length];
+}
+
+// The enum's order for colltest's own variants; the plugins after them (by name, see the sort).
+function variantRank(variant) {
+  const i = ENUMS.VARIANT.indexOf(variant.toUpperCase());
+  return i >= 0 && variant !== 'plugin' ? i : ENUMS.VARIANT.length;
+}
 
 // The cases of the selected n / dtype / world as series: one per variant, per mode when the run
 // has several modes ("lamport graph"), per epilogue when it has several ("lamport fp8_token",
@@ -792,7 +883,8 @@ function buildSeries(cases) {
     [modes.length > 1 ? mode : '', epilogues.length > 1 ? epilogue : ''].filter(Boolean).join(' ');
   const byKey = new Map();
   for (const c of chosen) {
-    const variant = variantName(c.variant);
+    // "plugin:NAME" for a plugin's case: each plugin is a series of its own.
+    const variant = caseVariantName(c);
     const mode = modeName(c.mode);
     const epilogue = epilogueLabel(c);
     const key = `${variant}|${mode}|${epilogue}`;
@@ -812,9 +904,9 @@ function buildSeries(cases) {
       s.busbw[i] = num(c.busbw_gbps) > 0 ? num(c.busbw_gbps) : null;
     }
   }
-  const order = ENUMS.VARIANT.map((v) => v.toLowerCase());
   const series = [...byKey.values()].sort((a, b) =>
-    (order.indexOf(a.variant) - order.indexOf(b.variant)) || a.mode.localeCompare(b.mode) ||
+    (variantRank(a.variant) - variantRank(b.variant)) || a.variant.localeCompare(b.variant) ||
+    a.mode.localeCompare(b.mode) ||
     (epilogueRank(a.epilogue) - epilogueRank(b.epilogue)));
   const groups = [];
   for (const mode of modes) {
@@ -886,7 +978,7 @@ function lighten(hex, fraction) {
 const EPILOGUE_SHADES = [0, 0.45, 0.65, 0.8];
 
 function seriesStyle(s) {
-  const color = VARIANT_COLORS[s.variant] || '#17becf';
+  const color = variantColor(s.variant);
   const shade = EPILOGUE_SHADES[Math.min(s.shade, EPILOGUE_SHADES.length - 1)] || 0;
   const style = {stroke: shade ? lighten(color, shade) : color, width: 2};
   // The anchor (nccl) is dashed; graph mode is drawn dotted so that modes stay apart.
@@ -985,7 +1077,7 @@ function renderPlots(cases) {
   }
   // A marker where the fastest variant changes, at the first m of the new winner.
   const markers = segments.filter((s, i) => i > 0 && segments[i - 1].group === s.group)
-    .map((s) => ({x: s.from, label: `${s.group ? s.group + ' ' : ''}${s.variant} fastest`, color: VARIANT_COLORS[s.variant] || '#333'}));
+    .map((s) => ({x: s.from, label: `${s.group ? s.group + ' ' : ''}${s.variant} fastest`, color: variantColor(s.variant)}));
   const where = `n=${plotChoice.n} ${plotChoice.dtype} world=${plotChoice.world}`;
   // Ranks that shared a GPU: the plots say what their figures are, as the note above them does.
   const shown = state.shown;
@@ -1185,8 +1277,9 @@ function renderCompare(c) {
   $('#compare-table').classList.toggle('with-epilogue', anyQuantising(c.cases || []));
   for (const k of c.cases || []) {
     const verdict = enumName('COMPARE_VERDICT', k.verdict);
-    body.append(el('tr', {class: `verdict-${verdict.toLowerCase()}`, dataset: {verdict, epilogue: epilogueLabel(k)}},
-      el('td', {}, variantName(k.variant)),
+    const variant = caseVariantName(k);
+    body.append(el('tr', {class: `verdict-${verdict.toLowerCase()}`, dataset: {verdict, epilogue: epilogueLabel(k), variant}},
+      el('td', {title: comparedBuilds(k) || null}, variant),
       el('td', {}, modeName(k.mode)),
       el('td', {class: 'num'}, String(num(k.world_size))),
       el('td', {class: 'num'}, String(num(k.m))),
@@ -1201,6 +1294,13 @@ function renderCompare(c) {
       el('td', {}, statusName(k.status_b)),
       el('td', {class: 'message'}, k.reason || '')));
   }
+}
+
+// The two builds of a compared plugin case: "A: 1.0, sha256 ...\nB: 1.1, sha256 ...".
+function comparedBuilds(k) {
+  if (!isPluginVariant(k.variant)) return '';
+  return [['A', k.plugin_a], ['B', k.plugin_b]].filter(([, p]) => pluginBuild(p))
+    .map(([side, p]) => `${side}: ${pluginBuild(p)}`).join('\n');
 }
 
 // The epilogue of a compared case; its title gives the quantisation figures of A and B.

@@ -96,8 +96,9 @@ typedef struct {
 /* One call: all pointers are this rank's, in the backend's memory, m x n row-major unless said. */
 typedef struct {
   const void* input;       /* this rank's contribution, dtype */
-  const void* residual_in; /* dtype */
-  void* residual_out;      /* dtype: the sum of every rank's input, plus residual_in */
+  const void* residual_in; /* dtype; NULL when the case has no residual add (no_residual) */
+  void* residual_out;      /* dtype: the sum of every rank's input (in fp32, rank 0 first, rounded
+                              to dtype), plus residual_in (rounded to dtype) when given */
   const void* weight;      /* n elements, dtype */
   void* out;               /* dtype: RMSNorm(residual_out) * weight; NULL when the epilogue
                               replaces it (colltest then checks the codes and scales only) */

@@ -30,6 +30,9 @@ ServerLimits LimitsFor(const ServiceOptions& options) {
   limits.max_active_runs_per_owner = options.max_active_runs_per_owner;
   for (const v1::Device& d : options.devices) limits.placement.Place(d.index(), d.physical_index());
   limits.time_sliced_round_trip_us = options.time_sliced_round_trip_us;
+  for (const v1::KernelPlugin& p : options.kernel_plugins) {
+    if (p.loaded()) limits.kernel_plugins.push_back(p);
+  }
   return limits;
 }
 

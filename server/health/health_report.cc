@@ -24,8 +24,7 @@ v1::CaseStatus HealthStatus(v1::CaseStatus s) {
 }
 
 std::string CaseLabel(const v1::CaseResult& c) {
-  return absl::StrCat(common::VariantName(c.variant()), " ", common::ModeName(c.mode()),
-                      " m=", c.m());
+  return absl::StrCat(common::KernelName(c), " ", common::ModeName(c.mode()), " m=", c.m());
 }
 
 // Folds one case into a target: the worst status with its message, and the latency samples.

@@ -35,15 +35,17 @@ v1::Fp8Format Fp8FormatOf(const v1::CaseResult& c) {
   return fp8 ? c.fp8_format() : v1::FP8_FORMAT_UNSPECIFIED;
 }
 
-// (variant, mode, world_size, m, n, dtype, epilogue, keep_normed), unset mode, dtype and epilogue
-// as the server runs them. The fp8 format is matched apart (FormatsMatch): a case that never ran
-// has none to tell.
-using CaseKey = std::tuple<int, int, uint32_t, uint32_t, uint32_t, int, int, bool>;
+// (variant, mode, world_size, m, n, dtype, epilogue, keep_normed, plugin name), unset mode, dtype
+// and epilogue as the server runs them. The fp8 format is matched apart (FormatsMatch): a case that
+// never ran has none to tell. Two builds of one plugin match: that is the regression check.
+using CaseKey = std::tuple<int, int, uint32_t, uint32_t, uint32_t, int, int, bool, std::string>;
 
 CaseKey KeyOf(const v1::CaseResult& c) {
   const v1::Mode mode = c.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_EAGER : c.mode();
   const v1::DType dtype = c.dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_BF16 : c.dtype();
-  return {c.variant(), mode, c.world_size(), c.m(), c.n(), dtype, EpilogueOf(c), KeepNormedOf(c)};
+  return {
+      c.variant(),      mode, c.world_size(), c.m(), c.n(), dtype, EpilogueOf(c), KeepNormedOf(c),
+      c.plugin().name()};
 }
 
 // e4m3fn and e4m3fnuz codes are different numbers, never one case; a case whose format is unknown
@@ -152,6 +154,7 @@ void SetIdentity(const v1::CaseResult& c, v1::CaseComparison* out) {
   out->set_epilogue(EpilogueOf(c));
   out->set_keep_normed(KeepNormedOf(c));
   out->set_fp8_format(Fp8FormatOf(c));
+  out->set_plugin(c.plugin().name());
 }
 
 std::string StatusChange(const v1::CaseResult& a, const v1::CaseResult& b) {
@@ -162,6 +165,17 @@ std::string StatusChange(const v1::CaseResult& a, const v1::CaseResult& b) {
 }
 
 // `auto` is matched as `auto`; when it dispatched differently, that likely explains the change.
+// Two builds of one kernel plugin: which ones, so that a regression names the build that brought
+// it.
+std::string PluginNote(const v1::CaseResult& a, const v1::CaseResult& b) {
+  if (a.variant() != v1::VARIANT_PLUGIN || a.plugin().sha256() == b.plugin().sha256()) return "";
+  auto build = [](const v1::PluginIdentity& p) {
+    return absl::StrCat(p.version(), " (sha256 ", p.sha256().substr(0, 12), ")");
+  };
+  return absl::StrCat("; ", common::KernelName(b), " ", build(a.plugin()), " -> ",
+                      build(b.plugin()));
+}
+
 std::string DispatchNote(const v1::CaseResult& a, const v1::CaseResult& b) {
   if (a.variant() != v1::VARIANT_AUTO || a.resolved_variant() == b.resolved_variant()) return "";
   return absl::StrCat("; auto dispatched to ", common::VariantName(b.resolved_variant()), " (was ",
@@ -213,7 +227,9 @@ Judged JudgeMatched(const v1::CaseResult& a, const v1::CaseResult& b, double thr
     out.set_verdict(v1::COMPARE_VERDICT_SAME);
     out.set_reason(absl::StrCat(StatusChange(a, b), ", no timing to compare"));
   }
-  out.set_reason(out.reason() + DispatchNote(a, b));
+  out.set_reason(out.reason() + DispatchNote(a, b) + PluginNote(a, b));
+  *out.mutable_plugin_a() = a.plugin();
+  *out.mutable_plugin_b() = b.plugin();
   return j;
 }
 
@@ -283,9 +299,9 @@ std::vector<Judged> JudgeAll(const v1::RunResult& a, const v1::RunResult& b, dou
 // "lamport graph w=4 m=64 n=7168 bf16", then the epilogue when there is one: "... bf16 fp8_token
 // e4m3fn keep_normed".
 std::string CaseLabel(const v1::CaseComparison& c) {
-  std::string label = absl::StrCat(common::VariantName(c.variant()), " ",
-                                   common::ModeName(c.mode()), " w=", c.world_size(), " m=", c.m(),
-                                   " n=", c.n(), " ", common::DTypeName(c.dtype()));
+  std::string label =
+      absl::StrCat(common::KernelName(c), " ", common::ModeName(c.mode()), " w=", c.world_size(),
+                   " m=", c.m(), " n=", c.n(), " ", common::DTypeName(c.dtype()));
   if (c.epilogue() == v1::EPILOGUE_NONE || c.epilogue() == v1::EPILOGUE_UNSPECIFIED) return label;
   absl::StrAppend(&label, " ", common::EpilogueName(c.epilogue()));
   if (c.fp8_format() != v1::FP8_FORMAT_UNSPECIFIED) {

@@ -252,7 +252,7 @@ void Metrics::SetBackend(const std::string& backend, const std::vector<v1::Devic
 }
 
 void Metrics::ObserveCase(const v1::CaseResult& result) {
-  const std::string variant(common::VariantName(result.variant()));
+  const std::string variant = common::KernelName(result);
   const std::string mode = ModeLabel(result.mode());
   impl_->cases.Add({{"status", StatusLabel(result.status())}, {"variant", variant}, {"mode", mode}})
       .Increment();

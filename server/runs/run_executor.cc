@@ -95,6 +95,7 @@ std::optional<v1::CaseResult> RunExecutor::RunOne(
     last_failure = replies.status();
     result = FailedCase(index, devices, concrete, replies.status());
   }
+  if (request.variant() == v1::VARIANT_PLUGIN) *result.mutable_plugin() = PluginIdentityOf(request);
   if (choice.has_value()) {
     result.set_variant(v1::VARIANT_AUTO);
     result.set_resolved_variant(choice->variant);
@@ -103,6 +104,17 @@ std::optional<v1::CaseResult> RunExecutor::RunOne(
                            : absl::StrCat("auto -> ", choice->why, "; ", result.message()));
   }
   return result;
+}
+
+v1::PluginIdentity RunExecutor::PluginIdentityOf(const wv1::CaseRequest& request) const {
+  v1::PluginIdentity id;
+  id.set_name(request.plugin());
+  for (const v1::KernelPlugin& p : limits_.kernel_plugins) {
+    if (p.name() != request.plugin()) continue;
+    id.set_version(p.version());
+    id.set_sha256(p.sha256());
+  }
+  return id;
 }
 
 void RunExecutor::Count(const v1::CaseResult& result, const std::vector<uint32_t>& devices,
@@ -227,8 +239,7 @@ RunExecutor::Loop RunExecutor::RunCases(const std::string& id, const v1::SweepSp
     result.set_wall_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
     if (result.status() != v1::CASE_STATUS_OK) {
       // std::string: fmt cannot print an absl::string_view.
-      spdlog::warn("run {} case {} ({} {} m={} n={}): {} {}", id, i,
-                   std::string(common::VariantName(result.variant())),
+      spdlog::warn("run {} case {} ({} {} m={} n={}): {} {}", id, i, common::KernelName(result),
                    std::string(common::ModeName(result.mode())), result.m(), result.n(),
                    std::string(common::CaseStatusName(result.status())), result.message());
     }

@@ -87,6 +87,9 @@ class RunExecutor {
   }
 
  private:
+  // The build of the kernel plugin a VARIANT_PLUGIN case ran, as colltestd loaded it.
+  colltest::v1::PluginIdentity PluginIdentityOf(
+      const colltest::worker::v1::CaseRequest& request) const;
   // What the case loop of one run ended with.
   struct Loop {
     uint32_t done = 0;

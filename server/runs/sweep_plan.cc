@@ -60,8 +60,9 @@ wv1::CaseRequest CommonRequest(const v1::SweepSpec& spec) {
 }  // namespace
 
 uint64_t SweepCaseCount(const v1::SweepSpec& spec) {
-  return static_cast<uint64_t>(spec.m_size()) * spec.n_size() * spec.variants_size() *
-         std::max(spec.modes_size(), 1) * std::max(spec.epilogues_size(), 1);
+  return static_cast<uint64_t>(spec.m_size()) * spec.n_size() *
+         (spec.variants_size() + spec.plugins_size()) * std::max(spec.modes_size(), 1) *
+         std::max(spec.epilogues_size(), 1);
 }
 
 SweepPlan PlanSweep(const v1::SweepSpec& spec, uint64_t first_case_id) {
@@ -78,12 +79,19 @@ SweepPlan PlanSweep(const v1::SweepSpec& spec, uint64_t first_case_id) {
   uint64_t id = first_case_id;
   for (uint32_t n : spec.n()) {
     for (uint32_t m : spec.m()) {
-      for (int variant : spec.variants()) {
+      // The variants, then the kernel plugins as variants of their own.
+      const int kernels = spec.variants_size() + spec.plugins_size();
+      for (int k = 0; k < kernels; ++k) {
         for (v1::Mode mode : modes) {
           for (v1::Epilogue epilogue : epilogues) {
             wv1::CaseRequest& c = plan.cases.emplace_back(common);
             c.set_case_id(id++);
-            c.set_variant(static_cast<v1::Variant>(variant));
+            if (k < spec.variants_size()) {
+              c.set_variant(static_cast<v1::Variant>(spec.variants(k)));
+            } else {
+              c.set_variant(v1::VARIANT_PLUGIN);
+              c.set_plugin(spec.plugins(k - spec.variants_size()));
+            }
             c.set_mode(mode);
             c.set_m(m);
             c.set_n(n);

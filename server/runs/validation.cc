@@ -165,18 +165,50 @@ absl::Status CheckCaseBytes(const v1::SweepSpec& spec, const ServerLimits& limit
   return absl::OkStatus();
 }
 
-absl::Status CheckVariants(const v1::SweepSpec& spec) {
-  if (spec.variants_size() == 0) {
-    return Invalid("variants: empty (give at least one, e.g. one_stage or lamport)");
+// Kernel plugins by name: each one colltestd loaded, once (docs/plugins.md).
+absl::Status CheckPlugins(const v1::SweepSpec& spec, const ServerLimits& limits) {
+  if (spec.plugins_size() > static_cast<int>(kMaxPlugins)) {
+    return Invalid(absl::StrCat("plugins: ", spec.plugins_size(), " given, at most ", kMaxPlugins));
+  }
+  std::vector<std::string> loaded;
+  for (const v1::KernelPlugin& p : limits.kernel_plugins) loaded.push_back(p.name());
+  std::set<std::string> seen;
+  for (int i = 0; i < spec.plugins_size(); ++i) {
+    const std::string& name = spec.plugins(i);
+    if (std::find(loaded.begin(), loaded.end(), name) == loaded.end()) {
+      return Invalid(absl::StrCat(
+          "plugins[", i, "] = \"", common::EscapeForTerminal(absl::string_view(name).substr(0, 40)),
+          "\": no kernel plugin of that name is loaded (",
+          loaded.empty() ? "none is: colltestd --kernel-plugin"
+                         : absl::StrCat("loaded: ", absl::StrJoin(loaded, ", ")),
+          ")"));
+    }
+    if (!seen.insert(name).second) {
+      return Invalid(absl::StrCat("plugins[", i, "] = \"", name, "\": listed twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckVariants(const v1::SweepSpec& spec, const ServerLimits& limits) {
+  if (spec.variants_size() == 0 && spec.plugins_size() == 0) {
+    return Invalid(
+        "variants: empty (give at least one, e.g. one_stage or lamport, or a kernel plugin)");
   }
   for (int i = 0; i < spec.variants_size(); ++i) {
     const int v = spec.variants(i);
+    if (v == v1::VARIANT_PLUGIN) {
+      return Invalid(absl::StrCat("variants[", i,
+                                  "] = plugin: a kernel plugin is named in plugins (the CLI's "
+                                  "plugin:NAME), not asked for as a variant"));
+    }
     if (v == v1::VARIANT_UNSPECIFIED || !v1::Variant_IsValid(v)) {
       return Invalid(
           absl::StrCat("variants[", i, "] = ", v, Unknown("variant", common::VariantNames())));
     }
   }
-  return CheckUnique("variants", spec.variants());
+  COLLTEST_RETURN_IF_ERROR(CheckUnique("variants", spec.variants()));
+  return CheckPlugins(spec, limits);
 }
 
 absl::Status CheckModes(const v1::SweepSpec& spec, v1::SweepSpec& out) {
@@ -321,8 +353,8 @@ absl::Status CheckCaseCount(const v1::SweepSpec& out) {
   const uint64_t cases = SweepCaseCount(out);
   if (cases > kMaxCases) {
     return Invalid(absl::StrCat("cases = ", cases, " (", out.m_size(), " m x ", out.n_size(),
-                                " n x ", out.variants_size(), " variants x ", out.modes_size(),
-                                " modes x ", out.epilogues_size(),
+                                " n x ", out.variants_size() + out.plugins_size(), " variants x ",
+                                out.modes_size(), " modes x ", out.epilogues_size(),
                                 " epilogues): must be <= ", kMaxCases, " (split the sweep)"));
   }
   return absl::OkStatus();
@@ -340,7 +372,7 @@ absl::StatusOr<v1::SweepSpec> ValidateSpec(const v1::SweepSpec& spec, const Serv
   // The pack and the byte budget come from the resolved dtype.
   const bool hidden = dtype && problems.Add(CheckHidden(out));
   const bool shapes = rows && hidden && problems.Add(CheckCaseBytes(out, limits));
-  const bool variants = problems.Add(CheckVariants(spec));
+  const bool variants = problems.Add(CheckVariants(spec, limits));
   const bool modes = problems.Add(CheckModes(spec, out));
   const bool epilogues = problems.Add(CheckEpilogues(spec, out));
   problems.Add(CheckQuantSettings(spec, out));

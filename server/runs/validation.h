@@ -26,6 +26,7 @@ inline constexpr uint32_t kMaxStressCalls = 100000;
 inline constexpr uint32_t kMaxTimeoutMs = 600000;
 inline constexpr uint32_t kMaxCases = 4096;  // expanded m x n x variants x modes x epilogues
 inline constexpr uint32_t kMaxGridBlocks = 1024;
+inline constexpr uint32_t kMaxPlugins = 16;  // SweepSpec.plugins
 // A timing probe of the consumer's re-arm store needs a few repeats to show their cost; every
 // repeat is one more store per pack per call, so 2^32 of them turn any case into a HANG that tears
 // the group down. 64 keeps the worst case within a small multiple of a normal one.
@@ -52,6 +53,8 @@ struct ServerLimits {
   // Above 0: ranks that share a GPU are time-sliced (colltestd --allow-time-slicing), with this
   // flag round trip between two processes' kernels; their case timeouts grow (sweep_plan.h).
   double time_sliced_round_trip_us = 0;
+  // The kernel plugins colltestd loaded (docs/plugins.md): SweepSpec.plugins names them.
+  std::vector<colltest::v1::KernelPlugin> kernel_plugins;
 };
 
 // Checks `spec` and returns a normalized copy (or every problem found; a check that needs an

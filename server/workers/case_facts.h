@@ -38,12 +38,17 @@ struct RankFacts {
   // The peer its page said it waited for when the group was stopped (common/worker_page.h); -1
   // when it waited for nobody or the group was not stopped.
   int32_t awaited_at_stop = -1;
+  // The kernel plugin entry point it was inside when the case ended (common/worker_page.h
+  // PluginEntry; 0: none), and the call of a launch.
+  uint32_t plugin_entry = 0;
+  uint64_t plugin_call = 0;
 };
 
 // One case on one group.
 struct CaseFacts {
   std::vector<RankFacts> ranks;  // rank order
   absl::Duration deadline;       // the host deadline the calls ran under
+  std::string plugin;            // "plugin:<name>" when the case ran a kernel plugin
   // The first rank found dead, late or stuck (whose failure got the group killed).
   std::optional<size_t> first_failed;
   bool cancelled = false;      // stopped by the cancel check: the reports are not a verdict

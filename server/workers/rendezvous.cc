@@ -88,6 +88,7 @@ absl::Status SameResidentBlocksOnEveryRank(absl::Span<const InitReply> replies) 
 
 absl::Status Rendezvous(absl::Span<const std::unique_ptr<WorkerProcess>> ranks,
                         uint64_t max_case_bytes, uint32_t ranks_on_device, uint32_t device_slots,
+                        absl::Span<const colltest::v1::KernelPlugin> kernel_plugins,
                         absl::Duration timeout, const std::function<void()>& abort,
                         std::vector<InitReply>& init_replies) {
   const uint32_t world = static_cast<uint32_t>(ranks.size());
@@ -101,6 +102,8 @@ absl::Status Rendezvous(absl::Span<const std::unique_ptr<WorkerProcess>> ranks,
         request.set_max_case_bytes(max_case_bytes);
         request.set_ranks_on_device(ranks_on_device);
         request.set_device_slots(device_slots);
+        for (const colltest::v1::KernelPlugin& p : kernel_plugins)
+          *request.add_kernel_plugins() = p;
         // The controller names the segments so that it can find them after a crash
         // (server/workers/shm_segments.h); backends without any ignore it.
         request.set_shm_prefix(common::ShmSegmentPrefix(getpid(), ranks[rank]->pid()));

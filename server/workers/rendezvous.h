@@ -21,9 +21,10 @@ namespace colltest::server {
 // failure `abort` runs (the caller kills the group, so that ranks blocked in a collective Connect
 // fail at once) and the error names that rank. `init_replies` receives every Init reply that
 // arrived (empty entries for the rest), on failure too, so the caller can release what the workers
-// exported.
+// exported. `kernel_plugins`: the plugins every rank loads (docs/plugins.md).
 absl::Status Rendezvous(absl::Span<const std::unique_ptr<WorkerProcess>> ranks,
                         uint64_t max_case_bytes, uint32_t ranks_on_device, uint32_t device_slots,
+                        absl::Span<const colltest::v1::KernelPlugin> kernel_plugins,
                         absl::Duration timeout, const std::function<void()>& abort,
                         std::vector<colltest::worker::v1::InitReply>& init_replies);
 

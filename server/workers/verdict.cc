@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/names.h"
+#include "common/worker_page.h"
 
 namespace colltest::server {
 namespace {
@@ -109,6 +110,47 @@ void KilledByUsVerdict(const Unanswered& u, v1::RankResult& result) {
   result.set_phase(culprit_died ? "" : "aborted");
 }
 
+// A rank that died in, or never came back from, a kernel plugin's entry point (its page said
+// which): the plugin and the call are named, since the kernel is not colltest's
+// (docs/plugins.md).
+void InPluginVerdict(const Unanswered& u, v1::RankResult& result) {
+  if (u.c.plugin.empty() || u.c.cancel_killed || u.f.failure == CallFailure::kError) return;
+  if (u.f.plugin_entry == 0) {
+    if (u.f.failure == CallFailure::kDied) return;  // died outside it: the plain message
+    // Stopped outside the plugin while its peers were inside (a stall_rank fault, a wedged
+    // host): likely the rank their kernels waited for, since the plugin says nothing.
+    result.set_status(v1::CASE_STATUS_HANG);
+    result.set_suspect_peer(-1);
+    result.set_phase(absl::StrCat("outside ", u.c.plugin));
+    result.set_message(absl::StrCat(PidOf(u), " was outside ", u.c.plugin,
+                                    " (between calls or checking) when the group was stopped"));
+    return;
+  }
+  const std::string where = absl::StrCat(u.c.plugin, " ", PluginEntryName(u.f.plugin_entry));
+  const std::string call = u.f.plugin_entry == static_cast<uint32_t>(PluginEntry::kLaunch) ||
+                                   u.f.plugin_entry == static_cast<uint32_t>(PluginEntry::kKernel)
+                               ? absl::StrCat(" (call ", u.f.plugin_call, ")")
+                               : "";
+  switch (u.f.failure) {
+    case CallFailure::kDied:
+      result.set_message(absl::StrCat(PidOf(u), " died in ", where, call, ": ", u.f.exit));
+      result.set_phase(where);
+      return;
+    case CallFailure::kLate:
+    case CallFailure::kStalled:
+    case CallFailure::kAbandoned:
+    case CallFailure::kKilledByUs:  // stopped with its group while still inside the plugin
+      result.set_status(v1::CASE_STATUS_HANG);
+      result.set_suspect_peer(-1);
+      result.set_message(
+          absl::StrCat(where, call, " did not finish on rank ", u.rank, ": ", result.message()));
+      result.set_phase(where);
+      return;
+    default:
+      return;
+  }
+}
+
 v1::RankResult UnansweredVerdict(const Unanswered& u) {
   v1::RankResult result;
   result.set_suspect_peer(-1);
@@ -144,6 +186,7 @@ v1::RankResult UnansweredVerdict(const Unanswered& u) {
       KilledByUsVerdict(u, result);
       break;
   }
+  InPluginVerdict(u, result);
   return result;
 }
 
@@ -360,7 +403,21 @@ std::string HangVerdict(absl::Span<const v1::RankResult> ranks) {
     }
     verdict = absl::StrCat("ranks disagree: ", absl::StrJoin(parts, "; "));
   }
+  // Ranks that never came back from one kernel plugin entry point: one line naming them all.
+  std::map<std::string, std::vector<const v1::RankResult*>> in_plugin;
+  std::vector<const v1::RankResult*> silent;
   for (const v1::RankResult* r : claims.silent) {
+    (absl::StartsWith(r->phase(), "plugin:") ? in_plugin[r->phase()] : silent).push_back(r);
+  }
+  for (const auto& [phase, hung] : in_plugin) {
+    std::vector<uint32_t> others;
+    for (const v1::RankResult* r : hung) {
+      if (r != hung.front()) others.push_back(r->rank());
+    }
+    absl::StrAppend(&verdict, verdict.empty() ? "" : "; ", hung.front()->message(),
+                    others.empty() ? "" : absl::StrCat(" (also ", RankList(others), ")"));
+  }
+  for (const v1::RankResult* r : silent) {
     std::string what = r->message();
     if (what.empty()) what = absl::StrCat("hung", InPhase(r->phase()));
     absl::StrAppend(&verdict, verdict.empty() ? "" : "; ", Attributed(r->rank(), what));

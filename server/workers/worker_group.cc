@@ -87,8 +87,8 @@ absl::StatusOr<std::unique_ptr<WorkerGroup>> WorkerGroup::Start(const WorkerPool
   std::vector<InitReply> init_replies;
   const absl::Status status = Rendezvous(
       group->ranks_, options.max_case_bytes, options.placement.RanksOnOneDevice(devices),
-      options.placement.SlotsPerDevice(), options.spawn_timeout, [g = group.get()] { g->Kill(); },
-      init_replies);
+      options.placement.SlotsPerDevice(), options.kernel_plugins, options.spawn_timeout,
+      [g = group.get()] { g->Kill(); }, init_replies);
   {
     absl::MutexLock lock(&group->kill_mu_);
     for (const InitReply& reply : init_replies) {
@@ -135,6 +135,9 @@ CaseFacts WorkerGroup::RunCase(const CaseRequest& request, const CancelCheck& ca
   const size_t world = ranks_.size();
   CaseFacts facts;
   facts.deadline = CaseDeadline(request, grace_);
+  if (request.variant() == colltest::v1::VARIANT_PLUGIN) {
+    facts.plugin = absl::StrCat("plugin:", request.plugin());
+  }
   facts.ranks.resize(world);
   // One absolute deadline for all ranks: threads start at slightly different times.
   const auto deadline_at =
@@ -162,6 +165,8 @@ CaseFacts WorkerGroup::RunCase(const CaseRequest& request, const CancelCheck& ca
     RankFacts& f = facts.ranks[rank];
     f.device = devices_[rank];
     f.awaited_at_stop = watch.awaited_at_stop[rank];
+    // The page outlives the process: a rank that died inside a plugin still says where.
+    f.plugin_entry = ranks_[rank]->PluginEntryNow(f.plugin_call);
     if (watch.stalled_for[rank] > absl::ZeroDuration()) {
       f.failure = CallFailure::kStalled;
       f.stalled_for = watch.stalled_for[rank];

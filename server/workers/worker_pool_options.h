@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "colltest/v1/worker.pb.h"
@@ -40,6 +41,8 @@ struct WorkerPoolOptions {
   // exit is no failure. Not a restart; its GroupHealth stays SERVING with a message saying it is
   // idle (IsIdleMessage). Zero: groups live until a failure or Shutdown().
   absl::Duration idle_timeout = absl::ZeroDuration();
+  // The kernel plugins colltestd loaded (docs/plugins.md); every rank of every group loads them.
+  std::vector<colltest::v1::KernelPlugin> kernel_plugins;
 };
 
 }  // namespace colltest::server

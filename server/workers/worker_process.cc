@@ -136,6 +136,11 @@ WorkerProcess::~WorkerProcess() {
 
 uint64_t WorkerProcess::Heartbeat() const { return page_->beats.load(std::memory_order_relaxed); }
 
+uint32_t WorkerProcess::PluginEntryNow(uint64_t& call) const {
+  call = page_->plugin_call.load(std::memory_order_relaxed);
+  return page_->plugin_entry.load(std::memory_order_relaxed);
+}
+
 int WorkerProcess::AwaitedPeer() const {
   return static_cast<int>(page_->awaiting_plus_one.load(std::memory_order_relaxed)) - 1;
 }

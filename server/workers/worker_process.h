@@ -67,6 +67,9 @@ class WorkerProcess {
 
   // The worker's progress counter (common/worker_page.h): it moves while the worker works.
   uint64_t Heartbeat() const;
+  // The kernel plugin entry point the worker is inside (common/worker_page.h PluginEntry, 0: none)
+  // and, in `call`, the call of a launch; readable after the process died.
+  uint32_t PluginEntryNow(uint64_t& call) const;
   // The peer the worker says it waits for right now, -1 for none.
   int AwaitedPeer() const;
   // Asks the worker to stop its case (true), or clears the request before the next case (false).

@@ -7,6 +7,13 @@ a sweep from the form with m as a range of the CLI's grammar, waits for every ca
 (one series per chosen variant), finds the run in the history, restarts colltestd on the same
 state dir and finds the run again (and opens it). Saves a screenshot of the results view.
 
+colltestd is given a kernel plugin (docs/plugins.md): the fixture oneshot_norm.so copied into a
+private folder (a plugin and every folder above it may be writable by its owner only). The page
+lists it (variant, version, the start of its SHA-256, loaded) and offers it unticked among the
+variants; a sweep with it ticked has rows named "plugin:oneshot_norm", OK, a plot series of its
+own (and a second plugin's cases would be another), the comparison names it, and the run opened
+from the history after the restart still does.
+
 Run with Debian's python: /usr/bin/python3 tests/browser/dashboard_test.py --bin-dir build/bin
 Needs the packages chromium and python3-websocket (scripts/setup.sh); without them it FAILS.
 Exit status 0 on success, 1 on any failure (with the page's error box, the browser's console
@@ -15,6 +22,7 @@ and colltestd's log printed).
 
 import argparse
 import base64
+import hashlib
 import json
 import os
 import re
@@ -41,6 +49,17 @@ EPILOGUE = 'fp8_token'
 BAD_M = '1:100000:+1'
 BAD_M_MESSAGE = "m: more than 4096 values (range '1:100000:+1'), the limit is 4096"
 BAD_N = '8q'
+# The kernel plugin (tests/plugins/fixtures, target colltest_fixture_oneshot_norm): the example
+# examples/plugins/oneshot_norm built for the cpu backend; its struct says name and version.
+PLUGIN = 'oneshot_norm'
+PLUGIN_VARIANT = f'plugin:{PLUGIN}'
+PLUGIN_VERSION = '1.0'
+# Its sweep: one of colltest's variants beside it, the one epilogue it writes (none).
+PLUGIN_SWEEP_VARIANTS = ['one_stage', PLUGIN_VARIANT]
+PLUGIN_M_LIST = '1,8'
+PLUGIN_M_VALUES = [1, 8]
+PLUGIN_N_LIST = '256'
+PLUGIN_CASES = len(PLUGIN_SWEEP_VARIANTS) * len(PLUGIN_M_VALUES)
 LISTEN_RE = re.compile(r'colltestd listening on (\S+) .*http=(\S+)')
 
 
@@ -58,7 +77,7 @@ def log(message):
 class Daemon:
     """One colltestd process in its own process group; stdout's announce line gives the ports."""
 
-    def __init__(self, bin_dir, state_dir, log_path):
+    def __init__(self, bin_dir, state_dir, log_path, extra_args=()):
         binary = os.path.join(bin_dir, 'colltestd')
         if not os.access(binary, os.X_OK):
             raise TestFailure(f'no colltestd at {binary} (build it: cbuild colltestd colltest-worker)')
@@ -66,7 +85,7 @@ class Daemon:
         self.log_file = open(log_path, 'ab')
         self.proc = subprocess.Popen(
             [binary, '--backend', 'cpu', '--cpu-ranks', '4', '--listen', '127.0.0.1:0',
-             '--http', '127.0.0.1:0', '--state-dir', state_dir],
+             '--http', '127.0.0.1:0', '--state-dir', state_dir, *extra_args],
             stdout=subprocess.PIPE, stderr=self.log_file, start_new_session=True)
         self.lines = []
         self.announce = threading.Event()
@@ -444,6 +463,140 @@ def check_refused_lists(browser, url, label):
     log(f'refused lists shown next to their fields: {shown["m"]!r}; {shown["n"]!r}')
 
 
+def private_plugin_copy(fixture_dir, work_dirs):
+    """The fixture copied into a fresh folder of its own: the worker refuses a plugin that anybody
+    but its owner could replace (the file, or a folder above it, writable by others; /tmp above it
+    passes by its sticky bit). Returns (path, sha256 of the file); the folder goes to work_dirs."""
+    source = os.path.join(fixture_dir, f'{PLUGIN}.so')
+    if not os.path.isfile(source):
+        raise TestFailure(f'no plugin fixture {source} (build it: cmake --build build --target '
+                          'colltest_fixture_oneshot_norm)')
+    folder = tempfile.mkdtemp(prefix='colltest-browser-plugin-')
+    work_dirs.append(folder)
+    os.chmod(folder, 0o755)
+    path = os.path.join(folder, f'{PLUGIN}.so')
+    shutil.copyfile(source, path)
+    os.chmod(path, 0o644)
+    with open(path, 'rb') as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    return path, sha
+
+
+def check_plugin_listed(browser, sha):
+    """The sweep view lists the plugin colltestd loaded (variant, version, the first 12 hex digits
+    of its SHA-256, loaded) and offers it, unticked, among the variants as "plugin:NAME"."""
+    browser.wait_for("!!document.querySelector('#plugins-table tbody tr') && "
+                     "!!document.querySelector('#f-variants input[name=plugin]')",
+                     'the kernel plugin listed and offered', 15)
+    shown = browser.eval('''(() => {
+        const table = document.getElementById('plugins-table');
+        return {visible: table.offsetParent !== null,
+                empty: !document.getElementById('plugins-empty').hidden,
+                rows: [...table.querySelectorAll('tbody tr')].map((r) =>
+                  ({cells: [...r.cells].map((c) => c.textContent), loaded: r.dataset.loaded})),
+                boxes: [...document.querySelectorAll('#f-variants input[name=plugin]')].map((b) =>
+                  ({label: b.parentElement.textContent.trim(), value: b.value, checked: b.checked}))}; })()''')
+    want = [{'cells': [PLUGIN_VARIANT, PLUGIN_VERSION, sha[:12], 'loaded'], 'loaded': 'true'}]
+    if not shown['visible'] or shown['empty'] or shown['rows'] != want:
+        raise TestFailure(f'kernel plugins shown as {shown}, expected the rows {want}')
+    if shown['boxes'] != [{'label': PLUGIN_VARIANT, 'value': PLUGIN, 'checked': False}]:
+        raise TestFailure(f'plugin choices {shown["boxes"]}, expected {PLUGIN_VARIANT} unticked')
+    log(f'kernel plugin listed: {shown["rows"][0]["cells"]}; offered unticked')
+
+
+def result_rows(browser):
+    return browser.eval('''[...document.querySelectorAll('#results-table tbody tr')].map((r) =>
+        ({status: r.dataset.status, variant: r.cells[0].textContent, dataVariant: r.dataset.variant,
+          title: r.cells[0].title, m: Number(r.cells[3].textContent)}))''')
+
+
+def check_plugin_rows(rows, sha, what):
+    """Rows of the plugin sweep: (variant, m) as asked, every one OK, the plugin's named
+    "plugin:NAME" with its build in the cell's title."""
+    seen = sorted((r['variant'], r['m']) for r in rows)
+    want = sorted((v, m) for v in PLUGIN_SWEEP_VARIANTS for m in PLUGIN_M_VALUES)
+    if seen != want:
+        raise TestFailure(f'{what}: results table (variant, m) = {seen}, expected {want}')
+    bad = [r for r in rows if r['status'] != 'OK' or r['dataVariant'] != r['variant']]
+    if bad:
+        raise TestFailure(f'{what}: rows not OK (or data-variant not their cell): {bad}')
+    build = f'{PLUGIN_VERSION}, sha256 {sha[:12]}'
+    untitled = [r for r in rows if r['variant'] == PLUGIN_VARIANT and r['title'] != build]
+    if untitled:
+        raise TestFailure(f'{what}: plugin rows without the title {build!r}: {untitled}')
+
+
+def check_plugin_sweep(browser, url, label, sha, timeout, t0):
+    """Ticks the plugin with one_stage in the form and runs them: rows "plugin:oneshot_norm" OK,
+    a series each, the spec's plugins; two plugins stay two series; the comparison names it.
+    Returns the run's id."""
+    before = browser.eval("document.getElementById('run-id').textContent")
+    browser.eval("location.hash = '#sweep'")
+    browser.wait_for("!document.getElementById('view-sweep').hidden && "
+                     "!!document.querySelector('#f-variants input[name=plugin]')",
+                     'the sweep form with the plugin', 15)
+    fill_and_submit(browser, f'{label}-plugin', m_list=PLUGIN_M_LIST, n_list=PLUGIN_N_LIST,
+                    variants=PLUGIN_SWEEP_VARIANTS, epilogues=('none',))
+    browser.wait_for(f"document.getElementById('run-id').textContent.startsWith('r-') && "
+                     f"document.getElementById('run-id').textContent !== {json.dumps(before)}",
+                     'the plugin sweep to start', 15)
+    run_id = wait_for_done_run(browser, PLUGIN_CASES, timeout, t0)
+    check_plugin_rows(result_rows(browser), sha, 'plugin sweep')
+    plot = browser.eval("document.getElementById('latency-plot').dataset.seriesNames")
+    if sorted(plot.split(',')) != sorted(PLUGIN_SWEEP_VARIANTS):
+        raise TestFailure(f'latency plot series {plot!r}, expected {PLUGIN_SWEEP_VARIANTS}')
+    meta = browser.eval("document.getElementById('run-meta').textContent")
+    if f'{PLUGIN_VARIANT} {PLUGIN_VERSION} (sha256 {sha[:12]})' not in meta:
+        raise TestFailure(f'the run details do not name the plugin\'s build: {meta!r}')
+
+    # The form sent the plugin as SweepSpec.plugins, and the record keeps the build that ran.
+    with urllib.request.urlopen(f'{url}api/v1/runs/{run_id}', timeout=10) as reply:
+        run = json.loads(reply.read())
+    if run['spec'].get('plugins') != [PLUGIN] or run['spec'].get('variants') != ['VARIANT_ONE_STAGE']:
+        raise TestFailure(f'the run\'s spec has plugins {run["spec"].get("plugins")} and variants '
+                          f'{run["spec"].get("variants")}, expected [{PLUGIN!r}] and one_stage')
+    builds = [c.get('plugin') for c in run['cases'] if c.get('variant') == 'VARIANT_PLUGIN']
+    want_build = {'name': PLUGIN, 'version': PLUGIN_VERSION, 'sha256': sha}
+    if builds != [want_build] * len(PLUGIN_M_VALUES):
+        raise TestFailure(f'the plugin cases record {builds}, expected {want_build} each')
+
+    # A second plugin's cases (the same run with them added, rendered as any run is) are a row
+    # and a series of their own, not merged into the first's.
+    other = browser.eval('''(() => {
+        const original = state.shown;
+        const run = JSON.parse(JSON.stringify(original));
+        const extra = run.cases.filter((c) => c.variant === 'VARIANT_PLUGIN').map((c, k) =>
+          ({...c, index: 100 + k, plugin: {...c.plugin, name: 'other_norm', sha256: 'ab'.repeat(32)}}));
+        run.cases.push(...extra);
+        showRun(run);
+        const shown = {series: document.getElementById('latency-plot').dataset.seriesNames,
+                       rows: [...document.querySelectorAll('#results-table tbody tr')].map((r) => r.cells[0].textContent)};
+        showRun(original);
+        return shown; })()''')
+    want_series = sorted(PLUGIN_SWEEP_VARIANTS + ['plugin:other_norm'])
+    if sorted(other['series'].split(',')) != want_series or other['rows'].count('plugin:other_norm') != 2:
+        raise TestFailure(f'two plugins: series {other["series"]!r} and rows {other["rows"]}, '
+                          f'expected the series {want_series} and two plugin:other_norm rows')
+
+    # The comparison (the run with itself, through the page's own runCompare) names the plugin.
+    browser.eval(f'runCompare({{run_a: {json.dumps(run_id)}, run_b: {json.dumps(run_id)}}})')
+    compared = browser.wait_for('''(() => { const rows = [...document.querySelectorAll('#compare-table tbody tr')];
+        return rows.length ? rows.map((r) => ({variant: r.cells[0].textContent, title: r.cells[0].title,
+                                                m: Number(r.cells[3].textContent)})) : null; })()''',
+        'the comparison of the plugin run', 15)
+    seen = sorted((r['variant'], r['m']) for r in compared)
+    want = sorted((v, m) for v in PLUGIN_SWEEP_VARIANTS for m in PLUGIN_M_VALUES)
+    if seen != want:
+        raise TestFailure(f'comparison rows (variant, m) = {seen}, expected {want}')
+    titles = {r['title'] for r in compared if r['variant'] == PLUGIN_VARIANT}
+    build = f'{PLUGIN_VERSION}, sha256 {sha[:12]}'
+    if titles != {f'A: {build}\nB: {build}'}:
+        raise TestFailure(f'comparison plugin rows titled {titles}, expected both builds {build!r}')
+    log(f'plugin sweep {run_id}: {PLUGIN_CASES} rows OK, series {plot}; a second plugin stays '
+        'apart; the comparison names it')
+    return run_id
+
+
 def wait_history_row(browser, run_id, timeout=15):
     browser.wait_for(
         f'''(() => {{ const r = document.querySelector('#history-table tr[data-run-id={json.dumps(run_id)}]');
@@ -458,9 +611,12 @@ def run_test(args, websocket_module, work):
     daemon_log = os.path.join(work, 'colltestd.log')
     daemons = []
     browser = None
+    private_dirs = []
     try:
         t0 = time.monotonic()
-        daemons.append(Daemon(args.bin_dir, state_dir, daemon_log))
+        plugin_path, plugin_sha = private_plugin_copy(args.plugin_fixture_dir, private_dirs)
+        plugin_args = ['--kernel-plugin', plugin_path]
+        daemons.append(Daemon(args.bin_dir, state_dir, daemon_log, plugin_args))
         url = daemons[-1].wait_ready(30)
         log(f'colltestd serves {url} ({time.monotonic() - t0:.1f} s)')
 
@@ -472,6 +628,7 @@ def run_test(args, websocket_module, work):
                          "document.querySelectorAll('#f-variants input').length > 0",
                          'the header and the variant choices', 15)
         log('page loaded: ' + browser.eval("document.getElementById('server-info').innerText.replace(/\\s+/g, ' ')"))
+        check_plugin_listed(browser, plugin_sha)
 
         # Records (state, rows) each time the progress changes: rows must arrive while RUNNING,
         # streamed, not only from the final record.
@@ -500,6 +657,7 @@ def run_test(args, websocket_module, work):
         if args.docs_screenshot:
             browser.screenshot(args.docs_screenshot)
             log(f'screenshot {args.docs_screenshot}')
+        plugin_run_id = check_plugin_sweep(browser, url, label, plugin_sha, args.timeout, t0)
 
         browser.eval("location.hash = '#history'")
         st = wait_history_row(browser, run_id)
@@ -510,7 +668,7 @@ def run_test(args, websocket_module, work):
         # The history survives a restart: same --state-dir, new ports.
         code = daemons[-1].terminate()
         log(f'colltestd stopped by SIGTERM (exit {code})')
-        daemons.append(Daemon(args.bin_dir, state_dir, daemon_log))
+        daemons.append(Daemon(args.bin_dir, state_dir, daemon_log, plugin_args))
         url2 = daemons[-1].wait_ready(30)
         log(f'colltestd restarted: {url2}')
         browser.navigate(url2 + '#history')
@@ -523,6 +681,13 @@ def run_test(args, websocket_module, work):
                          f"document.getElementById('latency-plot').dataset.seriesCount === '{len(VARIANTS)}'",
                          'the run opened from the history after the restart', 15)
         log('after the restart the run is in the history and opens with every case')
+        # The plugin run from the history: its cases still name the plugin and its build.
+        browser.eval(f"location.hash = '#run=' + encodeURIComponent({json.dumps(plugin_run_id)})")
+        browser.wait_for(f"document.getElementById('run-id').textContent === {json.dumps(plugin_run_id)} && "
+                         f"document.querySelectorAll('#results-table tbody tr').length === {PLUGIN_CASES}",
+                         'the plugin run opened from the history after the restart', 15)
+        check_plugin_rows(result_rows(browser), plugin_sha, 'the plugin run after the restart')
+        log(f'after the restart the plugin run opens with its rows named {PLUGIN_VARIANT}')
         check_shared_gpu_note(browser)
 
         return passed_if_console_clean(browser, t0)
@@ -535,6 +700,8 @@ def run_test(args, websocket_module, work):
             browser.close()
         for d in daemons:
             d.kill()
+        for folder in private_dirs:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def report_failure(browser, daemons, args):
@@ -565,6 +732,9 @@ def main():
     parser.add_argument('--docs-screenshot', help='also save the screenshot here (docs/dashboard.png)')
     parser.add_argument('--chromium', default=os.environ.get('CHROMIUM', 'chromium'))
     parser.add_argument('--timeout', type=float, default=60, help='seconds for the sweep to finish')
+    parser.add_argument('--plugin-fixture-dir', default=os.path.join(repo, 'build', 'plugin-fixtures'),
+                        help='folder with the kernel plugin fixture oneshot_norm.so (CMake: '
+                             'COLLTEST_PLUGIN_FIXTURE_DIR)')
     args = parser.parse_args()
     if not args.screenshot:
         args.screenshot = os.path.join(os.path.dirname(os.path.abspath(args.bin_dir)), 'dashboard.png')

@@ -26,6 +26,10 @@
 #               ratio to head (shared_tables.py ab). Kernel overhead, as bench.
 #   gpu_w4      gpu_test at W=4, the subset (COLLTEST_GPU_SUBSET=1 and $shared_subset_filter)
 #   gpu_w8      the same at W=8
+#   plugins     kernel plugins built against the installed SDK (scripts/bundle_gpu.sh): the example
+#               oneshot_norm at W=2 and 4, eager and graph, bf16 and fp32, strict, must be OK;
+#               never_finishes must be HANG naming every rank, and the group then runs one_stage;
+#               oneshot_norm with missing_rank:1 at W=4 must name rank 1 (docs/plugins.md)
 #   neighbour   tests/gpu/neighbour_on_box.py at W=2; health level long only when the budget
 #               leaves 150 s for the part (or NEIGHBOUR_LEVELS says so): long is the slowest check
 #               and the bandwidth it measures is skipped for two slots of one GPU
@@ -42,7 +46,7 @@ shared_subset_filter="${SHARED_SUBSET_FILTER:-Matrix/GpuMatrixTest.*/DTYPE_BF16_
 Nccl/GpuNcclTest.*/DTYPE_BF16_PATTERN_INTEGERS:Lamport/GpuStressTest.*:GpuFaultTest.*}"
 shared_parts="$out/shared_parts.txt"
 # The parts to run, in order (SHARED_PARTS); each within what is left of the budget.
-shared_part_list="${SHARED_PARTS:-smoke gpu_w2 health cancel sigterm bench gpu_w4 gpu_w8 neighbour quant}"
+shared_part_list="${SHARED_PARTS:-smoke gpu_w2 health cancel sigterm bench gpu_w4 gpu_w8 neighbour quant plugins}"
 shared_part=
 shared_reported=0
 
@@ -235,6 +239,7 @@ shared_report() {
       "$out/fault_matrix_w$w.json"
   done
   compgen -G "$out/quant_w*.json" >/dev/null && python3 tests/gpu/shared_tables.py quant "$out"
+  compgen -G "$out/plugin_w*.json" >/dev/null && python3 tests/gpu/shared_tables.py plugins "$out"
   echo
   echo "shared stage parts (budget ${shared_budget_s} s, ${SECONDS} s elapsed):"
   cat "$shared_parts"
@@ -302,6 +307,45 @@ part_quant() {
   return $rc
 }
 
+# The plugin files copied into a folder of their own: the worker loads a plugin only when the file
+# and every folder above it are writable by their owner alone (docs/plugins.md), which the folder
+# the bundle was unpacked in need not be.
+part_plugins() {
+  local dir rc=0 w
+  dir=$(mktemp -d /tmp/colltest-plugins-XXXXXX)
+  chmod 755 "$dir"
+  install -m 644 "$bin/../plugins/"*.so "$dir/"
+  start_daemon plugins --ranks-per-gpu "$shared_rpg" --allow-fault-injection \
+    --kernel-plugin-dir "$dir"
+  for w in 2 4; do
+    timeout -k 5 60 "$bin/colltest" --server "$addr" run --world "$w" \
+      --devices "$(seq -s, 0 $((w - 1)))" --n 7168 --m 1,64,256 --dtype bf16 \
+      --variants plugin:oneshot_norm,one_stage --modes eager,graph --iters 20 --timeout 5s \
+      --format json --out "$out/plugin_w${w}_bf16.json" >/dev/null 2>"$out/plugin_w${w}_bf16.err"
+    timeout -k 5 60 "$bin/colltest" --server "$addr" run --world "$w" \
+      --devices "$(seq -s, 0 $((w - 1)))" --n 4096 --m 1,64 --dtype fp32 --pattern neg_zero \
+      --variants plugin:oneshot_norm --modes eager,graph --stress 200 --timeout 5s \
+      --format json --out "$out/plugin_w${w}_fp32_stress.json" >/dev/null \
+      2>"$out/plugin_w${w}_fp32_stress.err"
+    timeout -k 5 60 "$bin/colltest" --server "$addr" run --world "$w" \
+      --devices "$(seq -s, 0 $((w - 1)))" --n 7168 --m 64 --variants plugin:never_finishes \
+      --modes eager --timeout 2s --format json --out "$out/plugin_hang_w$w.json" >/dev/null \
+      2>"$out/plugin_hang_w$w.err"
+    timeout -k 5 60 "$bin/colltest" --server "$addr" run --world "$w" \
+      --devices "$(seq -s, 0 $((w - 1)))" --n 7168 --m 64 --variants one_stage,plugin:oneshot_norm \
+      --modes eager --format json --out "$out/plugin_after_hang_w$w.json" >/dev/null \
+      2>"$out/plugin_after_hang_w$w.err"
+  done
+  timeout -k 5 60 "$bin/colltest" --server "$addr" run --world 4 --devices 0,1,2,3 --n 7168 \
+    --m 64 --variants plugin:oneshot_norm --modes eager --timeout 2s --fault missing_rank:1 \
+    --format json --out "$out/plugin_missing_w4.json" >/dev/null 2>"$out/plugin_missing_w4.err"
+  stop_daemon
+  rm -rf "$dir"
+  python3 tests/gpu/shared_tables.py plugins "$out" || rc=1
+  part_note=$(python3 tests/gpu/shared_tables.py plugins "$out" | tail -n 1)
+  return $rc
+}
+
 # Whatever ends the stage (a colltestd that did not start, a signal, the end): the part cut short
 # is recorded, the report printed once, and MPS always quit.
 shared_on_exit() {
@@ -343,6 +387,7 @@ shared_stage() {
       gpu_w8) run_part gpu_w8 140 40 part_gpu_test 8 "$shared_subset_filter" ;;
       neighbour) run_part neighbour 170 60 part_neighbour ;;
       quant) run_part quant 300 90 part_quant ;;
+      plugins) run_part plugins 150 60 part_plugins ;;
       *) shared_record "$part" FAIL 0 "unknown part (SHARED_PARTS)" ;;
     esac
   done

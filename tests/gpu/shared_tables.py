@@ -2,7 +2,7 @@
 """Short tables and verdicts of the shared stage (tests/gpu/shared_stage.sh), from its JSON only.
 
 Usage: shared_tables.py smoke SMOKE.json | bench DIR | ab DIR | faults FAULT_MATRIX.json
-       | gtest GTEST.json | quant DIR
+       | gtest GTEST.json | quant DIR | plugins DIR
 Each prints a short table (or one line) and exits 1 when what it read failed its check (or is
 missing), so that the stage's PASS/FAIL comes from the same reading as the table.
 """
@@ -289,9 +289,60 @@ def quant(directory):
     return 1 if bad or not runs else 0
 
 
+def plugin_problems(name, cases):
+    """What the plugin part expects of each of its runs (tests/gpu/shared_stage.sh part_plugins)."""
+    if not cases:
+        return [f"{name}: no cases"]
+    bad = []
+    for c in cases:
+        what = f'{name} {c["variant"]} {c["mode"]} m={c["m"]}'
+        msg = c.get("message", "")
+        if name.startswith("plugin_hang_w"):
+            w = c["world"]
+            others = ", ".join(str(r) for r in range(1, w))
+            also = f"(also rank{'s' if w > 2 else ''} {others})"
+            if c["status"] != "HANG" or "plugin:never_finishes" not in msg or also not in msg:
+                bad.append(f'{what}: {c["status"]} "{msg[:120]}" (want HANG naming every rank)')
+        elif name == "plugin_missing_w4":
+            if c["status"] != "HANG" or "rank 1 never launched plugin:oneshot_norm" not in msg:
+                bad.append(f'{what}: {c["status"]} "{msg[:120]}" (want HANG naming rank 1)')
+        elif c["status"] != "OK":
+            bad.append(f'{what}: {c["status"]} "{msg[:120]}"')
+        elif c["variant"].startswith("plugin:") and len(c.get("plugin", {}).get("sha256", "")) != 64:
+            bad.append(f"{what}: no sha256 of the plugin")
+    return bad
+
+
+PLUGIN_RUNS = ["plugin_w2_bf16", "plugin_w2_fp32_stress", "plugin_hang_w2", "plugin_after_hang_w2",
+               "plugin_w4_bf16", "plugin_w4_fp32_stress", "plugin_hang_w4", "plugin_after_hang_w4",
+               "plugin_missing_w4"]
+
+
+def plugins(directory):
+    bad, total = [], 0
+    print("\nkernel plugins through colltestd, ranks on slots of one GPU: run, status of each case"
+          " (median us per call: kernel overhead, not a link figure)")
+    for name in PLUGIN_RUNS:
+        run = load(os.path.join(directory, name + ".json"))
+        cases = [] if run is None else run.get("cases", [])
+        total += len(cases)
+        cells = [f'{c["variant"]} {c["mode"]} m={c["m"]}: ' +
+                 (f'{c["median_us"]:.1f}' if c["status"] == "OK" else c["status"])
+                 for c in cases]
+        print(f"  {name:<22} " + "; ".join(cells)[:300])
+        hung = [c for c in cases if c["status"] == "HANG"]
+        if hung:
+            print(f'    {hung[0].get("message", "")[:200]}')
+        bad += plugin_problems(name, cases)
+    for b in bad[:12]:
+        print(f"  NOT AS EXPECTED: {b}")
+    print(f"plugins: {total} cases in {len(PLUGIN_RUNS)} runs, {len(bad)} not as expected")
+    return 1 if bad else 0
+
+
 if __name__ == "__main__":
     commands = {"smoke": smoke, "bench": bench, "ab": ab, "faults": faults, "gtest": gtest,
-                "quant": quant}
+                "quant": quant, "plugins": plugins}
     if len(sys.argv) != 3 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     sys.exit(commands[sys.argv[1]](sys.argv[2]))

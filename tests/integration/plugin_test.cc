@@ -12,37 +12,14 @@
 
 #include "gtest/gtest.h"
 #include "tests/integration/daemon.h"
+#include "tests/integration/plugin_dir.h"
 
 namespace colltest::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A private folder (0700 under /tmp, whose sticky bit the plugin rules accept) of fixture copies.
-class PluginDir {
- public:
-  PluginDir() {
-    char pattern[] = "/tmp/colltest-plugin-dir-XXXXXX";
-    if (mkdtemp(pattern) != nullptr) path_ = pattern;
-  }
-  ~PluginDir() {
-    if (!path_.empty()) fs::remove_all(path_);
-  }
-  std::string Add(const std::string& fixture, const std::string& as, fs::perms mode) {
-    const fs::path to = fs::path(path_) / as;
-    fs::copy_file(fs::path(COLLTEST_PLUGIN_FIXTURE_DIR) / (fixture + ".so"), to);
-    fs::permissions(to, mode);
-    return to.string();
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-constexpr fs::perms kPrivate = fs::perms::owner_all | fs::perms::group_read |
-                               fs::perms::group_exec | fs::perms::others_read |
-                               fs::perms::others_exec;
+constexpr fs::perms kPrivate = PluginDir::kMode;
 
 TEST(KernelPlugins, EveryPluginIsReportedLoadedOrRefusedAndColltestdServesOn) {
   PluginDir dir;

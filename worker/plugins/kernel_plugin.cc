@@ -87,7 +87,7 @@ PluginLoad LoadKernelPlugin(const std::string& path, uint32_t backend) {
                      ": does not list this worker's backend (", BackendName(backend), ")");
     return load;
   }
-  load.plugin = std::make_unique<KernelPlugin>(handle, *kernel, load.report);
+  load.plugin = std::make_unique<KernelPlugin>(std::move(file->fd), handle, *kernel, load.report);
   return load;
 }
 

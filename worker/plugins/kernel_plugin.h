@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "colltest/kernel_plugin.h"
+#include "common/unique_fd.h"
 
 namespace colltest::worker::plugins {
 
@@ -31,8 +32,10 @@ struct PluginReport {
 // A loaded plugin: the library stays mapped, and the struct valid, until this is destroyed.
 class KernelPlugin {
  public:
-  KernelPlugin(void* handle, const colltest_kernel_v1_t* kernel, PluginReport report)
-      : handle_(handle), kernel_(kernel), report_(std::move(report)) {}
+  // `file` stays open while the library is loaded: it was loaded as /proc/self/fd/N, and the
+  // dynamic loader takes a second library opened under a reused N for the first one.
+  KernelPlugin(UniqueFd file, void* handle, const colltest_kernel_v1_t* kernel, PluginReport report)
+      : file_(std::move(file)), handle_(handle), kernel_(kernel), report_(std::move(report)) {}
   ~KernelPlugin();
   KernelPlugin(const KernelPlugin&) = delete;
   KernelPlugin& operator=(const KernelPlugin&) = delete;
@@ -41,6 +44,7 @@ class KernelPlugin {
   const PluginReport& report() const { return report_; }
 
  private:
+  UniqueFd file_;  // destroyed after the destructor's dlclose
   void* handle_;
   const colltest_kernel_v1_t* kernel_;
   PluginReport report_;

@@ -718,5 +718,32 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlagCase{"--nvfp4-global-scale", "huge", "'huge'"}),
     BadFlagName);
 
+// --variants takes kernel plugins as plugin:NAME beside the variants (docs/plugins.md); `all`
+// never includes one; a bad or bare plugin name is refused naming the rule.
+TEST(ParseKernelsFlagTest, PluginsBesideVariantsAndNeverInAll) {
+  absl::StatusOr<KernelChoice> k =
+      ParseKernelsFlag("--variants", "one_stage, plugin:theirs,plugin:theirs,lamport");
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->variants, (std::vector<v1::Variant>{v1::VARIANT_ONE_STAGE, v1::VARIANT_LAMPORT}));
+  EXPECT_EQ(k->plugins, std::vector<std::string>{"theirs"});
+  absl::StatusOr<KernelChoice> alone = ParseKernelsFlag("--variants", "plugin:a_1");
+  ASSERT_TRUE(alone.ok());
+  EXPECT_TRUE(alone->variants.empty());
+  absl::StatusOr<KernelChoice> all = ParseKernelsFlag("--variants", "all");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(std::count(all->variants.begin(), all->variants.end(), v1::VARIANT_PLUGIN), 0);
+  EXPECT_THAT(std::string(ParseKernelsFlag("--variants", "plugin:Bad-Name").status().message()),
+              HasSubstr("'plugin:Bad-Name': a plugin's name is 1 to 32 of a-z, 0-9 and _"));
+  EXPECT_THAT(std::string(ParseKernelsFlag("--variants", "plugin").status().message()),
+              HasSubstr("'plugin' needs the plugin's name: plugin:NAME"));
+  SweepFlags flags;
+  flags.variants = "plugin:theirs";
+  absl::StatusOr<v1::SweepSpec> built = BuildSweepSpec(flags);
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ(built->plugins_size(), 1);
+  EXPECT_EQ(built->variants_size(), 0);
+  EXPECT_FALSE(VariantsFromServer(flags));
+}
+
 }  // namespace
 }  // namespace colltest::client

@@ -493,5 +493,33 @@ TEST(CheckPlacedAlikeTest, RunsPlacedAlikeCompareNormally) {
   EXPECT_EQ(r.message(), "no regression in 1 case");
 }
 
+// Rule (docs/plugins.md): a kernel plugin's cases match by its name, so two builds of one plugin
+// are one case, and a slower second build is a regression naming both builds; two plugins are
+// two cases.
+TEST(CompareTest, TwoBuildsOfAPluginAreOneCaseAndTheRegressionNamesBoth) {
+  auto build = [](const std::string& name, const std::string& version, const std::string& sha,
+                  double median) {
+    v1::CaseResult c = Case(median, median * 0.99, median * 1.01);
+    c.set_variant(v1::VARIANT_PLUGIN);
+    c.mutable_plugin()->set_name(name);
+    c.mutable_plugin()->set_version(version);
+    c.mutable_plugin()->set_sha256(sha);
+    return c;
+  };
+  const std::string sha_a(64, 'a'), sha_b(64, 'b');
+  const v1::CaseComparison c =
+      CompareOne(build("theirs", "1.0", sha_a, 10), build("theirs", "1.1", sha_b, 20));
+  EXPECT_EQ(c.verdict(), v1::COMPARE_VERDICT_REGRESSION);
+  EXPECT_EQ(c.plugin(), "theirs");
+  EXPECT_EQ(c.plugin_a().sha256(), sha_a);
+  EXPECT_EQ(c.plugin_b().version(), "1.1");
+  EXPECT_THAT(c.reason(), HasSubstr("plugin:theirs 1.0 (sha256 aaaaaaaaaaaa) -> 1.1 (sha256 "
+                                    "bbbbbbbbbbbb)"));
+  const v1::CompareResponse two = CompareRuns(MakeRun("a", {build("theirs", "1.0", sha_a, 10)}),
+                                              MakeRun("b", {build("other", "1.0", sha_a, 10)}), 0);
+  ASSERT_EQ(two.cases_size(), 2);
+  EXPECT_EQ(two.cases(0).verdict(), v1::COMPARE_VERDICT_ONLY_A);
+}
+
 }  // namespace
 }  // namespace colltest::server

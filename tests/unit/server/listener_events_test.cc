@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/unique_fd.h"
 #include "gtest/gtest.h"
 #include "server/net/listener.h"
-#include "common/unique_fd.h"
 #include "tests/unit/server/listener_test_support.h"
 
 namespace colltest::server {

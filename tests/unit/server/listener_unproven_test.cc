@@ -13,10 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/unique_fd.h"
 #include "gtest/gtest.h"
 #include "server/net/listener.h"
 #include "server/net/peer_names.h"
-#include "common/unique_fd.h"
 #include "tests/unit/server/listener_test_support.h"
 
 namespace colltest::server {

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "gtest/gtest.h"
 #include "common/unique_fd.h"
+#include "gtest/gtest.h"
 
 namespace colltest::server {
 namespace {

@@ -169,5 +169,34 @@ TEST(SweepPlanTest, DevicesDefaultToTheFirstRanks) {
   EXPECT_THAT(PlanSweep(spec).devices, ::testing::ElementsAre(0, 1, 2));
 }
 
+// Kernel plugins are variants of their own, after the variants, in the order named.
+TEST(SweepPlanTest, PluginsComeAfterTheVariantsAsVariantsOfTheirOwn) {
+  v1::SweepSpec spec;
+  spec.set_world_size(2);
+  spec.add_m(8);
+  spec.add_n(1024);
+  spec.add_variants(v1::VARIANT_ONE_STAGE);
+  spec.add_plugins("b_plugin");
+  spec.add_plugins("a_plugin");
+  ServerLimits limits;
+  limits.devices = {0, 1};
+  for (const char* name : {"a_plugin", "b_plugin"}) {
+    v1::KernelPlugin p;
+    p.set_name(name);
+    p.set_loaded(true);
+    limits.kernel_plugins.push_back(p);
+  }
+  absl::StatusOr<v1::SweepSpec> out = ValidateSpec(spec, limits);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(SweepCaseCount(*out), 3u);
+  const SweepPlan plan = PlanSweep(*out);
+  ASSERT_EQ(plan.cases.size(), 3u);
+  EXPECT_EQ(plan.cases[0].variant(), v1::VARIANT_ONE_STAGE);
+  EXPECT_EQ(plan.cases[0].plugin(), "");
+  EXPECT_EQ(plan.cases[1].variant(), v1::VARIANT_PLUGIN);
+  EXPECT_EQ(plan.cases[1].plugin(), "b_plugin");
+  EXPECT_EQ(plan.cases[2].plugin(), "a_plugin");
+}
+
 }  // namespace
 }  // namespace colltest::server

@@ -508,7 +508,8 @@ TEST(ValidationTest, EveryIndependentProblemIsReportedAtOnce) {
            std::string("tolerance = 99: unknown tolerance profile (strict, aiter, trtllm)"),
            std::string("m: empty (give at least one row count)"),
            std::string("n: empty (give at least one hidden size)"),
-           std::string("variants: empty (give at least one, e.g. one_stage or lamport)"),
+           std::string("variants: empty (give at least one, e.g. one_stage or lamport, or a kernel "
+                       "plugin)"),
            std::string("modes[0] = 7: unknown mode (eager, graph)"),
            absl::StrCat("iters = ", kMaxIters + 1, ": must be <= ", kMaxIters),
            std::string("eps = 2: must be > 0 and < 1 (or 0 for 1e-6)"),
@@ -567,6 +568,36 @@ TEST(ValidationTest, RunIdIsShortPrintableAscii) {
             "run_id: byte 3 is \\x0a: a run id is printable ASCII without spaces");
   EXPECT_EQ(ValidateRunId("r 1").code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ValidateRunId("r-\xc3\xbc").code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Rule (docs/plugins.md): SweepSpec.plugins names loaded kernel plugins, each once, at most 16;
+// VARIANT_PLUGIN is never asked for in variants; plugins alone are a valid choice of kernels.
+TEST(ValidationTest, PluginsAreLoadedOnesNamedOnce) {
+  ServerLimits limits = CpuLimits();
+  v1::KernelPlugin loaded;
+  loaded.set_name("theirs");
+  loaded.set_loaded(true);
+  limits.kernel_plugins.push_back(loaded);
+  v1::SweepSpec alone = ValidSpec();
+  alone.clear_variants();
+  alone.add_plugins("theirs");
+  EXPECT_TRUE(ValidateSpec(alone, limits).ok());
+  v1::SweepSpec unknown = alone;
+  unknown.add_plugins("nope");
+  ExpectInvalid(unknown,
+                {"plugins[1] = \"nope\": no kernel plugin of that name is loaded "
+                 "(loaded: theirs)"},
+                limits);
+  ExpectInvalid(unknown, {"(none is: colltestd --kernel-plugin)"});
+  v1::SweepSpec twice = alone;
+  twice.add_plugins("theirs");
+  ExpectInvalid(twice, {"plugins[1] = \"theirs\": listed twice"}, limits);
+  v1::SweepSpec as_variant = ValidSpec();
+  as_variant.add_variants(v1::VARIANT_PLUGIN);
+  ExpectInvalid(as_variant, {"variants[1] = plugin: a kernel plugin is named in plugins"}, limits);
+  v1::SweepSpec many = ValidSpec();
+  for (int i = 0; i < 17; ++i) many.add_plugins("theirs");
+  ExpectInvalid(many, {"plugins: 17 given, at most 16"}, limits);
 }
 
 }  // namespace

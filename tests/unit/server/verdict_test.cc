@@ -2,6 +2,7 @@
 // and the ranks' results one case verdict (docs/verdicts.md).
 #include "server/workers/verdict.h"
 
+#include "common/worker_page.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -68,6 +69,61 @@ TEST(VerdictTest, HostDeadlineNamesTheMissingRank) {
   ASSERT_TRUE(culprit.has_value());
   EXPECT_EQ(culprit->rank, 2u);
   EXPECT_EQ(culprit->device, 12u);
+}
+
+// Rule (docs/plugins.md): ranks stopped inside a kernel plugin's launch are a HANG naming the
+// plugin, the call and every such rank on one line; a rank stopped outside the plugin while its
+// peers were inside it is named apart; a missing rank says it never launched.
+TEST(VerdictTest, RanksStoppedInsideAPluginAreNamedWithThePluginAndTheCall) {
+  CaseFacts facts = AllAnswered(4);
+  facts.plugin = "plugin:theirs";
+  facts.killed = true;
+  facts.first_failed = 0;
+  Unanswered(facts, 0, CallFailure::kStalled);
+  facts.ranks[0].stalled_for = absl::Seconds(2);
+  Unanswered(facts, 1, CallFailure::kKilledByUs);
+  Unanswered(facts, 3, CallFailure::kKilledByUs);
+  for (size_t r : {0, 1, 3}) {
+    facts.ranks[r].plugin_entry = static_cast<uint32_t>(PluginEntry::kLaunch);
+    facts.ranks[r].plugin_call = 7;
+  }
+  facts.ranks[2].answer->set_status(v1::CASE_STATUS_HANG);
+  facts.ranks[2].answer->set_phase("fault: missing_rank");
+  facts.ranks[2].answer->set_message("fault injected: rank 2 never launched plugin:theirs");
+  const std::vector<v1::RankResult> ranks = RankVerdicts(facts);
+  EXPECT_EQ(ranks[1].status(), v1::CASE_STATUS_HANG);
+  EXPECT_EQ(ranks[1].phase(), "plugin:theirs launch");
+  const v1::CaseResult c = AsCase(ranks);
+  EXPECT_EQ(c.status(), v1::CASE_STATUS_HANG);
+  EXPECT_THAT(c.message(), HasSubstr("plugin:theirs launch (call 7) did not finish on rank 0: "
+                                     "rank 0 (pid 100) made no progress for 2s"));
+  EXPECT_THAT(c.message(), HasSubstr("(also ranks 1, 3)"));
+  EXPECT_THAT(c.message(),
+              HasSubstr("rank 2: fault injected: rank 2 never launched plugin:theirs"));
+
+  // A rank stopped between two calls while the others were inside: named apart.
+  facts.ranks[2].answer.reset();
+  facts.ranks[2].failure = CallFailure::kKilledByUs;
+  facts.ranks[2].plugin_entry = 0;
+  const v1::CaseResult outside = AsCase(RankVerdicts(facts));
+  EXPECT_THAT(outside.message(), HasSubstr("rank 2 (pid 102) was outside plugin:theirs"));
+}
+
+// A rank that died inside a plugin's entry point is an ERROR naming the plugin and the call.
+TEST(VerdictTest, ARankThatDiedInsideAPluginNamesItAndTheCall) {
+  CaseFacts facts = AllAnswered(2);
+  facts.plugin = "plugin:theirs";
+  facts.killed = true;
+  facts.first_failed = 1;
+  Unanswered(facts, 1, CallFailure::kDied);
+  facts.ranks[1].exit = "killed by signal 11";
+  facts.ranks[1].plugin_entry = static_cast<uint32_t>(PluginEntry::kInit);
+  const std::vector<v1::RankResult> ranks = RankVerdicts(facts);
+  EXPECT_EQ(ranks[1].status(), v1::CASE_STATUS_ERROR);
+  EXPECT_EQ(ranks[1].message(), "rank 1 (pid 101) died in plugin:theirs init: killed by signal 11");
+  // Not a plugin case: the page's entry means nothing.
+  facts.plugin.clear();
+  EXPECT_EQ(RankVerdicts(facts)[1].message(), "rank 1 (pid 101) died: killed by signal 11");
 }
 
 // A late rank that waited for nobody is its own culprit.

@@ -135,6 +135,22 @@ TEST_F(PluginFolder, AValidPluginIsLoadedWithItsFieldsAndTheFilesSha256) {
   EXPECT_EQ(std::string(load.plugin->kernel().name), "noop");
 }
 
+// Rule: plugins loaded together each keep their own struct. The file is loaded as
+// /proc/self/fd/N; were the descriptor closed after dlopen, the next plugin opened under the same
+// N would be taken by the dynamic loader for the first one.
+TEST_F(PluginFolder, PluginsLoadedTogetherKeepTheirOwnStructs) {
+  const PluginLoad a = LoadKernelPlugin(Copy("noop_cpu", "a.so"), COLLTEST_BACKEND_CPU);
+  const PluginLoad b = LoadKernelPlugin(Copy("sums_wrong", "b.so"), COLLTEST_BACKEND_CPU);
+  const PluginLoad c = LoadKernelPlugin(Copy("no_graph", "c.so"), COLLTEST_BACKEND_CPU);
+  ASSERT_NE(a.plugin, nullptr) << a.report.refused;
+  ASSERT_NE(b.plugin, nullptr) << b.report.refused;
+  ASSERT_NE(c.plugin, nullptr) << c.report.refused;
+  EXPECT_EQ(a.report.name, "noop");
+  EXPECT_EQ(b.report.name, "sums_wrong");
+  EXPECT_EQ(std::string(b.plugin->kernel().name), "sums_wrong");
+  EXPECT_EQ(std::string(c.plugin->kernel().name), "no_graph");
+}
+
 TEST_F(PluginFolder, AnotherBackendsPluginIsRefusedNamingTheBackend) {
   const PluginLoad load = LoadKernelPlugin(Copy("noop_cpu", "noop_cpu.so"), COLLTEST_BACKEND_CUDA);
   EXPECT_EQ(load.plugin, nullptr);

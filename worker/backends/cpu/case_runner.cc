@@ -20,6 +20,8 @@
 #include "worker/numerics/diff.h"
 #include "worker/numerics/quant_checker.h"
 #include "worker/numerics/quant_plan.h"
+#include "worker/plugins/plugin_launch.h"
+#include "worker/plugins/plugin_rules.h"
 #include "worker/rank_report.h"
 
 namespace colltest::cpu {
@@ -69,7 +71,7 @@ std::vector<float> ToFloats(DType t, const uint8_t* bytes, size_t count) {
 
 class CpuBackend::Rules final : public worker::CaseRules {
  public:
-  explicit Rules(const RankLayout& layout) : layout_(layout) {}
+  explicit Rules(const CpuBackend& b) : b_(b), layout_(b.layout_) {}
   size_t capacity() const override { return layout_.capacity; }
   size_t tb_capacity() const override { return layout_.tb_capacity; }
   uint32_t max_slots() const override { return kMaxInputSlots; }
@@ -82,11 +84,16 @@ class CpuBackend::Rules final : public worker::CaseRules {
       return "auto: dispatches between GPU kernels by a measured crossover table; none on the cpu "
              "backend";
     }
+    if (req.variant() == colltest::v1::VARIANT_PLUGIN) {
+      return worker::plugins::RefusePluginCase(b_.plugins_, req, b_.world_, b_.rank_,
+                                               COLLTEST_BACKEND_CPU);
+    }
     return "";
   }
   absl::StatusOr<std::string> RefuseShape(const worker::CasePlan&) const override { return ""; }
 
  private:
+  const CpuBackend& b_;
   const RankLayout& layout_;
 };
 
@@ -142,8 +149,12 @@ class CpuBackend::Runtime final : public worker::CaseRuntime {
     uint32_t slot;
     bool crash;
     bool stall;
+    uint64_t index;  // the call's index in the case, from 0
   };
   void Run(const Call& call);
+  void RunPlugin(const Call& call);
+  // A kernel plugin's answer other than OK ends the case with it (CaseRuntime::kernel_end).
+  void EndByPlugin(const char* entry, int64_t call, const worker::plugins::EntryResult& r);
   void RunCheck(uint64_t call, uint32_t m, uint32_t index);
   void CheckQuant(uint64_t call, uint32_t m, const std::vector<float>& want_out, uint32_t index);
   QuantOutputs QuantBuffers();
@@ -154,6 +165,7 @@ class CpuBackend::Runtime final : public worker::CaseRuntime {
   CpuBackend& b_;
   const worker::CasePlan& p_;
   const CaseShape& s_;
+  worker::plugins::GroupPlugin* plugin_ = nullptr;  // a VARIANT_PLUGIN case's
   // The rules in force for this case: the backend's, plus an injected fault's.
   ProtocolBreaks breaks_;
   common::FaultKind fault_ = common::FaultKind::kNone;  // aimed at this rank
@@ -185,6 +197,7 @@ CpuBackend::Runtime::Runtime(CpuBackend& b, const worker::CasePlan& plan)
       breaks_(b.options_.breaks),
       profile_(ProfileFor(worker::ToTolerance(plan.req->tolerance()), plan.shape.dtype)) {
   using Fault = common::FaultKind;
+  if (plan.variant == colltest::v1::VARIANT_PLUGIN) plugin_ = b.plugins_.Find(plan.req->plugin());
   if (plan.fault.Targets(plan.rank)) fault_ = plan.fault.kind;
   if (fault_ == Fault::kSkipRearm) breaks_.skip_rearm = true;
   if (fault_ == Fault::kSkipCanonicalize) breaks_.skip_canonicalize = true;
@@ -209,12 +222,16 @@ QuantOutputs CpuBackend::Runtime::QuantBuffers() {
 }
 
 absl::StatusOr<bool> CpuBackend::Runtime::Arm() {
+  if (plugin_ != nullptr && !kernel_end_.has_value()) {
+    EndByPlugin("arm", -1, plugin_->Arm(nullptr));
+  }
   b_.guard_.Arm(Clock::now() + std::chrono::milliseconds(p_.timeout_ms));
   hung_ = !b_.EnsureArmed(p_.variant, s_.dtype, p_.bytes);
   return hung_;
 }
 
 uint32_t CpuBackend::Runtime::Grid(Variant variant, uint32_t m) const {
+  if (variant == colltest::v1::VARIANT_PLUGIN) return 0;  // the plugin picks its own
   // Every block of a kernel that waits for other blocks must be co-resident, and Signal slots are
   // indexed by block: clamp to both. The grid depends only on values equal on every rank.
   uint32_t limit = std::min(b_.pool_->resident(), kMaxBlocks);
@@ -248,8 +265,12 @@ absl::Status CpuBackend::Runtime::Launch(Variant variant, uint32_t m, uint32_t s
   // A stopped or hung rank launches nothing more (the cpu runs an eager call at launch).
   if (stopped_ || hung_) return absl::OkStatus();
   using Fault = common::FaultKind;
-  const Call call{variant, m, slot, fault_ == Fault::kCrashRank && calls_ == 1,
-                  fault_ == Fault::kStallRank && calls_ == 1};
+  const Call call{variant,
+                  m,
+                  slot,
+                  fault_ == Fault::kCrashRank && calls_ == 1,
+                  fault_ == Fault::kStallRank && calls_ == 1,
+                  static_cast<uint64_t>(calls_)};
   ++calls_;
   // The injected hang: this rank leaves without its end barrier and stops after this call.
   if (breaks_.skip_end_sync) stopped_ = true;
@@ -300,6 +321,11 @@ void CpuBackend::Runtime::Run(const Call& call) {
   args.out = out_.data();
   args.arm_repeat = std::max(1u, p_.req->knobs().arm_repeat());
   args.quant = QuantBuffers();
+  if (call.variant == colltest::v1::VARIANT_PLUGIN) {
+    RunPlugin(call);
+    worker::Beat();
+    return;
+  }
   const uint32_t grid = Grid(call.variant, call.m);
   switch (s_.dtype) {
     case DType::kBf16:
@@ -320,6 +346,34 @@ void CpuBackend::Runtime::Run(const Call& call) {
     return;
   }
   hung_ = b_.guard_.aborted();
+}
+
+// One call of a kernel plugin, on this thread: host pointers into this rank's buffers, no stream.
+// Its all-reduce goes through the workspaces the plugin got at init, not through colltest's.
+void CpuBackend::Runtime::RunPlugin(const Call& call) {
+  if (kernel_end_.has_value()) return;  // it refused or failed: nothing more runs
+  if (fault_ == common::FaultKind::kMissingRank) {
+    kernel_end_ = worker::plugins::MissingRankEnd(plugin_->variant(), b_.rank_);
+    return;
+  }
+  worker::plugins::CallBuffers b;
+  b.input = b_.group_.self().input() + call.slot * p_.slot_stride;
+  b.residual_in = s_.residual ? residual_.data() + call.slot * p_.slot_stride : nullptr;
+  b.residual_out = residual_out_.data();
+  b.weight = weight_.data();
+  b.out = out_.data();
+  b.codes = codes_.data();
+  b.row_scales = row_scales_.data();
+  b.block_scales = block_scales_.data();
+  const colltest_launch_v1_t l =
+      worker::plugins::LaunchOf(b, *p_.req, p_.quant, s_.eps, call.m, call.index, nullptr);
+  EndByPlugin("launch", static_cast<int64_t>(call.index), plugin_->Launch(l));
+}
+
+void CpuBackend::Runtime::EndByPlugin(const char* entry, int64_t call,
+                                      const worker::plugins::EntryResult& r) {
+  if (r.ok() || kernel_end_.has_value()) return;
+  kernel_end_ = worker::plugins::EndOf(plugin_->variant(), entry, call, r);
 }
 
 template <DType D>
@@ -433,7 +487,7 @@ absl::StatusOr<colltest::v1::RankResult> CpuBackend::RunCase(
   // kept naming its peer, and a case that ends before arming (missing_rank) must not repeat it.
   guard_.Arm(Clock::now());
   return worker::RunCase(
-      req, rank_, world_, options_.device, Rules(layout_),
+      req, rank_, world_, options_.device, Rules(*this),
       [this](const worker::CasePlan& plan) -> absl::StatusOr<std::unique_ptr<worker::CaseRuntime>> {
         return std::make_unique<Runtime>(*this, plan);
       });

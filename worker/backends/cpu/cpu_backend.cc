@@ -54,10 +54,15 @@ absl::StatusOr<colltest::worker::v1::InitReply> CpuBackend::Init(
   h->set_name("rank_buffers");
   h->set_handle(name);
   h->set_bytes(layout_.total);
+  workspaces_ = std::make_unique<ShmWorkspaces>(name);
+  plugins_.Load(request, COLLTEST_BACKEND_CPU, worker::CaseCapacityBytes(request), *workspaces_,
+                reply);
   reply.set_device_name(absl::StrCat("cpu rank ", options_.device));
   reply.set_resident_blocks(pool_->resident());
   reply.set_pid(static_cast<uint32_t>(getpid()));
-  *reply.mutable_capabilities() = CpuCapabilities();
+  colltest::worker::v1::Capabilities caps = CpuCapabilities();
+  caps.mutable_kernel_plugins()->Swap(reply.mutable_capabilities()->mutable_kernel_plugins());
+  *reply.mutable_capabilities() = std::move(caps);
   return reply;
 }
 
@@ -80,6 +85,7 @@ absl::Status CpuBackend::Connect(const colltest::worker::v1::ConnectRequest& req
     }
     group_.peers[peer.rank()] = RankMemory{base, &layout_};
   }
+  COLLTEST_RETURN_IF_ERROR(plugins_.Connect(request, -1, *workspaces_));
   connected_ = true;
   return absl::OkStatus();
 }

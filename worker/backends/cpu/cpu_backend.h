@@ -14,7 +14,9 @@
 #include "worker/backends/cpu/protocol_breaks.h"
 #include "worker/backends/cpu/rank_memory.h"
 #include "worker/backends/cpu/shm_segment.h"
+#include "worker/backends/cpu/shm_workspaces.h"
 #include "worker/numerics/reference.h"
+#include "worker/plugins/plugin_group.h"
 #include "worker/protocol/arming.h"
 
 namespace colltest::cpu {
@@ -46,6 +48,8 @@ class CpuBackend final : public worker::Backend {
   absl::Status Reset() override;
   // Unmaps every segment (the own one is unlinked as it goes, worker/backends/cpu/shm_segment.h).
   void Release() override {
+    plugins_.Release();  // fini while every workspace is still mapped
+    workspaces_.reset();
     pool_.reset();
     peers_.clear();
     own_ = ShmSegment();
@@ -75,6 +79,9 @@ class CpuBackend final : public worker::Backend {
   std::unique_ptr<BlockPool> pool_;
   SpinGuard guard_;
   bool connected_ = false;
+  // Kernel plugins (docs/plugins.md): their workspaces are segments of their own.
+  std::unique_ptr<ShmWorkspaces> workspaces_;
+  worker::plugins::PluginGroup plugins_;
 
   protocol::Armed lamport_armed_;
   protocol::Armed tb_armed_;

@@ -198,6 +198,7 @@ void GpuBackend::Release() {
   if (stream_) {
     (void)StreamSynchronize(stream_.get());
     nccl_.Release();
+    plugins_.Release();  // fini while the workspaces are mapped, then unmapped
     stream_.reset();
   }
   peers_.clear();
@@ -266,11 +267,14 @@ absl::StatusOr<colltest::worker::v1::InitReply> GpuBackend::Init(
   h->set_name("rank_buffers");
   h->set_handle(std::string(reinterpret_cast<const char*>(&handle), sizeof handle));
   h->set_bytes(layout_.total);
+  plugins_.Load(request, kPluginBackendBit, worker::CaseCapacityBytes(request), workspaces_, reply);
   reply.set_device_name(info.name);
   reply.set_resident_blocks(SpinLimit(512));
   reply.set_pid(static_cast<uint32_t>(getpid()));
   if (rank_ == 0 && ranks_on_device_ == 1) reply.set_nccl_unique_id(nccl_.CreateUniqueId());
-  *reply.mutable_capabilities() = GpuCapabilities();
+  colltest::worker::v1::Capabilities caps = GpuCapabilities();
+  caps.mutable_kernel_plugins()->Swap(reply.mutable_capabilities()->mutable_kernel_plugins());
+  *reply.mutable_capabilities() = std::move(caps);
   return reply;
 }
 
@@ -315,6 +319,8 @@ absl::Status GpuBackend::Connect(const colltest::worker::v1::ConnectRequest& req
                               " on one (colltestd --ranks-per-gpu); run nccl with one rank per "
                               "GPU"));
   }
+  COLLTEST_RETURN_IF_ERROR(
+      plugins_.Connect(request, static_cast<int32_t>(options_.device), workspaces_));
   connected_ = true;
   return absl::OkStatus();
 }

@@ -12,6 +12,7 @@
 #include "worker/backends/gpu/device_layout.h"
 #include "worker/backends/gpu/gpu_handles.h"
 #include "worker/backends/gpu/gpu_runtime.h"
+#include "worker/backends/gpu/gpu_workspaces.h"
 #include "worker/backends/gpu/kernels.h"
 #include "worker/backends/gpu/nccl_group.h"
 #include "worker/backends/gpu/scratch_layout.h"
@@ -95,6 +96,9 @@ class GpuBackend final : public worker::Backend {
   ScratchLayout scratch_layout_;
   bool connected_ = false;
   NcclGroup nccl_;  // the `nccl` variant (nccl_group.h)
+  // Kernel plugins (docs/plugins.md) and their IPC workspaces.
+  GpuWorkspaces workspaces_;
+  worker::plugins::PluginGroup plugins_;
 
   protocol::Armed lamport_armed_;
   protocol::Armed tb_armed_;

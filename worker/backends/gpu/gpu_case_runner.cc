@@ -23,9 +23,12 @@
 #include "worker/backends/gpu/stream_wait.h"
 #include "worker/case_config.h"
 #include "worker/case_driver.h"
+#include "worker/heartbeat.h"
 #include "worker/numerics/diff.h"
 #include "worker/numerics/quant_checker.h"
 #include "worker/numerics/quant_plan.h"
+#include "worker/plugins/plugin_launch.h"
+#include "worker/plugins/plugin_rules.h"
 #include "worker/rank_report.h"
 
 namespace colltest::gpu {
@@ -169,6 +172,10 @@ class GpuBackend::Rules final : public worker::CaseRules {
     if (req.variant() == colltest::v1::VARIANT_AUTO) {
       return std::string("auto: no measured crossover table for this backend yet");
     }
+    if (req.variant() == colltest::v1::VARIANT_PLUGIN) {
+      return worker::plugins::RefusePluginCase(b_.plugins_, req, b_.world_, b_.rank_,
+                                               kPluginBackendBit);
+    }
     if (!SupportedWorld(b_.world_)) {
       return absl::StrCat(common::VariantName(req.variant()), ": ",
                           UnsupportedText(Unsupported{KernelParam::kWorld, b_.world_}));
@@ -178,6 +185,8 @@ class GpuBackend::Rules final : public worker::CaseRules {
   absl::StatusOr<std::string> RefuseShape(const worker::CasePlan& plan) const override {
     const auto& req = *plan.req;
     if (const std::string quant = RefuseQuant(plan); !quant.empty()) return quant;
+    // A plugin's own limits were its rules' (RefuseVariant); the rest are colltest's kernels'.
+    if (plan.variant == colltest::v1::VARIANT_PLUGIN) return std::string();
     const absl::string_view name = common::VariantName(plan.variant);
     const uint32_t tpb = req.knobs().threads_per_block();
     if (tpb != 0 && tpb != 256 && tpb != 512) {
@@ -231,9 +240,7 @@ class GpuBackend::Runtime final : public worker::CaseRuntime {
   absl::Status Generate(uint32_t slot, uint64_t call, uint32_t m) override;
   absl::Status Launch(Variant variant, uint32_t m, uint32_t slot) override;
   absl::StatusOr<bool> Drain() override;
-  absl::Status Settle(const char* what) override {
-    return GpuOk(StreamSynchronizeBeating(stream()), what);
-  }
+  absl::Status Settle(const char* what) override { return WaitStream(what); }
   std::unique_ptr<worker::CaseTimer> NewTimer() override {
     return std::make_unique<EventPairs>(stream());
   }
@@ -256,6 +263,11 @@ class GpuBackend::Runtime final : public worker::CaseRuntime {
   Stream stream() const { return b_.stream_.get(); }
   // Enqueues the injected faults that precede a call and carries the others in `a`.
   absl::Status EnqueueFaults(Variant variant, uint32_t m, CallArgs& a);
+  // One call of the case's kernel plugin, enqueued by the plugin on the stream.
+  absl::Status LaunchPlugin(uint32_t m, uint32_t slot, CallArgs& a);
+  // Waits for the stream, marked on the worker's page as inside the plugin's kernel when the
+  // case runs one (a kernel that never finishes is named by the controller).
+  absl::Status WaitStream(const char* what);
   CheckArgs CheckArgsFor(uint64_t call, uint32_t m, DiffAccum* accum) const;
   // The case's quantising epilogue as the kernels and the check take it (off without one); built
   // once, into quant_args_.
@@ -291,6 +303,8 @@ class GpuBackend::Runtime final : public worker::CaseRuntime {
   // hang_end_sync fired on this rank: it launches no further call, as the cpu backend's rank
   // stops after the call that skipped its end barrier.
   bool stopped_ = false;
+  worker::plugins::GroupPlugin* plugin_ = nullptr;  // a VARIANT_PLUGIN case's
+  uint64_t last_plugin_call_ = 0;
 };
 
 GpuBackend::Runtime::Runtime(GpuBackend& b, const worker::CasePlan& plan)
@@ -315,6 +329,7 @@ GpuBackend::Runtime::Runtime(GpuBackend& b, const worker::CasePlan& plan)
   quant_row_scales_ = reinterpret_cast<float*>(scratch + l.quant_row_scales_offset);
   quant_block_scales_ = scratch + l.quant_block_scales_offset;
   quant_args_ = QuantArgsFor();
+  if (plan.variant == colltest::v1::VARIANT_PLUGIN) plugin_ = b.plugins_.Find(plan.req->plugin());
 }
 
 absl::Status GpuBackend::Runtime::Prepare() {
@@ -329,17 +344,28 @@ absl::Status GpuBackend::Runtime::Prepare() {
 }
 
 absl::StatusOr<bool> GpuBackend::Runtime::Arm() {
+  if (plugin_ != nullptr && !kernel_end_.has_value()) {
+    const worker::plugins::EntryResult r = plugin_->Arm(stream());
+    if (!r.ok()) kernel_end_ = worker::plugins::EndOf(plugin_->variant(), "arm", -1, r);
+  }
   COLLTEST_ASSIGN_OR_RETURN(const bool armed,
                             b_.EnsureArmed(p_.variant, s_.dtype, p_.bytes, timeout_ns_));
   return !armed;
 }
 
 absl::StatusOr<bool> GpuBackend::Runtime::Drain() {
-  COLLTEST_RETURN_IF_ERROR(GpuOk(StreamSynchronizeBeating(stream()), "run calls"));
+  COLLTEST_RETURN_IF_ERROR(WaitStream("run calls"));
   return b_.HangRecorded();
 }
 
+absl::Status GpuBackend::Runtime::WaitStream(const char* what) {
+  if (plugin_ == nullptr) return GpuOk(StreamSynchronizeBeating(stream()), what);
+  const worker::InPluginScope inside(PluginEntry::kKernel, last_plugin_call_);
+  return GpuOk(StreamSynchronizeBeating(stream()), what);
+}
+
 uint32_t GpuBackend::Runtime::Grid(Variant variant, uint32_t m) const {
+  if (variant == colltest::v1::VARIANT_PLUGIN) return 0;  // the plugin picks its own
   // Every block of a spinning kernel must be co-resident and Signal slots are indexed by block:
   // clamp to both. The grid depends only on values equal on every rank (m, n, dtype, world, the
   // threads knob, the multiprocessor count and the occupancy of one binary on one device model).
@@ -438,6 +464,7 @@ absl::Status GpuBackend::Runtime::Launch(Variant variant, uint32_t m, uint32_t s
   a.timeout_ns = timeout_ns_;
   a.quant = quant_args_;
   if (stopped_) return absl::OkStatus();
+  if (variant == colltest::v1::VARIANT_PLUGIN) return LaunchPlugin(m, slot, a);
   COLLTEST_RETURN_IF_ERROR(EnqueueFaults(variant, m, a));
   const uint32_t grid = Grid(variant, m);
   const DType t = s_.dtype;
@@ -485,6 +512,39 @@ absl::Status GpuBackend::Runtime::Launch(Variant variant, uint32_t m, uint32_t s
     stopped_ = true;
   }
   return GpuOk(e, "launch");
+}
+
+// The plugin gets device pointers into this rank's buffers and the stream; its all-reduce goes
+// through the workspaces it got at init. The faults from outside are enqueued before it, as for
+// colltest's kernels; a missing rank launches nothing.
+absl::Status GpuBackend::Runtime::LaunchPlugin(uint32_t m, uint32_t slot, CallArgs& a) {
+  if (kernel_end_.has_value()) return absl::OkStatus();  // refused or failed: nothing more runs
+  const bool missing =
+      p_.fault.kind == common::FaultKind::kMissingRank && p_.fault.Targets(b_.rank_);
+  if (missing) {
+    kernel_end_ = worker::plugins::MissingRankEnd(plugin_->variant(), b_.rank_);
+    return absl::OkStatus();
+  }
+  COLLTEST_RETURN_IF_ERROR(EnqueueFaults(colltest::v1::VARIANT_PLUGIN, m, a));
+  worker::plugins::CallBuffers buffers;
+  buffers.input = own_ + b_.layout_.input_offset + a.input_offset;
+  buffers.residual_in = s_.residual ? a.residual_in : nullptr;
+  buffers.residual_out = residual_out_;
+  buffers.weight = weight_;
+  buffers.out = out_;
+  buffers.codes = quant_codes_;
+  buffers.row_scales = quant_row_scales_;
+  buffers.block_scales = quant_block_scales_;
+  last_plugin_call_ = static_cast<uint64_t>(calls_);
+  const colltest_launch_v1_t call = worker::plugins::LaunchOf(
+      buffers, *p_.req, p_.quant, s_.eps, m, last_plugin_call_, static_cast<void*>(stream()));
+  ++calls_;
+  const worker::plugins::EntryResult r = plugin_->Launch(call);
+  if (!r.ok()) {
+    kernel_end_ = worker::plugins::EndOf(plugin_->variant(), "launch",
+                                         static_cast<int64_t>(last_plugin_call_), r);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status GpuBackend::Runtime::EndCapture(bool keep) {

@@ -70,6 +70,9 @@ using GraphExec = COLLTEST_GPU_API(GraphExec_t);
 using IpcMemHandle = COLLTEST_GPU_API(IpcMemHandle_t);
 inline constexpr Error kSuccess = COLLTEST_GPU_API(Success);
 inline constexpr const char* kBackendName = COLLTEST_GPU_VENDOR_HIP ? "hip" : "cuda";
+// The backend's bit in a kernel plugin's `backends` (COLLTEST_BACKEND_HIP, _CUDA of
+// include/colltest/kernel_plugin.h).
+inline constexpr uint32_t kPluginBackendBit = COLLTEST_GPU_VENDOR_HIP ? (1u << 2) : (1u << 1);
 
 inline const char* ErrorString(Error e) { return COLLTEST_GPU_API(GetErrorString)(e); }
 inline Error GetLastError() { return COLLTEST_GPU_API(GetLastError)(); }
