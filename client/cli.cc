@@ -197,6 +197,8 @@ void AddHealthFlags(CLI::App* app, HealthFlags* f) {
               "Depth: quick|standard|long (default quick, seconds); standard adds every pair, both "
               "modes, a short stress and the hang self test, long a long stress and bandwidth per "
               "pair against expected");
+  AddOptional(app, "--variants", "plugin:NAME,...", &f->variants,
+              "Kernel plugins to check beside the level's own variants (docs/plugins.md)");
   app->add_flag("--force", f->force,
                 "Check even when other processes use the devices (default: answer BUSY, exit 5)");
   AddOptional(app, "--max-verdict-age", "DURATION", &f->max_verdict_age,

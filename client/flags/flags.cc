@@ -348,6 +348,22 @@ absl::StatusOr<v1::HealthRequest> BuildHealthRequest(const HealthFlags& flags) {
                        [&](double v) { request.set_warn_ratio(v); }));
   status.Add(
       ApplyFlag(flags.level, "--level", level, [&](v1::HealthLevel v) { request.set_level(v); }));
+  // A check runs its level's own variants; kernel plugins are what it may add.
+  auto plugins_only = [](absl::string_view flag,
+                         absl::string_view text) -> absl::StatusOr<std::vector<std::string>> {
+    COLLTEST_ASSIGN_OR_RETURN(KernelChoice k, ParseKernelsFlag(flag, text));
+    if (!k.variants.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag,
+                       ": a health check runs its level's variants; it takes kernel plugins only "
+                       "(plugin:NAME)"));
+    }
+    return k.plugins;
+  };
+  status.Add(
+      ApplyFlag(flags.variants, "--variants", plugins_only, [&](const std::vector<std::string>& v) {
+        for (const std::string& p : v) request.add_plugins(p);
+      }));
   // Milliseconds rounded up like --timeout: "500us" must not become 0, which disables the cache.
   status.Add(ApplyFlag(flags.max_verdict_age, "--max-verdict-age", ParseTimeoutMsFlag,
                        [&](uint32_t v) { request.set_max_verdict_age_ms(v); }));

@@ -49,6 +49,7 @@ struct HealthFlags {
   std::optional<std::string> fault;
   std::optional<std::string> warn_ratio;
   std::optional<std::string> level;            // quick|standard|long
+  std::optional<std::string> variants;         // kernel plugins only: plugin:NAME,...
   bool force = false;                          // HealthRequest.force
   std::optional<std::string> max_verdict_age;  // DURATION: HealthRequest.max_verdict_age_ms
   // node-problem-detector mode: CollectiveHang or CollectiveWrong. Prints one line and exits

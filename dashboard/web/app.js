@@ -510,6 +510,7 @@ async function specFromForm() {
     n: lists.n,
     dtype: $('#f-dtype').value,
     variants: checked('variant'),
+    plugins: checked('plugin'),
     modes: checked('mode'),
     pattern: $('#f-pattern').value,
     tolerance: $('#f-tolerance').value,
@@ -520,6 +521,7 @@ async function specFromForm() {
     stress_calls: optionalCount('#f-stress'),
     label: $('#f-label').value.trim() || undefined,
   };
+  if (spec.plugins.length === 0) delete spec.plugins;
   for (const key of Object.keys(spec)) if (spec[key] === undefined) delete spec[key];
   return spec;
 }

@@ -15,8 +15,8 @@ from . import colltest_pb2_grpc as pb2_grpc
 from ._version import __version__
 from .client import Client, connect
 from .colltest_pb2_grpc import CollectiveTestStub
-from .names import dtype_name, mode_name, state_name, status_name, variant_name
-from .specs import health_request, sweep_spec
+from .names import case_variant_name, dtype_name, mode_name, state_name, status_name, variant_name
+from .specs import health_request, split_variants, sweep_spec
 from .verdict import (EXIT_BUSY, EXIT_ERROR, EXIT_HANG, EXIT_OK, EXIT_WRONG, exit_code_for_run,
                       exit_code_for_status)
 
@@ -35,8 +35,8 @@ def _reexport_api():
 
 __all__ = [
     "pb2", "pb2_grpc", "__version__", "Client", "connect", "CollectiveTestStub",
-    "dtype_name", "mode_name", "state_name", "status_name", "variant_name",
-    "health_request", "sweep_spec",
+    "case_variant_name", "dtype_name", "mode_name", "state_name", "status_name", "variant_name",
+    "health_request", "split_variants", "sweep_spec",
     "EXIT_BUSY", "EXIT_ERROR", "EXIT_HANG", "EXIT_OK", "EXIT_WRONG", "exit_code_for_run",
     "exit_code_for_status",
 ]

@@ -60,8 +60,8 @@ def _add_sweep_flags(sweep):
     sweep.add_argument("--m", type=_uint_list, required=True, help="rows (tokens), e.g. 1,8,64")
     sweep.add_argument("--n", type=_uint_list, required=True, help="hidden sizes, e.g. 7168")
     sweep.add_argument("--variants", required=True,
-                       help="one_stage,two_kernel,lamport,lamport_tb,lamport_two_shot,nccl,auto "
-                            "or all")
+                       help="one_stage,two_kernel,lamport,lamport_tb,lamport_two_shot,nccl,auto, "
+                            "plugin:NAME (a kernel plugin colltestd loaded) or all")
     sweep.add_argument("--modes", help="eager,graph")
     sweep.add_argument("--dtype", help="bf16|fp16|fp32")
     sweep.add_argument("--pattern", help="normal|integers|neg_zero|large|denormal|same|"
@@ -102,7 +102,7 @@ def build_parser():
     parser.add_argument("--tls-ca", help="root CA (PEM): connect with TLS")
     parser.add_argument("--tls-server-name", help="name expected in the server certificate")
     commands = parser.add_subparsers(dest="command", required=True, metavar="{devices,sweep}")
-    commands.add_parser("devices", help="list the server's devices and variants")
+    commands.add_parser("devices", help="list the server's devices, variants and kernel plugins")
     _add_sweep_flags(commands.add_parser(
         "sweep", help="run a sweep, printing a row per case as it completes"))
     return parser
@@ -112,7 +112,7 @@ def sweep_spec_from_args(args):
     """The SweepSpec of the sweep flags; flags not given stay unset (the server's defaults)."""
     return specs.sweep_spec(
         world_size=args.world, devices=args.devices, m=args.m, n=args.n,
-        variants=_all_of("Variant", args.variants), modes=args.modes, dtype=args.dtype,
+        variants=args.variants, modes=args.modes, dtype=args.dtype,
         pattern=args.pattern, tolerance=args.tolerance,
         epilogues=_all_of("Epilogue", args.epilogue), keep_normed=args.keep_normed or None,
         fp8_format=args.fp8_format, fp8_scale=args.fp8_scale,

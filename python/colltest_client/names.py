@@ -50,14 +50,30 @@ def value(enum_name, text):
     full = _prefix(enum_name) + text.strip().upper()
     if full not in descriptor.values_by_name or full.endswith("_UNSPECIFIED"):
         accepted = ", ".join(name(enum_name, v.number) for v in descriptor.values if v.number)
+        if enum_name == "Variant":
+            # A kernel plugin is asked for by its name (specs.split_variants).
+            accepted = accepted.replace("plugin", "plugin:NAME")
         # "HealthLevel" -> "health level", "DType" -> "dtype".
         what = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", enum_name).lower()
         raise ValueError(f"unknown {what} {text!r}: expected one of {accepted}")
     return descriptor.values_by_name[full].number
 
 
-def variant_name(v):
+def variant_name(v, plugin=None):
+    """The variant's name: "lamport"; a kernel plugin's case (VARIANT_PLUGIN) is "plugin:NAME"
+    when `plugin` names it (its name, or a PluginIdentity), else "plugin"."""
+    if v == pb2.VARIANT_PLUGIN and plugin:
+        plugin_name = plugin if isinstance(plugin, str) else plugin.name
+        if plugin_name:
+            return f"plugin:{plugin_name}"
     return name("Variant", v)
+
+
+def case_variant_name(case):
+    """The variant of a CaseResult or a CaseComparison as the colltest CLI names it: "lamport",
+    or "plugin:NAME" for a kernel plugin's case (docs/plugins.md), so that two plugins never read
+    as one."""
+    return variant_name(case.variant, case.plugin if case.variant == pb2.VARIANT_PLUGIN else None)
 
 
 def mode_name(v):

@@ -2,6 +2,8 @@
 also taking the CLI's names ("lamport", "graph", "bf16") and repeated fields also taking one value
 or a comma-separated string."""
 
+import re
+
 from google.protobuf.descriptor import FieldDescriptor
 
 from . import colltest_pb2 as pb2
@@ -35,8 +37,56 @@ def message(type_name, **fields):
                   if value is not None})
 
 
+# A kernel plugin's name as its struct must spell it (docs/plugins.md): the variant "plugin:NAME".
+PLUGIN_PREFIX = "plugin:"
+_PLUGIN_NAME = re.compile(r"[a-z0-9_]{1,32}")
+
+
+def split_variants(variants):
+    """(variants, plugins) of a variant list as the colltest CLI's --variants takes it: a list or
+    a comma-separated string of variant names, "all" (every variant of colltest's own) and kernel
+    plugins as "plugin:NAME" (SweepSpec.plugins, the names without the prefix). Raises ValueError
+    for a bare "plugin" or a name a plugin cannot have."""
+    if isinstance(variants, str):
+        variants = variants.split(",")
+    elif not isinstance(variants, (list, tuple, range)):
+        variants = [variants]
+    kept, plugins = [], []
+    for item in variants:
+        if not isinstance(item, str):
+            kept.append(item)
+            continue
+        text = item.strip()
+        if not text:
+            continue
+        if text.lower() == "plugin":
+            raise ValueError("variants: 'plugin' needs the plugin's name: plugin:NAME")
+        if text.lower().startswith(PLUGIN_PREFIX):
+            plugin = text[len(PLUGIN_PREFIX):]
+            if not _PLUGIN_NAME.fullmatch(plugin):
+                raise ValueError(f"variants: {text!r}: a plugin's name is 1 to 32 of a-z, 0-9 "
+                                 "and _")
+            if plugin not in plugins:
+                plugins.append(plugin)
+        elif text.lower() == "all":
+            # A kernel plugin is named (plugin:NAME), never one of "all".
+            kept += [v.number for v in pb2.Variant.DESCRIPTOR.values
+                     if v.number and v.number != pb2.VARIANT_PLUGIN]
+        else:
+            kept.append(text)
+    return kept, plugins
+
+
 def sweep_spec(**fields):
-    """A SweepSpec: sweep_spec(world_size=2, m=[1, 64], n=1024, variants="one_stage,lamport")."""
+    """A SweepSpec: sweep_spec(world_size=2, m=[1, 64], n=1024, variants="one_stage,lamport").
+    Kernel plugins go in `plugins` (names) or among the variants as "plugin:NAME"."""
+    if fields.get("variants") is not None:
+        variants, plugins = split_variants(fields["variants"])
+        fields["variants"] = variants
+        if plugins:
+            given = fields.get("plugins") or []
+            given = given.split(",") if isinstance(given, str) else list(given)
+            fields["plugins"] = given + [p for p in plugins if p not in given]
     return message("SweepSpec", **fields)
 
 

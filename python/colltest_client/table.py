@@ -39,7 +39,7 @@ def sweep_row(case):
     return _line([
         str(case.m),
         str(case.n),
-        names.variant_name(case.variant),
+        names.case_variant_name(case),
         names.mode_name(case.mode),
         measured(case.timing.median_us),
         measured(case.busbw_gbps, 2),  # the cpu backend's are a fraction of a GB/s
@@ -92,4 +92,22 @@ def devices_table(response):
                      f"{device.memory_bytes >> 20:>10}  {device.uuid}".rstrip())
     variants = ", ".join(names.variant_name(v) for v in response.variants)
     lines.append(f"variants: {variants}")
+    lines += kernel_plugins_lines(response)
     return "\n".join(lines)
+
+
+def kernel_plugins_lines(response):
+    """The kernel plugins colltestd was given (docs/plugins.md), one line each under a title:
+    variant, version, the first 12 hex digits of the SHA-256, loaded or why it was refused. None
+    when it was given none."""
+    if not response.kernel_plugins:
+        return []
+    lines = ["kernel plugins:",
+             f"  {'variant':<24}  {'version':<16}  {'sha256':<12}  state"]
+    for p in response.kernel_plugins:
+        # A plugin refused before its struct was read has no name: its file names it.
+        variant = p.variant or (f"plugin:{p.name}" if p.name else p.path.rsplit("/", 1)[-1])
+        state = "loaded" if p.loaded else f"refused: {p.refused or 'no reason given'}"
+        lines.append(f"  {variant:<24}  {p.version or '-':<16}  {p.sha256[:12] or '-':<12}  "
+                     f"{state}")
+    return lines

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/fault_spec.h"
 #include "common/status_macros.h"
+#include "common/text.h"
 #include "server/devices/device_placement.h"
 #include "server/health/health_report.h"
 #include "server/net/caller_key.h"
@@ -34,6 +35,35 @@ struct CheckInput {
   double warn_ratio = kDefaultWarnRatio;
 };
 
+// The kernel plugins a check names run beside the level's variants in every run of the check but
+// the self test (which checks the detection, not a kernel).
+void AddPlugins(const v1::HealthRequest& request, HealthPlan& plan) {
+  std::vector<v1::SweepSpec*> specs = {&plan.group, &plan.pair};
+  for (v1::SweepSpec& s : plan.group_stress) specs.push_back(&s);
+  for (v1::SweepSpec* spec : specs) {
+    for (const std::string& name : request.plugins()) spec->add_plugins(name);
+  }
+}
+
+// Each plugin named once and loaded.
+absl::Status CheckPlugins(const v1::HealthRequest& request, const ServerLimits& limits) {
+  for (int i = 0; i < request.plugins_size(); ++i) {
+    const std::string& name = request.plugins(i);
+    const bool loaded = std::any_of(limits.kernel_plugins.begin(), limits.kernel_plugins.end(),
+                                    [&](const v1::KernelPlugin& p) { return p.name() == name; });
+    if (!loaded) {
+      return InvalidField(absl::StrCat("plugins[", i, "] = \"", common::EscapeForTerminal(name),
+                                       "\": no kernel plugin of that name is loaded"));
+    }
+    for (int j = 0; j < i; ++j) {
+      if (request.plugins(j) == name) {
+        return InvalidField(absl::StrCat("plugins[", i, "] = \"", name, "\": listed twice"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CheckInput> ValidateRequest(const v1::HealthRequest& request,
                                            const ServerLimits& limits) {
   CheckInput input;
@@ -55,6 +85,7 @@ absl::StatusOr<CheckInput> ValidateRequest(const v1::HealthRequest& request,
   // would refuse it too, but as spec.fault, and a bad rank would only be found there.
   COLLTEST_RETURN_IF_ERROR(
       ValidateFault("fault", request.fault(), static_cast<uint32_t>(devices.size()), limits));
+  COLLTEST_RETURN_IF_ERROR(CheckPlugins(request, limits));
   return input;
 }
 
@@ -218,8 +249,9 @@ absl::StatusOr<v1::HealthResponse> HealthChecker::Check(const v1::HealthRequest&
   const absl::Time start = absl::Now();
   const ServerLimits& limits = executor_->limits();
   COLLTEST_ASSIGN_OR_RETURN(const CheckInput input, ValidateRequest(request, limits));
-  const HealthPlan plan = HealthPlanFor(request.level(), profile_, capabilities_,
-                                        limits.allow_fault_injection, limits.max_case_bytes);
+  HealthPlan plan = HealthPlanFor(request.level(), profile_, capabilities_,
+                                  limits.allow_fault_injection, limits.max_case_bytes);
+  AddPlugins(request, plan);
   const CheckRunner runner{executor_, observer, owner, request,
                            PriorityClaim{CallerKey(owner), next_check_.fetch_add(1)}};
   HealthRuns runs;

@@ -96,7 +96,8 @@ HealthGate::HealthGate(Checker check, HoldersFn holders, Options options)
 HealthGate::Key HealthGate::KeyOf(const v1::HealthRequest& request) const {
   std::vector<uint32_t> devices(request.devices().begin(), request.devices().end());
   if (devices.empty()) devices = options_.all_devices;
-  return {devices, EffectiveLevel(request.level()), request.pairs()};
+  return {devices, EffectiveLevel(request.level()), request.pairs(),
+          std::vector<std::string>(request.plugins().begin(), request.plugins().end())};
 }
 
 void HealthGate::Stamp(const Key& key, v1::HealthResponse& response) const {

@@ -56,7 +56,8 @@ class HealthGate {
 
  private:
   // The verdicts remembered: one per devices (in request order), level, and pairs or not.
-  using Key = std::tuple<std::vector<uint32_t>, int, bool>;
+  // Devices, level, pairs and the kernel plugins named.
+  using Key = std::tuple<std::vector<uint32_t>, int, bool, std::vector<std::string>>;
   Key KeyOf(const colltest::v1::HealthRequest& request) const;
   // The busy answer: the last verdict for `key` if any, with the reason.
   colltest::v1::HealthResponse Busy(const Key& key, const std::string& reason) const;

@@ -540,6 +540,13 @@ def check_plugin_sweep(browser, url, label, sha, timeout, t0):
     browser.wait_for(f"document.getElementById('run-id').textContent.startsWith('r-') && "
                      f"document.getElementById('run-id').textContent !== {json.dumps(before)}",
                      'the plugin sweep to start', 15)
+    # The plugin is one more variant: a form that did not send it starts a run of fewer cases.
+    total = browser.wait_for("document.getElementById('run-progress').dataset.total !== '0' && "
+                             "document.getElementById('run-progress').dataset.total",
+                             'the plugin sweep\'s total', 15)
+    if total != str(PLUGIN_CASES):
+        raise TestFailure(f'the plugin sweep has {total} cases, expected {PLUGIN_CASES} '
+                          f'({PLUGIN_SWEEP_VARIANTS} x m {PLUGIN_M_VALUES})')
     run_id = wait_for_done_run(browser, PLUGIN_CASES, timeout, t0)
     check_plugin_rows(result_rows(browser), sha, 'plugin sweep')
     plot = browser.eval("document.getElementById('latency-plot').dataset.seriesNames")

@@ -4,6 +4,7 @@
 // rank a missing_rank fault kept from launching), the crash and the error naming the plugin and the
 // call, graph refused without the capture flag, a shape the plugin refuses, history with the
 // SHA-256, and `compare` of two builds exiting 4 when the second is slower.
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -199,6 +200,29 @@ TEST_F(PluginRuns, GraphIsRefusedWithoutTheCaptureFlagAndARefusedShapeIsUnsuppor
             std::string::npos)
       << Message(cases[6]);
   EXPECT_EQ(cases[6]["mismatches"], 0) << "a call that did not run is no wrong result";
+}
+
+// A health check runs a plugin beside its level's own variants, and its verdict is the plugin's.
+TEST_F(PluginRuns, HealthChecksAPluginBesideItsLevelsVariants) {
+  auto health = [](const std::string& plugin) {
+    return RunCommand({BinDir() + "/colltest", "--server", daemon_->address(), "health",
+                       "--devices", "0,1", "--variants", "plugin:" + plugin, "--format", "json"});
+  };
+  auto [ok_code, ok] = health("oneshot_norm");
+  EXPECT_EQ(ok_code, 0) << ok;
+  const Json cases = Json::parse(ok)["cases"];
+  EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [](const Json& c) {
+    return c["variant"] == "plugin:oneshot_norm" && c["status"] == "OK";
+  })) << ok;
+  auto [wrong_code, wrong] = health("sums_wrong");
+  EXPECT_EQ(wrong_code, 1) << wrong;
+  EXPECT_NE(Json::parse(wrong)["message"].get<std::string>().find("rank 1: plugin:sums_wrong"),
+            std::string::npos)
+      << wrong;
+  auto [own_code, own] = RunCommand(
+      {BinDir() + "/colltest", "--server", daemon_->address(), "health", "--variants", "lamport"});
+  EXPECT_EQ(own_code, 3) << own;
+  EXPECT_NE(own.find("it takes kernel plugins only (plugin:NAME)"), std::string::npos) << own;
 }
 
 // Two builds of one plugin, one after the other on one machine: history keeps each build's

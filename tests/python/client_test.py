@@ -1,9 +1,13 @@
 """The Python client package against a real colltestd (cpu backend, 4 ranks, fault injection
-allowed): the API, `python3 -m colltest_client` (its table and exit codes) and the example.
+allowed): the API, `python3 -m colltest_client` (its table and exit codes) and the example; and
+against a colltestd given the kernel plugin fixture oneshot_norm.so (docs/plugins.md): a sweep
+with `--variants plugin:oneshot_norm`, and `devices` listing the plugin.
 
-    client_test.py --colltestd PATH --example PATH   (colltest_client on PYTHONPATH)"""
+    client_test.py --colltestd PATH --example PATH --plugin-fixture-dir DIR
+    (colltest_client on PYTHONPATH)"""
 
 import argparse
+import hashlib
 import io
 import os
 import shutil
@@ -19,7 +23,7 @@ import colltest_client
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from colltestd_process import Colltestd  # noqa: E402
 
-ARGS = None  # the command line's --colltestd and --example
+ARGS = None  # the command line's --colltestd, --example and --plugin-fixture-dir
 SWEEP = ["sweep", "--world", "2", "--m", "1,64", "--n", "1024", "--variants", "one_stage,lamport"]
 HEADER = ["m", "n", "variant", "mode", "median us", "busbw GB/s", "status"]
 # The four cases of SWEEP as (m, n, variant, mode).
@@ -34,7 +38,36 @@ HANG_SWEEP = ["sweep", "--world", "4", "--m", "8", "--n", "256", "--variants", "
               "--fault", "hang_end_sync:1"]
 
 
-def start_colltestd(test_class):
+# The kernel plugin fixture (tests/plugins/fixtures, target colltest_fixture_oneshot_norm): the
+# example examples/plugins/oneshot_norm built for the cpu backend; its struct's name and version.
+PLUGIN = "oneshot_norm"
+PLUGIN_VARIANT = f"plugin:{PLUGIN}"
+PLUGIN_VERSION = "1.0"
+PLUGIN_SWEEP = ["sweep", "--world", "2", "--m", "1,8", "--n", "256", "--warmup", "1", "--iters",
+                "3", "--variants", f"one_stage,{PLUGIN_VARIANT}"]
+PLUGIN_SWEEP_CASES = {(m, 256, variant, "eager") for m in (1, 8)
+                      for variant in ("one_stage", PLUGIN_VARIANT)}
+
+
+def private_plugin_copy(test_class):
+    """The fixture copied into a fresh folder (0755, the file 0644): the worker refuses a plugin
+    that anybody but its owner could replace, the file or a folder above it. Returns (path,
+    sha256 of the file); the folder's removal is a class cleanup."""
+    source = os.path.join(ARGS.plugin_fixture_dir, f"{PLUGIN}.so")
+    if not os.path.isfile(source):
+        raise AssertionError(f"no plugin fixture {source} (build the target "
+                             "colltest_fixture_oneshot_norm)")
+    folder = tempfile.mkdtemp(prefix="colltest-python-plugin-")
+    test_class.addClassCleanup(shutil.rmtree, folder, ignore_errors=True)
+    os.chmod(folder, 0o755)
+    path = os.path.join(folder, f"{PLUGIN}.so")
+    shutil.copyfile(source, path)
+    os.chmod(path, 0o644)
+    with open(path, "rb") as f:
+        return path, hashlib.sha256(f.read()).hexdigest()
+
+
+def start_colltestd(test_class, extra_args=()):
     """Starts colltestd in a temporary directory and registers its stop (SIGTERM; fails unless it
     exits 0) and the removal of the directory as class cleanups, which run also when a test or the
     start fails. Returns the address it listens at."""
@@ -43,7 +76,7 @@ def start_colltestd(test_class):
     daemon = Colltestd(
         ARGS.colltestd,
         ["--backend", "cpu", "--cpu-ranks", "4", "--listen", "127.0.0.1:0",
-         "--allow-fault-injection", "--runtime-dir", work_dir],
+         "--allow-fault-injection", "--runtime-dir", work_dir, *extra_args],
         state_dir=os.path.join(work_dir, "state"), cwd=work_dir,
         log_path=os.path.join(work_dir, "colltestd.log"))
     test_class.addClassCleanup(daemon.stop)
@@ -171,10 +204,75 @@ class ClientTest(unittest.TestCase):
     def test_cli_usage_errors_exit_3(self):
         # argparse's own code would be 2, which here means HANG.
         for args in (["sweep", "--m", "x", "--n", "1", "--variants", "lamport"],
-                     ["sweep", "--m", "1", "--n", "1", "--variants", "bogus"], ["nonsense"]):
+                     ["sweep", "--m", "1", "--n", "1", "--variants", "bogus"], ["nonsense"],
+                     ["sweep", "--m", "1", "--n", "1", "--variants", "plugin"],
+                     ["sweep", "--m", "1", "--n", "1", "--variants", "lamport,plugin:Bad-Name"]):
             result = self.cli(*args)
             self.assert_exit(result, 3)
             self.assertIn("colltest_client", result.stderr)
+
+
+class KernelPluginTest(unittest.TestCase):
+    """A colltestd given the fixture plugin: `devices` lists it, and a sweep with
+    --variants one_stage,plugin:oneshot_norm runs it beside one_stage."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.plugin_path, cls.sha256 = private_plugin_copy(cls)
+        cls.address = start_colltestd(cls, ["--kernel-plugin", cls.plugin_path])
+
+    def cli(self, *args):
+        return subprocess.run([sys.executable, "-m", "colltest_client", "--server", self.address,
+                               *args], capture_output=True, text=True, timeout=120)
+
+    def assert_exit(self, result, code):
+        self.assertEqual(result.returncode, code,
+                         f"exit {result.returncode}\nstdout:\n{result.stdout}\n"
+                         f"stderr:\n{result.stderr}")
+
+    def test_cli_devices_lists_the_plugin(self):
+        result = self.cli("devices")
+        self.assert_exit(result, 0)
+        lines = result.stdout.splitlines()
+        self.assertIn("kernel plugins:", lines, result.stdout)
+        plugin_lines = lines[lines.index("kernel plugins:") + 1:]
+        self.assertEqual(plugin_lines[0].split(), ["variant", "version", "sha256", "state"])
+        self.assertEqual([line.split() for line in plugin_lines[1:]],
+                         [[PLUGIN_VARIANT, PLUGIN_VERSION, self.sha256[:12], "loaded"]],
+                         result.stdout)
+
+    def test_cli_sweep_runs_the_plugin(self):
+        result = self.cli(*PLUGIN_SWEEP)
+        self.assert_exit(result, 0)
+        rows = table_rows(result.stdout)
+        cases = {(int(row[0]), int(row[1]), row[2], row[3]) for row in rows}
+        self.assertEqual(len(rows), 4, result.stdout)
+        self.assertEqual(cases, PLUGIN_SWEEP_CASES)
+        self.assertEqual({row[6] for row in rows}, {"OK"}, result.stdout)
+        summary = result.stdout.splitlines()[-1]
+        self.assertRegex(summary, r"^run \S+: DONE, 4 cases: 4 OK$")
+        # The flag went out as SweepSpec.plugins, and the record keeps the build that ran.
+        with colltest_client.connect(self.address) as client:
+            run = client.get_run(summary.split()[1].rstrip(":"), timeout=30)
+        self.assertEqual(list(run.spec.plugins), [PLUGIN])
+        self.assertEqual(list(run.spec.variants), [colltest_client.VARIANT_ONE_STAGE])
+        ran = [(c.plugin.name, c.plugin.version, c.plugin.sha256) for c in run.cases
+               if c.variant == colltest_client.VARIANT_PLUGIN]
+        self.assertEqual(ran, [(PLUGIN, PLUGIN_VERSION, self.sha256)] * 2)
+
+    def test_api_sweep_of_the_plugin_alone(self):
+        with colltest_client.connect(self.address) as client:
+            events = list(client.sweep(world_size=2, m=[1, 8], n=256, warmup=1, iters=3,
+                                       variants=PLUGIN_VARIANT, label="py-plugin"))
+            devices = client.devices(timeout=30)
+        summary = events[-1].summary
+        self.assertEqual(summary.state, colltest_client.RUN_STATE_DONE)
+        self.assertEqual((list(summary.spec.variants), list(summary.spec.plugins)), ([], [PLUGIN]))
+        self.assertEqual([colltest_client.case_variant_name(c) for c in summary.cases],
+                         [PLUGIN_VARIANT] * 2)
+        self.assertEqual({c.status for c in summary.cases}, {colltest_client.CASE_STATUS_OK})
+        self.assertEqual([(p.name, p.version, p.sha256, p.loaded) for p in devices.kernel_plugins],
+                         [(PLUGIN, PLUGIN_VERSION, self.sha256, True)])
 
 
 class SweepFlagsTest(unittest.TestCase):
@@ -203,6 +301,37 @@ class SweepFlagsTest(unittest.TestCase):
         plain = self.spec("--variants", "lamport")
         self.assertEqual((list(plain.epilogues), plain.keep_normed, plain.fp8_scale), ([], False, 0))
 
+    def test_plugin_variants_go_to_the_spec_plugins(self):
+        pb2 = colltest_client.pb2
+        spec = self.spec("--variants", "one_stage,plugin:oneshot_norm,lamport,plugin:b_2,"
+                         "plugin:oneshot_norm")
+        self.assertEqual(list(spec.variants), [pb2.VARIANT_ONE_STAGE, pb2.VARIANT_LAMPORT])
+        self.assertEqual(list(spec.plugins), ["oneshot_norm", "b_2"])
+        alone = self.spec("--variants", "plugin:oneshot_norm")
+        self.assertEqual((list(alone.variants), list(alone.plugins)), ([], ["oneshot_norm"]))
+        # "all" is colltest's own variants: a plugin is only ever named.
+        every = self.spec("--variants", "all")
+        self.assertNotIn(pb2.VARIANT_PLUGIN, every.variants)
+        self.assertEqual(len(every.variants), len(pb2.Variant.values()) - 2)
+        self.assertEqual(list(every.plugins), [])
+        plain = self.spec("--variants", "lamport")
+        self.assertEqual(list(plain.plugins), [])
+
+    def test_a_plugin_needs_a_name_a_plugin_can_have(self):
+        from colltest_client import cli, specs
+        for variants in ("plugin", "plugin:", "plugin:Upper", "plugin:a-b", "plugin:" + "x" * 33):
+            with self.assertRaises(ValueError) as raised:
+                self.spec("--variants", f"lamport,{variants}")
+            self.assertIn("plugin", str(raised.exception))
+        with self.assertRaises(ValueError) as raised:
+            specs.sweep_spec(variants="bogus")
+        self.assertIn("plugin:NAME", str(raised.exception))
+        out, err = io.StringIO(), io.StringIO()
+        code = cli.main(["sweep", "--m", "1", "--n", "64", "--variants", "plugin"],
+                        out=out, err=err)
+        self.assertEqual(code, colltest_client.EXIT_ERROR)
+        self.assertIn("'plugin' needs the plugin's name: plugin:NAME", err.getvalue())
+
     def test_a_scale_of_0_is_refused_not_read_as_the_default(self):
         from colltest_client import cli
         for flag in ("--fp8-scale", "--nvfp4-global-scale"):
@@ -218,6 +347,37 @@ class SweepFlagsTest(unittest.TestCase):
 
 class TableTest(unittest.TestCase):
     """The package's text without a server."""
+
+    def test_a_plugin_case_is_named_by_its_plugin(self):
+        from colltest_client import table
+        pb2 = colltest_client.pb2
+        case = pb2.CaseResult(m=8, n=256, variant=pb2.VARIANT_PLUGIN,
+                              status=pb2.CASE_STATUS_OK,
+                              plugin=pb2.PluginIdentity(name="oneshot_norm", version="1.0"))
+        self.assertEqual(table.sweep_row(case).split()[2], "plugin:oneshot_norm")
+        other = pb2.CaseResult(variant=pb2.VARIANT_PLUGIN, plugin=pb2.PluginIdentity(name="b"))
+        self.assertEqual(colltest_client.case_variant_name(other), "plugin:b")
+        compared = pb2.CaseComparison(variant=pb2.VARIANT_PLUGIN, plugin="oneshot_norm")
+        self.assertEqual(colltest_client.case_variant_name(compared), "plugin:oneshot_norm")
+        self.assertEqual(colltest_client.case_variant_name(
+            pb2.CaseResult(variant=pb2.VARIANT_LAMPORT)), "lamport")
+        self.assertEqual(colltest_client.variant_name(pb2.VARIANT_PLUGIN, "x"), "plugin:x")
+
+    def test_devices_lists_loaded_and_refused_plugins(self):
+        from colltest_client import table
+        pb2 = colltest_client.pb2
+        response = pb2.ListDevicesResponse(backend="cpu", kernel_plugins=[
+            pb2.KernelPlugin(path="/p/a.so", sha256="0123456789abcdef" * 4, loaded=True,
+                             name="a", version="2.0", variant="plugin:a"),
+            pb2.KernelPlugin(path="/p/wrong.so", sha256="fedcba9876543210" * 4,
+                             refused="abi_version = 2: this worker loads version 1")])
+        lines = table.devices_table(response).splitlines()
+        start = lines.index("kernel plugins:")
+        self.assertEqual(lines[start + 2].split(), ["plugin:a", "2.0", "0123456789ab", "loaded"])
+        self.assertEqual(lines[start + 3].split(None, 3),
+                         ["wrong.so", "-", "fedcba987654",
+                          "refused: abi_version = 2: this worker loads version 1"])
+        self.assertNotIn("kernel plugins:", table.devices_table(pb2.ListDevicesResponse()))
 
     def test_shared_gpu_note_says_the_times_are_no_link_measurement(self):
         from colltest_client import table
@@ -237,6 +397,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--colltestd", required=True)
     parser.add_argument("--example", required=True)
+    parser.add_argument("--plugin-fixture-dir", required=True,
+                        help="folder with the kernel plugin fixture oneshot_norm.so")
     ARGS, rest = parser.parse_known_args()
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
