@@ -22,7 +22,7 @@ done
 # The measured tune tables, where colltestd looks for them by default (`auto`).
 # The kernel plugins of the box's plugin part (tests/gpu/shared_stage.sh), each built as a kernel
 # team would: against the SDK installed into a prefix of its own (docs/plugins.md).
-sdk="$build_dir/plugin-sdk"
+sdk="$PWD/$build_dir/plugin-sdk"
 rm -rf "$sdk"
 cmake --install "$build_dir" --component dev --prefix "$sdk" >/dev/null
 mkdir -p "$out/plugins"

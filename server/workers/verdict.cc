@@ -127,10 +127,14 @@ void InPluginVerdict(const Unanswered& u, v1::RankResult& result) {
     return;
   }
   const std::string where = absl::StrCat(u.c.plugin, " ", PluginEntryName(u.f.plugin_entry));
-  const std::string call = u.f.plugin_entry == static_cast<uint32_t>(PluginEntry::kLaunch) ||
-                                   u.f.plugin_entry == static_cast<uint32_t>(PluginEntry::kKernel)
-                               ? absl::StrCat(" (call ", u.f.plugin_call, ")")
-                               : "";
+  // A launch is one call; a GPU rank waiting for its stream waits for every call enqueued since
+  // it last drained, the earliest of which the page names.
+  std::string call;
+  if (u.f.plugin_entry == static_cast<uint32_t>(PluginEntry::kLaunch)) {
+    call = absl::StrCat(" (call ", u.f.plugin_call, ")");
+  } else if (u.f.plugin_entry == static_cast<uint32_t>(PluginEntry::kKernel)) {
+    call = absl::StrCat(" (calls from ", u.f.plugin_call, ")");
+  }
   switch (u.f.failure) {
     case CallFailure::kDied:
       result.set_message(absl::StrCat(PidOf(u), " died in ", where, call, ": ", u.f.exit));
@@ -410,11 +414,19 @@ std::string HangVerdict(absl::Span<const v1::RankResult> ranks) {
     (absl::StartsWith(r->phase(), "plugin:") ? in_plugin[r->phase()] : silent).push_back(r);
   }
   for (const auto& [phase, hung] : in_plugin) {
+    // The rank whose own deadline or watchdog stopped it speaks; those torn down with it follow.
+    const v1::RankResult* first = hung.front();
+    for (const v1::RankResult* r : hung) {
+      if (absl::StrContains(first->message(), kAborted) &&
+          !absl::StrContains(r->message(), kAborted)) {
+        first = r;
+      }
+    }
     std::vector<uint32_t> others;
     for (const v1::RankResult* r : hung) {
-      if (r != hung.front()) others.push_back(r->rank());
+      if (r != first) others.push_back(r->rank());
     }
-    absl::StrAppend(&verdict, verdict.empty() ? "" : "; ", hung.front()->message(),
+    absl::StrAppend(&verdict, verdict.empty() ? "" : "; ", first->message(),
                     others.empty() ? "" : absl::StrCat(" (also ", RankList(others), ")"));
   }
   for (const v1::RankResult* r : silent) {

@@ -327,7 +327,8 @@ def plugins(directory):
         cases = [] if run is None else run.get("cases", [])
         total += len(cases)
         cells = [f'{c["variant"]} {c["mode"]} m={c["m"]}: ' +
-                 (f'{c["median_us"]:.1f}' if c["status"] == "OK" else c["status"])
+                 (f'{c["median_us"]:.1f}' if c["status"] == "OK" and c["median_us"] > 0
+                  else c["status"])
                  for c in cases]
         print(f"  {name:<22} " + "; ".join(cells)[:300])
         hung = [c for c in cases if c["status"] == "HANG"]

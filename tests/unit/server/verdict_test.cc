@@ -101,6 +101,20 @@ TEST(VerdictTest, RanksStoppedInsideAPluginAreNamedWithThePluginAndTheCall) {
   EXPECT_THAT(c.message(),
               HasSubstr("rank 2: fault injected: rank 2 never launched plugin:theirs"));
 
+  // The rank whose own watchdog verdict stopped the group speaks for all, not one torn down with
+  // it; a GPU rank waiting for its stream names the calls from the earliest unfinished one.
+  CaseFacts gpu = facts;
+  gpu.first_failed = 1;
+  Unanswered(gpu, 0, CallFailure::kKilledByUs);
+  Unanswered(gpu, 1, CallFailure::kLate);
+  for (size_t r : {0, 1, 3}) {
+    gpu.ranks[r].plugin_entry = static_cast<uint32_t>(PluginEntry::kKernel);
+    gpu.ranks[r].plugin_call = 20;
+  }
+  EXPECT_THAT(AsCase(RankVerdicts(gpu)).message(),
+              HasSubstr("plugin:theirs kernel (calls from 20) did not finish on rank 1: rank 1 "
+                        "did not answer within 8s (also ranks 0, 3)"));
+
   // A rank stopped between two calls while the others were inside: named apart.
   facts.ranks[2].answer.reset();
   facts.ranks[2].failure = CallFailure::kKilledByUs;

@@ -304,7 +304,9 @@ class GpuBackend::Runtime final : public worker::CaseRuntime {
   // stops after the call that skipped its end barrier.
   bool stopped_ = false;
   worker::plugins::GroupPlugin* plugin_ = nullptr;  // a VARIANT_PLUGIN case's
-  uint64_t last_plugin_call_ = 0;
+  // The first call launched since the stream was last drained: the earliest whose kernel may not
+  // have finished, which the page names while the host waits (the calls before it finished).
+  uint64_t first_pending_call_ = 0;
 };
 
 GpuBackend::Runtime::Runtime(GpuBackend& b, const worker::CasePlan& plan)
@@ -360,8 +362,10 @@ absl::StatusOr<bool> GpuBackend::Runtime::Drain() {
 
 absl::Status GpuBackend::Runtime::WaitStream(const char* what) {
   if (plugin_ == nullptr) return GpuOk(StreamSynchronizeBeating(stream()), what);
-  const worker::InPluginScope inside(PluginEntry::kKernel, last_plugin_call_);
-  return GpuOk(StreamSynchronizeBeating(stream()), what);
+  const worker::InPluginScope inside(PluginEntry::kKernel, first_pending_call_);
+  COLLTEST_RETURN_IF_ERROR(GpuOk(StreamSynchronizeBeating(stream()), what));
+  first_pending_call_ = static_cast<uint64_t>(calls_);
+  return absl::OkStatus();
 }
 
 uint32_t GpuBackend::Runtime::Grid(Variant variant, uint32_t m) const {
@@ -535,14 +539,14 @@ absl::Status GpuBackend::Runtime::LaunchPlugin(uint32_t m, uint32_t slot, CallAr
   buffers.codes = quant_codes_;
   buffers.row_scales = quant_row_scales_;
   buffers.block_scales = quant_block_scales_;
-  last_plugin_call_ = static_cast<uint64_t>(calls_);
-  const colltest_launch_v1_t call = worker::plugins::LaunchOf(
-      buffers, *p_.req, p_.quant, s_.eps, m, last_plugin_call_, static_cast<void*>(stream()));
+  const uint64_t index = static_cast<uint64_t>(calls_);
+  const colltest_launch_v1_t call = worker::plugins::LaunchOf(buffers, *p_.req, p_.quant, s_.eps, m,
+                                                              index, static_cast<void*>(stream()));
   ++calls_;
   const worker::plugins::EntryResult r = plugin_->Launch(call);
   if (!r.ok()) {
-    kernel_end_ = worker::plugins::EndOf(plugin_->variant(), "launch",
-                                         static_cast<int64_t>(last_plugin_call_), r);
+    kernel_end_ =
+        worker::plugins::EndOf(plugin_->variant(), "launch", static_cast<int64_t>(index), r);
   }
   return absl::OkStatus();
 }
