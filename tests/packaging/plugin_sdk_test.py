@@ -3,10 +3,13 @@
 dev` into a temporary prefix holds the header and the CMake package; a project of its own
 (tests/plugins/consumer) finds it with find_package(colltest 0.1), builds a plugin against
 colltest::kernel_plugin, and colltest-worker --check-plugin loads that plugin; asking for an
-older minor release (0.0) fails at configure time, as SameMinorVersion says for a 0.x package."""
+older minor release (0.0) fails at configure time, as SameMinorVersion says for a 0.x package.
+The example examples/plugins/oneshot_norm, built the same way (cpu only), runs through a colltestd
+as plugin:oneshot_norm, exact in eager and graph mode at W = 2, its SHA-256 in the results."""
 
 import argparse
 import filecmp
+import hashlib
 import json
 import os
 import shutil
@@ -14,9 +17,47 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from colltestd_process import Colltestd  # noqa: E402
+
 
 def run(args, **kwargs):
     return subprocess.run(args, capture_output=True, text=True, **kwargs)
+
+
+def example_runs(args, prefix, work, plugins):
+    """Builds the example against `prefix` as its README says and runs it through colltestd;
+    returns the problems found."""
+    example = os.path.join(args.source_dir, "examples", "plugins", "oneshot_norm")
+    build = os.path.join(work, "build-example")
+    configure = run([args.cmake, "-S", example, "-B", build, "-G", "Ninja",
+                     f"-DCMAKE_PREFIX_PATH={prefix}", "-DONESHOT_NORM_GPU=OFF"])
+    if configure.returncode != 0 or run([args.cmake, "--build", build]).returncode != 0:
+        return [f"the example did not configure and build: {configure.stdout} {configure.stderr}"]
+    plugin = os.path.join(plugins, "oneshot_norm_cpu.so")
+    shutil.copy(os.path.join(build, "oneshot_norm_cpu.so"), plugin)
+    os.chmod(plugin, 0o644)
+    with open(plugin, "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    bin_dir = os.path.join(args.build_dir, "bin")
+    with Colltestd(os.path.join(bin_dir, "colltestd"),
+                   ["--backend", "cpu", "--cpu-ranks", "2", "--listen", "127.0.0.1:0",
+                    "--kernel-plugin", plugin]) as daemon:
+        result = run([os.path.join(bin_dir, "colltest"), "--server", daemon.address, "run",
+                      "--world", "2", "--m", "1,64", "--n", "256", "--variants",
+                      "plugin:oneshot_norm", "--modes", "eager,graph", "--pattern", "neg_zero",
+                      "--format", "json"], timeout=120)
+    try:
+        cases = json.loads(result.stdout)["cases"]
+    except (ValueError, KeyError):
+        return [f"colltest run: exit {result.returncode}, {result.stdout} {result.stderr}"]
+    problems = [f"case {c['index']}: {c['status']} {c['message']}" for c in cases
+                if c["status"] != "OK" or c["variant"] != "plugin:oneshot_norm"]
+    problems += [f"case {c['index']}: sha256 {c.get('plugin', {}).get('sha256')}, file {sha}"
+                 for c in cases if c.get("plugin", {}).get("sha256") != sha]
+    if result.returncode != 0 or len(cases) != 4:
+        problems.append(f"colltest run: exit {result.returncode}, {len(cases)} cases")
+    return problems
 
 
 def main():
@@ -67,6 +108,8 @@ def main():
             problems.append(f"colltest-worker --check-plugin: exit {check.returncode}, "
                             f"{check.stdout.strip()} {check.stderr.strip()}")
 
+        problems += example_runs(args, prefix, work, plugins)
+
         # SameMinorVersion: in 0.x each minor release is its own; AnyNewerVersion would take it.
         other = run([args.cmake, "-S", consumer, "-B", os.path.join(work, "build-0.0"), "-G",
                      "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}", f"-DPLUGIN_SOURCE={plugin_source}",
@@ -77,7 +120,8 @@ def main():
             print("FAIL:", problem)
         if not problems:
             print(f"plugin_sdk_test: header and CMake package installed; a plugin built against "
-                  f"them loads ({report.get('sha256', '')[:12]}...)")
+                  f"them loads ({report.get('sha256', '')[:12]}...); the example built against "
+                  f"them runs exact through colltestd")
         return 1 if problems else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
