@@ -32,18 +32,19 @@ EntryResult CallEntry(PluginEntry which, uint64_t call, Entry&& entry) {
   return r;
 }
 
-std::string Failed(const std::string& variant, const char* entry, const EntryResult& r) {
-  const char* what = r.status == COLLTEST_UNSUPPORTED ? "unsupported" : "error";
-  return absl::StrCat(variant, " ", entry, ": ", what,
-                      r.message.empty() ? "" : absl::StrCat(": ", r.message));
-}
-
 uint32_t WidestDtype(uint32_t dtypes) {
   if (dtypes & (1u << COLLTEST_DTYPE_FP32)) return COLLTEST_DTYPE_FP32;
   return dtypes & (1u << COLLTEST_DTYPE_FP16) ? COLLTEST_DTYPE_FP16 : COLLTEST_DTYPE_BF16;
 }
 
 }  // namespace
+
+std::string EntryMessage(const std::string& variant, const char* entry, int64_t call,
+                         const EntryResult& r) {
+  return absl::StrCat(variant, " ", entry, call >= 0 ? absl::StrCat(" (call ", call, ")") : "",
+                      ": ", r.status == COLLTEST_UNSUPPORTED ? "unsupported" : "error",
+                      r.message.empty() ? "" : absl::StrCat(": ", r.message));
+}
 
 std::string WorkspaceHandleName(const std::string& plugin_name) {
   return absl::StrCat("plugin:", plugin_name);
@@ -95,15 +96,16 @@ EntryResult GroupPlugin::Launch(const colltest_launch_v1_t& call) {
                    [&](char* err, size_t len) { return kernel().launch(state_, &call, err, len); });
 }
 
-void GroupPlugin::Allocate(WorkspaceMemory& memory, uint64_t max_workspace, wv1::InitReply& reply) {
-  for (const colltest_shape_v1_t& shape : SizingShapes(kernel(), largest_, max_workspace)) {
+void GroupPlugin::Allocate(WorkspaceMemory& memory, uint64_t case_bytes, wv1::InitReply& reply) {
+  const std::vector<colltest_shape_v1_t> shapes = SizingShapes(kernel(), largest_, case_bytes);
+  for (const colltest_shape_v1_t& shape : shapes) {
     uint64_t bytes = 0;
     const EntryResult r = WorkspaceBytes(shape, bytes);
-    if (!r.ok()) return Refuse(Failed(variant(), "workspace_bytes", r));
+    if (!r.ok()) return Refuse(EntryMessage(variant(), "workspace_bytes", -1, r));
     workspace_bytes_ = std::max(workspace_bytes_, bytes);
   }
-  largest_ = SizingShapes(kernel(), largest_, max_workspace)[0];
-  const uint64_t limit = kMaxWorkspaceFactor * max_workspace;
+  largest_ = shapes.front();  // what init's group.largest says
+  const uint64_t limit = kMaxWorkspaceFactor * case_bytes;
   if (workspace_bytes_ > limit) {
     return Refuse(absl::StrCat(variant(), " asks for ", workspace_bytes_,
                                " bytes of workspace per rank, above the limit of ", limit,
@@ -153,7 +155,7 @@ void GroupPlugin::Connect(WorkspaceMemory& memory,
   const EntryResult r = CallEntry(PluginEntry::kInit, 0, [&](char* err, size_t len) {
     return kernel().init(&group, &state_, err, len);
   });
-  if (!r.ok()) return Refuse(Failed(variant(), "init", r));
+  if (!r.ok()) return Refuse(EntryMessage(variant(), "init", -1, r));
   initialised_ = true;
 }
 

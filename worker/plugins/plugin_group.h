@@ -48,6 +48,10 @@ struct EntryResult {
   bool ok() const { return status == COLLTEST_OK; }
 };
 
+// "plugin:NAME launch (call 3): error: WHAT THE PLUGIN WROTE" (`call` < 0: no call named).
+std::string EntryMessage(const std::string& variant, const char* entry, int64_t call,
+                         const EntryResult& r);
+
 // One plugin in one group, from init to fini.
 class GroupPlugin {
  public:
@@ -66,8 +70,9 @@ class GroupPlugin {
   const std::string& refused() const { return refused_; }
   bool ready() const { return refused_.empty() && initialised_; }
 
-  // Sizes and allocates this rank's workspace; a failure refuses the plugin for the group.
-  void Allocate(WorkspaceMemory& memory, uint64_t max_workspace,
+  // Sizes this rank's workspace for a group whose ranks hold `case_bytes` of input
+  // (SizingShapes) and allocates it; a failure refuses the plugin for the group.
+  void Allocate(WorkspaceMemory& memory, uint64_t case_bytes,
                 colltest::worker::v1::InitReply& reply);
   // Maps the peers' workspaces (handles by rank) and calls init.
   void Connect(WorkspaceMemory& memory,

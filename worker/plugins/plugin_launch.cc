@@ -43,10 +43,7 @@ CaseRuntime::KernelEnd EndOf(const std::string& variant, const char* entry, int6
   CaseRuntime::KernelEnd end;
   end.status =
       unsupported ? colltest::v1::CASE_STATUS_UNSUPPORTED : colltest::v1::CASE_STATUS_ERROR;
-  end.message =
-      absl::StrCat(variant, " ", entry, call >= 0 ? absl::StrCat(" (call ", call, ")") : "", ": ",
-                   unsupported ? "unsupported" : "error",
-                   r.message.empty() ? "" : absl::StrCat(": ", r.message));
+  end.message = EntryMessage(variant, entry, call, r);
   return end;
 }
 

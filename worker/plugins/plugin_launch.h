@@ -29,8 +29,8 @@ colltest_launch_v1_t LaunchOf(const CallBuffers& buffers,
                               const colltest::worker::v1::CaseRequest& req, const QuantPlan& quant,
                               float eps, uint32_t m, uint64_t call, void* stream);
 
-// How an entry point's answer other than OK ends the case: UNSUPPORTED or ERROR, "plugin:NAME
-// launch (call 3): error: WHAT THE PLUGIN WROTE" (`call` < 0: no call named).
+// How an entry point's answer other than OK ends the case: UNSUPPORTED or ERROR with its
+// EntryMessage.
 CaseRuntime::KernelEnd EndOf(const std::string& variant, const char* entry, int64_t call,
                              const EntryResult& r);
 
