@@ -228,7 +228,11 @@ void AddTuneFlags(CLI::App* app, TuneFlags* f, Invocation* inv) {
   AddOptional(app, "--m", "LIST", &f->m, "Rows (tokens) (default 1,8,16,32,64,128,256,512,1024)");
   AddOptional(app, "--modes", "MODE", &f->modes, "eager or graph, one (default graph)");
   AddOptional(app, "--variants", "LIST", &f->variants,
-              "Variants to rank, not auto (default one_stage,two_kernel,lamport,lamport_tb)");
+              "Variants to rank, not auto; plugin:NAME with --tune-plugins (default "
+              "one_stage,two_kernel,lamport,lamport_tb)");
+  app->add_flag("--tune-plugins", f->tune_plugins,
+                "Rank the kernel plugins --variants names (plugin:NAME) too, so that auto may pick "
+                "them (default: plugins are refused)");
   AddOptional(app, "--warmup", "N", &f->warmup, "Warm-up calls (default 20)");
   AddOptional(app, "--iters", "N", &f->iters, "Timed calls (default 200)");
   AddOptional(app, "--timeout", "DURATION", &f->timeout, "Per-case timeout (default 5s)");

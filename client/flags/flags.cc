@@ -446,28 +446,40 @@ absl::StatusOr<v1::SweepSpec> BuildTuneSpec(const TuneFlags& flags) {
       [&](v1::Mode v) { spec.set_modes(0, v); }));
   status.Update(ApplyFlag(
       flags.variants, "--variants",
-      [](absl::string_view flag,
-         absl::string_view text) -> absl::StatusOr<std::vector<v1::Variant>> {
-        absl::StatusOr<std::vector<v1::Variant>> parsed = ParseVariantsFlag(flag, text);
+      [&](absl::string_view flag, absl::string_view text) -> absl::StatusOr<KernelChoice> {
+        absl::StatusOr<KernelChoice> parsed = ParseKernelsFlag(flag, text);
         if (!parsed.ok()) return parsed.status();
-        std::vector<v1::Variant> variants;
-        for (v1::Variant v : *parsed) {
-          if (v == v1::VARIANT_AUTO) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                flag, ": '", text,
-                "' includes auto, which dispatches through the table being built: list the "
-                "variants it may pick"));
-          }
-          if (std::find(variants.begin(), variants.end(), v) == variants.end()) {
-            variants.push_back(v);
+        if (std::find(parsed->variants.begin(), parsed->variants.end(), v1::VARIANT_AUTO) !=
+            parsed->variants.end()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              flag, ": '", text,
+              "' includes auto, which dispatches through the table being built: list the "
+              "variants it may pick"));
+        }
+        // A table that may pick a plugin makes `auto` run code colltest did not write: only when
+        // asked for.
+        if (!parsed->plugins.empty() && !flags.tune_plugins) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(flag, ": '", kPluginPrefix, parsed->plugins.front(),
+                           "': auto picks a kernel plugin only when asked: add --tune-plugins"));
+        }
+        return parsed;
+      },
+      [&](const KernelChoice& k) {
+        spec.clear_variants();
+        for (v1::Variant variant : k.variants) {
+          if (std::find(spec.variants().begin(), spec.variants().end(), variant) ==
+              spec.variants().end()) {
+            spec.add_variants(variant);
           }
         }
-        return variants;
-      },
-      [&](const std::vector<v1::Variant>& v) {
-        spec.clear_variants();
-        for (v1::Variant variant : v) spec.add_variants(variant);
+        // ParseKernelsFlag names each plugin once; the sweep lists them after the variants.
+        for (const std::string& plugin : k.plugins) spec.add_plugins(plugin);
       }));
+  if (flags.tune_plugins && spec.plugins().empty()) {
+    status.Update(absl::InvalidArgumentError(
+        "--tune-plugins: --variants names no kernel plugin (plugin:NAME) to tune"));
+  }
   status.Update(ApplyFlag(flags.warmup, "--warmup", u32, [&](uint32_t v) { spec.set_warmup(v); }));
   status.Update(ApplyFlag(flags.iters, "--iters", u32, [&](uint32_t v) { spec.set_iters(v); }));
   status.Update(ApplyFlag(flags.timeout, "--timeout", ParseTimeoutMsFlag,

@@ -73,6 +73,9 @@ struct TuneFlags {
   std::optional<std::string> m;
   std::optional<std::string> modes;
   std::optional<std::string> variants;
+  // --tune-plugins: the kernel plugins --variants names (plugin:NAME) are timed too, and the
+  // table may pick them for `auto`; without it a plugin in --variants is refused.
+  bool tune_plugins = false;
   std::optional<std::string> warmup;
   std::optional<std::string> iters;
   std::optional<std::string> timeout;
@@ -92,7 +95,9 @@ struct TuneFlags {
 // world the table could not name), more than one n, mode or epilogue, and `auto` among the
 // variants (it would be timed through the very table being built). No --epilogue leaves the spec's
 // epilogues empty (none). Repeated m and variants are dropped and m
-// sorted, so that each table row is one m, in order.
+// sorted, so that each table row is one m, in order. Kernel plugins (plugin:NAME in --variants)
+// go to SweepSpec.plugins, after colltest's own variants, only with --tune-plugins: `auto` picks
+// a plugin only when asked (docs/plugins.md); --tune-plugins without a plugin is refused too.
 absl::StatusOr<v1::SweepSpec> BuildTuneSpec(const TuneFlags& flags);
 
 // The parsers below take the flag name only to put it in the error message.

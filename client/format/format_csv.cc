@@ -99,8 +99,7 @@ std::vector<std::string> CaseRow(const v1::RunResult& run, const v1::CaseResult&
       CsvField(run.run_id()),
       absl::StrCat(c.index()),
       common::KernelName(c),
-      c.variant() == v1::VARIANT_PLUGIN ? common::KernelName(c)
-                                        : std::string(common::VariantName(EffectiveVariant(c))),
+      common::KernelName(EffectiveVariant(c), c.plugin().name()),
       std::string(common::ModeName(c.mode())),
       absl::StrCat(c.world_size()),
       absl::StrCat(c.m()),

@@ -15,9 +15,7 @@
 #include "nlohmann/json.hpp"
 
 namespace colltest::client {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 Json PluginJson(const v1::PluginIdentity& plugin) {
   Json out = Json::object();
@@ -33,9 +31,8 @@ namespace {
 // script flattens the ranks of many cases.
 void AddIdentity(const v1::CaseResult& c, Json& out) {
   out["variant"] = common::KernelName(c);
-  out["resolved_variant"] = c.variant() == v1::VARIANT_PLUGIN
-                                ? common::KernelName(c)
-                                : std::string(common::VariantName(EffectiveVariant(c)));
+  // "plugin:NAME" for a plugin asked for by name or picked by `auto`.
+  out["resolved_variant"] = common::KernelName(EffectiveVariant(c), c.plugin().name());
   out["mode"] = std::string(common::ModeName(c.mode()));
   out["world"] = c.world_size();
   out["m"] = c.m();
@@ -47,7 +44,7 @@ void AddIdentity(const v1::CaseResult& c, Json& out) {
   out["epilogue"] = std::string(common::EpilogueName(c.epilogue()));
   out["keep_normed"] = c.keep_normed();
   // Which build of a kernel plugin ran (docs/plugins.md): what a comparison of two builds shows.
-  if (c.variant() == v1::VARIANT_PLUGIN) out["plugin"] = PluginJson(c.plugin());
+  if (EffectiveVariant(c) == v1::VARIANT_PLUGIN) out["plugin"] = PluginJson(c.plugin());
 }
 
 // The FP8 format an fp8 epilogue wrote; "" where none was (the proto's UNSPECIFIED).

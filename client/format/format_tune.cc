@@ -22,15 +22,15 @@ using Json = nlohmann::ordered_json;
 // The fastest time other than the best's, or 0 when the best ran alone.
 double SecondBestUs(const TuneRow& row) {
   double second = std::numeric_limits<double>::infinity();
-  for (const auto& [variant, us] : row.us) {
-    if (variant != row.best) second = std::min(second, us);
+  for (const auto& [kernel, us] : row.us) {
+    if (kernel != row.best) second = std::min(second, us);
   }
   return second == std::numeric_limits<double>::infinity() ? 0 : second;
 }
 
 double BestUs(const TuneRow& row) {
-  for (const auto& [variant, us] : row.us) {
-    if (variant == row.best) return us;
+  for (const auto& [kernel, us] : row.us) {
+    if (kernel == row.best) return us;
   }
   return 0;
 }
@@ -41,7 +41,7 @@ double BestUs(const TuneRow& row) {
 std::string CrossoversLine(const TuneTable& table) {
   if (table.rows.empty()) return "crossovers: none (no m had an OK variant)";
   struct Run {
-    v1::Variant best;
+    TuneKernel best;
     const TuneRow* first;
     const TuneRow* last;
   };
@@ -54,12 +54,12 @@ std::string CrossoversLine(const TuneTable& table) {
     }
   }
   if (runs.size() == 1) {
-    return absl::StrCat("crossovers: none (", common::VariantName(runs[0].best), " at every m)");
+    return absl::StrCat("crossovers: none (", runs[0].best.Name(), " at every m)");
   }
   std::vector<std::string> parts;
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& run = runs[i];
-    std::string part(common::VariantName(run.best));
+    std::string part = run.best.Name();
     if (i == 0) {
       absl::StrAppend(&part, " up to m=", run.last->m, " (", run.last->bytes, " B)");
     } else if (i + 1 == runs.size()) {
@@ -99,10 +99,9 @@ std::string FormatTuneJson(const TuneTable& table) {
     Json r = Json::object();
     r["m"] = row.m;
     r["bytes"] = row.bytes;
-    r["best"] = std::string(common::VariantName(row.best));
+    r["best"] = row.best.Name();
     Json us = Json::object();
-    for (const auto& [variant, median] : row.us)
-      us[std::string(common::VariantName(variant))] = median;
+    for (const auto& [kernel, median] : row.us) us[kernel.Name()] = median;
     r["us"] = std::move(us);
     rows.push_back(std::move(r));
   }
@@ -114,21 +113,20 @@ std::string FormatTuneJson(const TuneTable& table) {
 std::string FormatTuneText(const TuneTable& table) {
   using Align = TextTable::Align;
   std::vector<TextTable::Column> columns = {{"m", Align::kRight}, {"bytes", Align::kRight}};
-  for (v1::Variant v : table.variants)
-    columns.push_back({std::string(common::VariantName(v)), Align::kRight});
+  for (const TuneKernel& k : table.kernels) columns.push_back({k.Name(), Align::kRight});
   columns.push_back({"best", Align::kLeft});
   columns.push_back({"speed-up", Align::kRight});
   TextTable text(std::move(columns));
   for (const TuneRow& row : table.rows) {
     std::vector<std::string> cells = {absl::StrCat(row.m), absl::StrCat(row.bytes)};
-    for (v1::Variant v : table.variants) {
+    for (const TuneKernel& k : table.kernels) {
       std::string cell = "-";  // not OK at this m: no time to compare
-      for (const auto& [variant, us] : row.us) {
-        if (variant == v) cell = absl::StrFormat("%.1f", us);
+      for (const auto& [kernel, us] : row.us) {
+        if (kernel == k) cell = absl::StrFormat("%.1f", us);
       }
       cells.push_back(std::move(cell));
     }
-    cells.emplace_back(common::VariantName(row.best));
+    cells.push_back(row.best.Name());
     const double second = SecondBestUs(row);
     const double best = BestUs(row);
     cells.push_back(second > 0 && best > 0 ? absl::StrFormat("%.2fx", second / best)

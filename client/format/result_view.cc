@@ -18,7 +18,9 @@ v1::Variant EffectiveVariant(const v1::CaseResult& c) {
 std::string VariantLabel(const v1::CaseResult& c) {
   const v1::Variant effective = EffectiveVariant(c);
   if (effective == c.variant()) return common::KernelName(c);
-  return absl::StrCat(common::VariantName(c.variant()), "(", common::VariantName(effective), ")");
+  // "auto(plugin:NAME)" when `auto` picked a kernel plugin.
+  return absl::StrCat(common::VariantName(c.variant()), "(",
+                      common::KernelName(effective, c.plugin().name()), ")");
 }
 
 uint64_t CaseBytes(const v1::CaseResult& c) {

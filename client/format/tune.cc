@@ -12,6 +12,12 @@
 
 namespace colltest::client {
 
+TuneKernel TuneKernel::Of(const v1::CaseResult& c) {
+  return c.variant() == v1::VARIANT_PLUGIN ? Plugin(c.plugin().name()) : TuneKernel(c.variant());
+}
+
+std::string TuneKernel::Name() const { return common::KernelName(variant, plugin); }
+
 TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
                          const v1::ListDevicesResponse& devices, int64_t created_unix_ms) {
   TuneTable table;
@@ -28,12 +34,13 @@ TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
   table.keep_normed = spec.keep_normed() && table.epilogue != v1::EPILOGUE_NONE;
   table.created_unix_ms = created_unix_ms;
   table.run_id = run.run_id();
-  for (int v : spec.variants()) table.variants.push_back(static_cast<v1::Variant>(v));
+  for (int v : spec.variants()) table.kernels.emplace_back(static_cast<v1::Variant>(v));
+  for (const std::string& p : spec.plugins()) table.kernels.push_back(TuneKernel::Plugin(p));
 
-  // A tune sweep has one case per (m, variant); should a server send one twice, the first counts
+  // A tune sweep has one case per (m, kernel); should a server send one twice, the first counts
   // rather than whichever happens to come last.
-  std::map<std::pair<uint32_t, v1::Variant>, const v1::CaseResult*> cases;
-  for (const v1::CaseResult& c : run.cases()) cases.try_emplace({c.m(), c.variant()}, &c);
+  std::map<std::pair<uint32_t, TuneKernel>, const v1::CaseResult*> cases;
+  for (const v1::CaseResult& c : run.cases()) cases.try_emplace({c.m(), TuneKernel::Of(c)}, &c);
 
   std::vector<uint32_t> ms(spec.m().begin(), spec.m().end());
   std::sort(ms.begin(), ms.end());
@@ -45,24 +52,24 @@ TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
     DroppedTuneRow dropped;
     dropped.m = m;
     double best_us = 0;
-    for (v1::Variant v : table.variants) {
-      auto it = cases.find({m, v});
+    for (const TuneKernel& k : table.kernels) {
+      auto it = cases.find({m, k});
       if (it == cases.end()) {
-        dropped.outcomes.emplace_back(v, "no result");
+        dropped.outcomes.emplace_back(k, "no result");
         continue;
       }
       const v1::CaseResult& c = *it->second;
       const double us = c.timing().median_us();
       if (c.status() != v1::CASE_STATUS_OK || !(us > 0)) {
-        dropped.outcomes.emplace_back(v, c.status() == v1::CASE_STATUS_OK
+        dropped.outcomes.emplace_back(k, c.status() == v1::CASE_STATUS_OK
                                              ? "OK untimed"
                                              : std::string(common::CaseStatusName(c.status())));
         continue;
       }
-      row.us.emplace_back(v, us);
-      // Strictly faster only, so that a tie keeps the variant listed first.
-      if (row.best == v1::VARIANT_UNSPECIFIED || us < best_us) {
-        row.best = v;
+      row.us.emplace_back(k, us);
+      // Strictly faster only, so that a tie keeps the kernel listed first.
+      if (row.us.size() == 1 || us < best_us) {
+        row.best = k;
         best_us = us;
       }
     }
@@ -96,8 +103,8 @@ std::string TuneTableFileName(const TuneTable& table) {
 
 std::string DroppedRowWarning(const DroppedTuneRow& row) {
   std::vector<std::string> outcomes;
-  for (const auto& [variant, outcome] : row.outcomes) {
-    outcomes.push_back(absl::StrCat(common::VariantName(variant), " ", outcome));
+  for (const auto& [kernel, outcome] : row.outcomes) {
+    outcomes.push_back(absl::StrCat(kernel.Name(), " ", outcome));
   }
   return absl::StrCat("no tune row for m=", row.m, ": no variant OK (",
                       absl::StrJoin(outcomes, ", "), ")");

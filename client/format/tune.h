@@ -1,8 +1,10 @@
-// The crossover table of `colltest tune` (docs/design.md section 4): the fastest variant per m,
+// The crossover table of `colltest tune` (docs/design.md section 4): the fastest kernel per m,
 // built from one sweep, written as the JSON that colltestd reads to resolve `auto`, and shown as a
-// text table.
+// text table. Its kernels are colltest's variants and, with `--tune-plugins`, kernel plugins
+// (docs/plugins.md).
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -13,21 +15,43 @@
 
 namespace colltest::client {
 
-// One m at which some variant was OK.
+// A kernel of the table: one of colltest's own variants, or a kernel plugin by name
+// (VARIANT_PLUGIN and `plugin`), which the file and the text name "plugin:NAME". A variant
+// converts to one.
+struct TuneKernel {
+  TuneKernel() = default;
+  TuneKernel(v1::Variant v) : variant(v) {}  // NOLINT: a variant is a kernel
+  static TuneKernel Plugin(std::string name) {
+    TuneKernel k(v1::VARIANT_PLUGIN);
+    k.plugin = std::move(name);
+    return k;
+  }
+  // The kernel a case of the sweep ran.
+  static TuneKernel Of(const v1::CaseResult& c);
+  // "lamport_tb", "plugin:oneshot_norm".
+  std::string Name() const;
+  friend bool operator==(const TuneKernel&, const TuneKernel&) = default;
+  friend auto operator<=>(const TuneKernel&, const TuneKernel&) = default;
+
+  v1::Variant variant = v1::VARIANT_UNSPECIFIED;
+  std::string plugin;  // VARIANT_PLUGIN: the plugin's name; empty otherwise
+};
+
+// One m at which some kernel was OK.
 struct TuneRow {
   uint32_t m = 0;
   uint64_t bytes = 0;  // m x n x element size: the per-rank input, the unit of the seed's gate
-  v1::Variant best = v1::VARIANT_UNSPECIFIED;
-  // Median us of every variant OK at this m, in the sweep's variant order.
-  std::vector<std::pair<v1::Variant, double>> us;
+  TuneKernel best;
+  // Median us of every kernel OK at this m, in the table's kernel order.
+  std::vector<std::pair<TuneKernel, double>> us;
 };
 
-// An m left out of the table because no variant was OK there.
+// An m left out of the table because no kernel was OK there.
 struct DroppedTuneRow {
   uint32_t m = 0;
-  // What each variant got instead, in the sweep's variant order: a status name, "OK untimed", or
+  // What each kernel got instead, in the table's kernel order: a status name, "OK untimed", or
   // "no result" when the run holds no case for it.
-  std::vector<std::pair<v1::Variant, std::string>> outcomes;
+  std::vector<std::pair<TuneKernel, std::string>> outcomes;
 };
 
 struct TuneTable {
@@ -42,14 +66,17 @@ struct TuneTable {
   bool keep_normed = false;
   int64_t created_unix_ms = 0;
   std::string run_id;
-  std::vector<v1::Variant> variants;  // the sweep's, in order: the text table's columns
-  std::vector<TuneRow> rows;          // ascending m
+  // The sweep's variants, then its plugins (SweepSpec.plugins), in order: the text table's
+  // columns, and the order that breaks a tie.
+  std::vector<TuneKernel> kernels;
+  std::vector<TuneRow> rows;  // ascending m
   std::vector<DroppedTuneRow> dropped;
 };
 
 // The table of `run`, the result of the sweep `spec` (built by BuildTuneSpec: one n, one mode).
-// Rows follow the spec's m; a variant counts at an m only when its case is OK with a median above
-// 0 (an untimed OK would win with 0 us), and ties go to the variant listed first.
+// Rows follow the spec's m; a kernel counts at an m only when its case is OK with a median above
+// 0 (an untimed OK would win with 0 us), and ties go to the kernel listed first (colltest's own
+// variants before the plugins).
 TuneTable BuildTuneTable(const v1::SweepSpec& spec, const v1::RunResult& run,
                          const v1::ListDevicesResponse& devices, int64_t created_unix_ms);
 

@@ -177,9 +177,13 @@ std::string PluginNote(const v1::CaseResult& a, const v1::CaseResult& b) {
 }
 
 std::string DispatchNote(const v1::CaseResult& a, const v1::CaseResult& b) {
-  if (a.variant() != v1::VARIANT_AUTO || a.resolved_variant() == b.resolved_variant()) return "";
-  return absl::StrCat("; auto dispatched to ", common::VariantName(b.resolved_variant()), " (was ",
-                      common::VariantName(a.resolved_variant()), ")");
+  if (a.variant() != v1::VARIANT_AUTO ||
+      (a.resolved_variant() == b.resolved_variant() && a.plugin().name() == b.plugin().name())) {
+    return "";
+  }
+  return absl::StrCat("; auto dispatched to ",
+                      common::KernelName(b.resolved_variant(), b.plugin().name()), " (was ",
+                      common::KernelName(a.resolved_variant(), a.plugin().name()), ")");
 }
 
 Judged JudgeMatched(const v1::CaseResult& a, const v1::CaseResult& b, double threshold) {

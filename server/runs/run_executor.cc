@@ -44,6 +44,13 @@ std::string CountByStatus(const v1::RunResult& run) {
                       parts.empty() ? "" : ": ", absl::StrJoin(parts, ", "));
 }
 
+// The names of the kernel plugins colltestd loaded: those a tune table's choice may fall on.
+std::vector<std::string> PluginNames(const std::vector<v1::KernelPlugin>& loaded) {
+  std::vector<std::string> names;
+  for (const v1::KernelPlugin& p : loaded) names.push_back(p.name());
+  return names;
+}
+
 }  // namespace
 
 RunExecutor::RunExecutor(ServerLimits limits, WorkerPool* pool, RunHistory* history,
@@ -75,12 +82,14 @@ std::optional<v1::CaseResult> RunExecutor::RunOne(
                         .epilogue = request.epilogue(),
                         .keep_normed = request.keep_normed(),
                         .m = request.m(),
-                        .n = request.n()});
+                        .n = request.n(),
+                        .plugins = PluginNames(limits_.kernel_plugins)});
     if (!resolved.ok()) {
       return UnsupportedCase(index, devices, request, std::string(resolved.status().message()));
     }
     choice = *std::move(resolved);
-    concrete.set_variant(choice->variant);
+    concrete.set_variant(choice->kernel.variant);
+    concrete.set_plugin(choice->kernel.plugin);
   }
   absl::StatusOr<std::vector<v1::RankResult>> replies = pool_->RunCase(devices, concrete, stop);
   // Stopped while it ran: no verdict to record, and the run ends with the cases it finished.
@@ -95,10 +104,13 @@ std::optional<v1::CaseResult> RunExecutor::RunOne(
     last_failure = replies.status();
     result = FailedCase(index, devices, concrete, replies.status());
   }
-  if (request.variant() == v1::VARIANT_PLUGIN) *result.mutable_plugin() = PluginIdentityOf(request);
+  // A plugin asked for by name or picked by `auto`: the build that ran.
+  if (concrete.variant() == v1::VARIANT_PLUGIN) {
+    *result.mutable_plugin() = PluginIdentityOf(concrete);
+  }
   if (choice.has_value()) {
     result.set_variant(v1::VARIANT_AUTO);
-    result.set_resolved_variant(choice->variant);
+    result.set_resolved_variant(choice->kernel.variant);
     result.set_message(result.message().empty()
                            ? absl::StrCat("auto -> ", choice->why)
                            : absl::StrCat("auto -> ", choice->why, "; ", result.message()));

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,10 @@ namespace colltest::server {
 namespace v1 = ::colltest::v1;
 
 namespace {
+
+// In the file's order, so that the kernels of a row's "us" keep the order `colltest tune` listed
+// them in (colltest's own variants first), which breaks a tie.
+using Json = nlohmann::ordered_json;
 
 std::optional<v1::DType> DTypeNamed(const std::string& name) {
   for (v1::DType t : {v1::DTYPE_BF16, v1::DTYPE_FP16, v1::DTYPE_FP32}) {
@@ -39,13 +44,31 @@ std::optional<v1::Epilogue> EpilogueNamed(const std::string& name) {
   return std::nullopt;
 }
 
-std::optional<v1::Variant> ConcreteVariantNamed(const std::string& name) {
+constexpr std::string_view kPluginPrefix = "plugin:";
+constexpr size_t kMaxPluginName = 32;
+
+// A kernel plugin's name, as its struct must spell it (worker/plugins/plugin_fields.h).
+bool IsPluginName(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxPluginName &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+         });
+}
+
+// A variant that runs, or "plugin:NAME": exactly as the client writes it.
+std::optional<TuneKernel> KernelNamed(const std::string& name) {
   for (v1::Variant v : {v1::VARIANT_ONE_STAGE, v1::VARIANT_TWO_KERNEL, v1::VARIANT_LAMPORT,
                         v1::VARIANT_LAMPORT_TB, v1::VARIANT_LAMPORT_TWO_SHOT, v1::VARIANT_NCCL}) {
-    if (common::VariantName(v) == name) return v;
+    if (common::VariantName(v) == name) return TuneKernel(v);
+  }
+  if (name.rfind(kPluginPrefix, 0) == 0 && IsPluginName(name.substr(kPluginPrefix.size()))) {
+    return TuneKernel::Plugin(name.substr(kPluginPrefix.size()));
   }
   return std::nullopt;
 }
+
+constexpr char kKernelsExpected[] =
+    "a variant that runs or plugin:NAME (NAME 1 to 32 of a-z, 0-9 and _)";
 
 // "cuda W=2 bf16": the part of the key that a table of every epilogue shares.
 std::string DescribeGroup(const std::string& backend, uint32_t world, v1::DType dtype) {
@@ -77,9 +100,9 @@ std::string NoTableReason(const AutoCase& c, const std::set<v1::Epilogue>& avail
 }
 
 // The optional "epilogue" and "keep_normed" of a table's JSON; an error names the field.
-absl::Status ParseEpilogueFields(const nlohmann::json& j, TuneTable& t) {
+absl::Status ParseEpilogueFields(const Json& j, TuneTable& t) {
   if (j.contains("epilogue")) {
-    const nlohmann::json& e = j["epilogue"];
+    const Json& e = j["epilogue"];
     const std::optional<v1::Epilogue> epilogue =
         e.is_string() ? EpilogueNamed(e.get<std::string>()) : std::nullopt;
     if (!epilogue.has_value()) {
@@ -99,24 +122,61 @@ absl::Status ParseEpilogueFields(const nlohmann::json& j, TuneTable& t) {
   return absl::OkStatus();
 }
 
-// The variant with the least time interpolated linearly in bytes between rows `lo` and `hi`
-// (lo.bytes < bytes < hi.bytes), among those both rows measured; none when they share none.
-std::optional<AutoChoice> Interpolated(const TuneTable::Row& lo, const TuneTable::Row& hi,
-                                       uint64_t bytes, const std::string& table) {
+// Which kernels a choice may fall on: any, or colltest's own variants only.
+using KernelFilter = bool (*)(const TuneKernel&);
+bool AnyKernel(const TuneKernel&) { return true; }
+bool OwnVariant(const TuneKernel& k) { return !k.is_plugin(); }
+
+// A kernel a table picks and where it found it: "tune table FILE (...), row m=64 (917504 B)".
+struct Pick {
+  TuneKernel kernel;
+  std::string where;
+};
+
+// The kernel with the least time interpolated linearly in bytes between rows `lo` and `hi`
+// (lo.bytes < bytes < hi.bytes), among those of `filter` both rows measured; none when they share
+// none.
+std::optional<Pick> Interpolated(const TuneTable::Row& lo, const TuneTable::Row& hi, uint64_t bytes,
+                                 const std::string& table, KernelFilter filter) {
   const double f = static_cast<double>(bytes - lo.bytes) / static_cast<double>(hi.bytes - lo.bytes);
-  std::optional<std::pair<v1::Variant, double>> best;
-  for (const auto& [v, lo_us] : lo.us) {
+  std::optional<std::pair<TuneKernel, double>> best;
+  for (const auto& [k, lo_us] : lo.us) {
+    if (!filter(k)) continue;
     const auto at_hi =
-        std::find_if(hi.us.begin(), hi.us.end(), [v = v](const auto& e) { return e.first == v; });
+        std::find_if(hi.us.begin(), hi.us.end(), [&k = k](const auto& e) { return e.first == k; });
     if (at_hi == hi.us.end()) continue;
     const double us = lo_us + f * (at_hi->second - lo_us);
-    if (!best || us < best->second) best = std::make_pair(v, us);
+    if (!best || us < best->second) best = std::make_pair(k, us);
   }
   if (!best) return std::nullopt;
-  return AutoChoice{best->first,
-                    absl::StrCat(common::VariantName(best->first), ": ", table,
-                                 ", interpolated between rows m=", lo.m, " and m=", hi.m, " (",
-                                 absl::StrFormat("%.2f", best->second), " us)")};
+  return Pick{best->first, absl::StrCat(table, ", interpolated between rows m=", lo.m, " and m=",
+                                        hi.m, " (", absl::StrFormat("%.2f", best->second), " us)")};
+}
+
+// The row's best when `filter` takes it, else the fastest of `filter` the row measured (the first
+// listed of a tie); none when it measured none.
+std::optional<Pick> AtRow(const TuneTable::Row& row, const std::string& table,
+                          KernelFilter filter) {
+  std::optional<std::pair<TuneKernel, double>> best;
+  if (filter(row.best)) {
+    best = std::make_pair(row.best, 0.0);
+  } else {
+    for (const auto& [k, us] : row.us) {
+      if (filter(k) && (!best || us < best->second)) best = std::make_pair(k, us);
+    }
+  }
+  if (!best) return std::nullopt;
+  return Pick{best->first, absl::StrCat(table, ", row m=", row.m, " (", row.bytes, " B)")};
+}
+
+// The pick for `bytes` among the kernels of `filter`: interpolated between `row` and `above` when
+// the case lies between them and they share such a kernel, else at `row`.
+std::optional<Pick> Choose(const TuneTable::Row& row, const TuneTable::Row* above, uint64_t bytes,
+                           const std::string& table, KernelFilter filter) {
+  if (row.bytes < bytes && above != nullptr) {
+    if (std::optional<Pick> pick = Interpolated(row, *above, bytes, table, filter)) return pick;
+  }
+  return AtRow(row, table, filter);
 }
 
 }  // namespace
@@ -125,7 +185,7 @@ absl::StatusOr<TuneTable> ParseTuneTable(const std::string& text, const std::str
   const auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat("tune table ", source, ": ", what));
   };
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
   if (j.value("kind", "") != "colltest-tune-table") {
     return bad("kind: expected \"colltest-tune-table\"");
@@ -152,22 +212,22 @@ absl::StatusOr<TuneTable> ParseTuneTable(const std::string& text, const std::str
   if (!j.contains("rows") || !j["rows"].is_array() || j["rows"].empty()) {
     return bad("rows: must be a non-empty array");
   }
-  for (const nlohmann::json& r : j["rows"]) {
+  for (const Json& r : j["rows"]) {
     TuneTable::Row row;
     row.m = r.value("m", 0u);
     if (row.m < 1) return bad("rows[].m: must be >= 1");
     row.bytes = uint64_t{row.m} * t.n * common::ElementBytes(t.dtype);
-    const std::optional<v1::Variant> best = ConcreteVariantNamed(r.value("best", ""));
-    if (!best) return bad(absl::StrCat("rows[m=", row.m, "].best: not a variant that runs"));
+    const std::optional<TuneKernel> best = KernelNamed(r.value("best", ""));
+    if (!best) return bad(absl::StrCat("rows[m=", row.m, "].best: not ", kKernelsExpected));
     row.best = *best;
     if (r.contains("us") && r["us"].is_object()) {
       for (const auto& [name, us] : r["us"].items()) {
-        const std::optional<v1::Variant> v = ConcreteVariantNamed(name);
-        if (!v || !us.is_number() || us.get<double>() <= 0) {
-          return bad(absl::StrCat("rows[m=", row.m, "].us.", name,
-                                  ": must name a variant that runs and hold a time > 0"));
+        const std::optional<TuneKernel> k = KernelNamed(name);
+        if (!k || !us.is_number() || us.get<double>() <= 0) {
+          return bad(absl::StrCat("rows[m=", row.m, "].us.", name, ": must name ", kKernelsExpected,
+                                  " and hold a time > 0"));
         }
-        row.us.emplace_back(*v, us.get<double>());
+        row.us.emplace_back(*k, us.get<double>());
       }
     }
     t.rows.push_back(row);
@@ -199,6 +259,8 @@ absl::StatusOr<TuneTables> TuneTables::LoadDir(const std::string& dir) {
   }
   return TuneTables(std::move(tables));
 }
+
+std::string TuneKernel::Name() const { return common::KernelName(variant, plugin); }
 
 std::string DescribeTuneTable(const TuneTable& t) {
   std::string text = absl::StrCat(DescribeGroup(t.backend, t.world, t.dtype), " ",
@@ -237,11 +299,25 @@ absl::StatusOr<AutoChoice> TuneTables::Resolve(const AutoCase& c) const {
   const std::string table =
       absl::StrCat("tune table ", std::filesystem::path(chosen->source).filename().string(), " (",
                    DescribeTuneTable(*chosen), ")");
-  if (row->bytes < bytes && above != nullptr) {
-    if (std::optional<AutoChoice> choice = Interpolated(*row, *above, bytes, table)) return *choice;
+  // A row always has a best, so every kernel gives a pick.
+  const Pick pick = *Choose(*row, above, bytes, table, AnyKernel);
+  const TuneKernel& k = pick.kernel;
+  if (!k.is_plugin() ||
+      std::find(c.plugins.begin(), c.plugins.end(), k.plugin) != c.plugins.end()) {
+    return AutoChoice{k, absl::StrCat(k.Name(), ": ", pick.where)};
   }
-  return AutoChoice{row->best, absl::StrCat(common::VariantName(row->best), ": ", table,
-                                            ", row m=", row->m, " (", row->bytes, " B)")};
+  // A plugin of the box the table was measured on that this colltestd did not load: colltest's
+  // own variants are always there.
+  const std::string not_loaded = absl::StrCat(k.Name(), " of the table is not loaded");
+  const std::optional<Pick> own = Choose(*row, above, bytes, table, OwnVariant);
+  if (!own) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("auto: ", not_loaded, " (colltestd --kernel-plugin) and ", pick.where,
+                     " measured none of colltest's own variants"));
+  }
+  return AutoChoice{own->kernel,
+                    absl::StrCat(own->kernel.Name(), ": ", not_loaded,
+                                 ", the fastest of colltest's own variants: ", own->where)};
 }
 
 }  // namespace colltest::server

@@ -1,8 +1,10 @@
 // The measured crossover tables that `auto` dispatches with (docs/design.md section 4).
 // `colltest tune` sweeps the variants at one (backend, world, dtype, mode, n, epilogue) and writes
-// a table of the fastest variant per m; colltestd loads every table of its --tune-dir at start and
-// resolves `auto` on the controller, so the workers only ever run concrete variants and the result
-// says which one (CaseResult.resolved_variant) and from which table row (the message).
+// a table of the fastest kernel per m; colltestd loads every table of its --tune-dir at start and
+// resolves `auto` on the controller, so the workers only ever run concrete kernels and the result
+// says which one (CaseResult.resolved_variant, and CaseResult.plugin for a kernel plugin) and from
+// which table row (the message). A table measured with `colltest tune --tune-plugins` may name
+// kernel plugins ("plugin:NAME", docs/plugins.md) beside colltest's own variants.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,25 @@ namespace colltest::server {
 // A file of the tune directory that LoadDir leaves alone: the expected bus bandwidths of the long
 // health level (server/health/health_levels.h, kExpectedBusbwFile).
 inline constexpr char kExpectedBusbwFileName[] = "expected_busbw.json";
+
+// A kernel of a table: one of colltest's own variants, or a kernel plugin by name (VARIANT_PLUGIN
+// and `plugin`; "plugin:NAME" in the file). A variant converts to one.
+struct TuneKernel {
+  TuneKernel() = default;
+  TuneKernel(colltest::v1::Variant v) : variant(v) {}  // NOLINT: a variant is a kernel
+  static TuneKernel Plugin(std::string name) {
+    TuneKernel k(colltest::v1::VARIANT_PLUGIN);
+    k.plugin = std::move(name);
+    return k;
+  }
+  bool is_plugin() const { return variant == colltest::v1::VARIANT_PLUGIN; }
+  // "lamport_tb", "plugin:oneshot_norm": as the file and the messages name it.
+  std::string Name() const;
+  friend bool operator==(const TuneKernel&, const TuneKernel&) = default;
+
+  colltest::v1::Variant variant = colltest::v1::VARIANT_UNSPECIFIED;
+  std::string plugin;  // VARIANT_PLUGIN: the plugin's name; empty otherwise
+};
 
 struct TuneTable {
   std::string source;  // file it came from, for messages
@@ -40,10 +61,10 @@ struct TuneTable {
   struct Row {
     uint32_t m = 0;
     uint64_t bytes = 0;  // m * n * element size: the per-rank input, the seed's gate unit
-    colltest::v1::Variant best = colltest::v1::VARIANT_UNSPECIFIED;
-    // The measured median us per call of each variant at this row ("us" in the file; may be
-    // absent in tables written before it was recorded).
-    std::vector<std::pair<colltest::v1::Variant, double>> us;
+    TuneKernel best;
+    // The measured median us per call of each kernel at this row ("us" in the file, in its
+    // order; may be absent in tables written before it was recorded).
+    std::vector<std::pair<TuneKernel, double>> us;
   };
   std::vector<Row> rows;  // ascending bytes
 };
@@ -65,10 +86,12 @@ struct AutoCase {
   bool keep_normed = false;
   uint32_t m = 0;
   uint32_t n = 0;
+  // The kernel plugins colltestd loaded, by name: a table's choice of another plugin cannot run.
+  std::vector<std::string> plugins;
 };
 
 struct AutoChoice {
-  colltest::v1::Variant variant;
+  TuneKernel kernel;
   std::string why;  // "lamport_tb: tune table FILE (cuda W=2 bf16 graph n=7168), row m=64"
 };
 
@@ -81,14 +104,20 @@ class TuneTables {
   // is an error naming it, so a typo does not silently turn `auto` off.
   static absl::StatusOr<TuneTables> LoadDir(const std::string& dir);
 
-  // The variant for a case: the table of the same backend, world, dtype and epilogue (same mode
+  // The kernel for a case: the table of the same backend, world, dtype and epilogue (same mode
   // preferred, then the nearest n, then the same keep_normed). Between two rows that both carry
-  // every variant's time, the variant whose time, interpolated linearly in bytes, is the least (a
+  // a kernel's time, the kernel whose time, interpolated linearly in bytes, is the least (a
   // crossover between two rows is then found where the times cross, not at the next row);
-  // otherwise, and outside the table, the row with the largest byte size not above the case's
-  // (the first row below the smallest). NotFound when no table matches, its message the reason the
-  // case is UNSUPPORTED: the epilogue, those that tables exist for at the case's backend, world and
-  // dtype, and the `colltest tune` command that makes one.
+  // otherwise, and outside the table, the best of the row with the largest byte size not above
+  // the case's (the first row below the smallest). Plugins count as variants do. NotFound when no
+  // table matches, its message the reason the case is UNSUPPORTED: the epilogue, those that tables
+  // exist for at the case's backend, world and dtype, and the `colltest tune` command that makes
+  // one.
+  //
+  // When that choice is a plugin not in `c.plugins` (colltestd did not load it), the fastest of
+  // colltest's own variants the same rows measured, found the same way, and the reason says so
+  // ("one_stage: plugin:NAME of the table is not loaded, ..."); FailedPrecondition, the case
+  // UNSUPPORTED, when they measured none.
   absl::StatusOr<AutoChoice> Resolve(const AutoCase& c) const;
 
   const std::vector<TuneTable>& tables() const { return tables_; }

@@ -6,6 +6,7 @@
 // SHA-256, and `compare` of two builds exiting 4 when the second is slower.
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -282,6 +283,121 @@ TEST(PluginBuilds, HistoryKeepsTheShaAndCompareOfASlowerBuildExitsFour) {
       << c.dump();
   daemon.reset();
   std::filesystem::remove_all(state);
+}
+
+// `auto` with a tune table of `colltest tune --tune-plugins` whose row names a plugin best: the
+// case is the plugin's, resolved by colltestd before any worker sees `auto`. A colltestd that did
+// not load the plugin runs the row's fastest own variant instead, and says why.
+TEST(PluginAuto, AutoRunsThePluginTheTuneTableChoseOrItsOwnFastestWithoutIt) {
+  char tune[] = "/tmp/colltest-plugin-tune-XXXXXX";
+  ASSERT_NE(mkdtemp(tune), nullptr);
+  std::ofstream(std::filesystem::path(tune) / "tune_cpu_w2_bf16_eager_n128.json")
+      << R"({"kind": "colltest-tune-table", "version": 1, "backend": "cpu", "world": 2,
+             "dtype": "bf16", "mode": "eager", "n": 128, "rows": [
+               {"m": 1, "best": "plugin:oneshot_norm",
+                "us": {"one_stage": 9.0, "plugin:oneshot_norm": 4.0}}]})";
+  PluginDir with;
+  with.Add("oneshot_norm", "oneshot_norm.so");
+  PluginDir without;
+  auto run_auto = [](const Daemon& daemon) {
+    auto [code, out] = RunCommand({BinDir() + "/colltest", "--server", daemon.address(), "run",
+                                   "--variants", "auto", "--world", "2", "--m", "1", "--n", "128",
+                                   "--modes", "eager", "--iters", "5", "--format", "json"});
+    EXPECT_EQ(code, 0) << out;
+    const Json doc = Json::parse(out, nullptr, false);
+    if (doc.is_discarded() || !doc.contains("cases") || doc["cases"].size() != 1) {
+      ADD_FAILURE() << "not a run of one case: " << out;
+      return Json::object();
+    }
+    return doc["cases"][0];
+  };
+  {
+    auto daemon = Daemon::Start(2, {"--tune-dir", tune, "--kernel-plugin-dir", with.path()});
+    ASSERT_NE(daemon, nullptr);
+    const Json c = run_auto(*daemon);
+    EXPECT_EQ(c["status"], "OK") << c.dump();
+    EXPECT_EQ(c["variant"], "auto");
+    EXPECT_EQ(c["resolved_variant"], "plugin:oneshot_norm") << c.dump();
+    EXPECT_EQ(c["plugin"]["name"], "oneshot_norm") << c.dump();
+    EXPECT_EQ(c["plugin"]["sha256"].get<std::string>().size(), 64u) << c.dump();
+    EXPECT_EQ(c["message"].get<std::string>().rfind(
+                  "auto -> plugin:oneshot_norm: tune table tune_cpu_w2_bf16_eager_n128.json (cpu "
+                  "W=2 bf16 eager n=128), row m=1",
+                  0),
+              0u)
+        << c.dump();
+    EXPECT_GT(c["median_us"].get<double>(), 0) << c.dump();
+  }
+  {
+    auto daemon = Daemon::Start(2, {"--tune-dir", tune, "--kernel-plugin-dir", without.path()});
+    ASSERT_NE(daemon, nullptr);
+    const Json c = run_auto(*daemon);
+    EXPECT_EQ(c["status"], "OK") << c.dump();
+    EXPECT_EQ(c["resolved_variant"], "one_stage") << c.dump();
+    EXPECT_FALSE(c.contains("plugin")) << c.dump();
+    EXPECT_NE(c["message"].get<std::string>().find(
+                  "auto -> one_stage: plugin:oneshot_norm of the table is not loaded, the fastest "
+                  "of colltest's own variants: tune table"),
+              std::string::npos)
+        << c.dump();
+  }
+  std::filesystem::remove_all(tune);
+}
+
+// The whole way: `colltest tune --tune-plugins` times the plugin beside colltest's own variant and
+// writes a table naming it, which a colltestd loads and dispatches `auto` from; without
+// --tune-plugins the plugin is refused before anything runs.
+TEST_F(PluginRuns, TuneWithTunePluginsWritesATableThatAutoDispatchesFrom) {
+  char out[] = "/tmp/colltest-plugin-tune-out-XXXXXX";
+  ASSERT_NE(mkdtemp(out), nullptr);
+  std::vector<std::string> tune = {BinDir() + "/colltest",
+                                   "--server",
+                                   daemon_->address(),
+                                   "tune",
+                                   "--world",
+                                   "2",
+                                   "--n",
+                                   "128",
+                                   "--m",
+                                   "1,64",
+                                   "--modes",
+                                   "eager",
+                                   "--variants",
+                                   "one_stage,plugin:oneshot_norm",
+                                   "--iters",
+                                   "5",
+                                   "--warmup",
+                                   "1",
+                                   "--format",
+                                   "json",
+                                   "--out",
+                                   std::string(out) + "/table.json"};
+  auto [refused_code, refused] = RunCommand(tune);
+  EXPECT_EQ(refused_code, 3) << refused;
+  EXPECT_NE(refused.find("--variants: 'plugin:oneshot_norm': auto picks a kernel plugin only when "
+                         "asked: add --tune-plugins"),
+            std::string::npos)
+      << refused;
+  tune.push_back("--tune-plugins");
+  auto [code, text] = RunCommand(tune);
+  ASSERT_EQ(code, 0) << text;
+  const Json table = Json::parse(text);
+  ASSERT_EQ(table["rows"].size(), 2u) << text;
+  for (const Json& row : table["rows"]) {
+    EXPECT_TRUE(row["us"].contains("one_stage")) << row.dump();
+    EXPECT_TRUE(row["us"].contains("plugin:oneshot_norm")) << row.dump();
+  }
+  auto loaded = Daemon::Start(2, {"--tune-dir", out, "--kernel-plugin-dir", dir_->path()});
+  ASSERT_NE(loaded, nullptr) << "the table must load";
+  auto [run_code, run] = RunCommand({BinDir() + "/colltest", "--server", loaded->address(), "run",
+                                     "--variants", "auto", "--world", "2", "--m", "1", "--n", "128",
+                                     "--modes", "eager", "--format", "json"});
+  EXPECT_EQ(run_code, 0) << run;
+  const Json c = Json::parse(run)["cases"][0];
+  EXPECT_EQ(c["status"], "OK") << c.dump();
+  EXPECT_EQ(c["resolved_variant"], table["rows"][0]["best"]) << c.dump();
+  loaded.reset();
+  std::filesystem::remove_all(out);
 }
 
 }  // namespace

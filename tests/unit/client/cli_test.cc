@@ -174,6 +174,15 @@ TEST_F(CliTest, TuneFlagsAreKeptAsTyped) {
   EXPECT_EQ(inv.out_path, "/tmp/t.json");
 }
 
+TEST_F(CliTest, TunePluginsIsASwitch) {
+  Parsed p = Parse({"tune", "--world", "2", "--variants", "one_stage,plugin:x", "--tune-plugins"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(p.result)) << p.err;
+  EXPECT_TRUE(std::get<Invocation>(p.result).tune.tune_plugins);
+  Parsed without = Parse({"tune", "--world", "2"});
+  ASSERT_TRUE(std::holds_alternative<Invocation>(without.result)) << without.err;
+  EXPECT_FALSE(std::get<Invocation>(without.result).tune.tune_plugins);
+}
+
 TEST_F(CliTest, TuneFixesPatternAndTolerance) {
   for (const char* flag : {"--pattern", "--tolerance", "--stress"}) {
     Parsed p = Parse({"tune", "--world", "2", flag, "1"});

@@ -661,6 +661,46 @@ TEST(BuildTuneSpecTest, CarriesTheEpilogueAndTheFlagsItTakes) {
   EXPECT_THAT(spec->epilogues(), ElementsAre(v1::EPILOGUE_FP8_TOKEN));
 }
 
+// `auto` picks a kernel plugin only when asked: a plugin in tune's --variants needs --tune-plugins,
+// and then goes to SweepSpec.plugins, after colltest's own variants.
+TEST(BuildTuneSpecTest, APluginIsTunedOnlyWithTunePlugins) {
+  TuneFlags flags;
+  flags.world = "2";
+  flags.variants = "plugin:oneshot_norm,one_stage,plugin:theirs,lamport";
+  absl::StatusOr<v1::SweepSpec> refused = BuildTuneSpec(flags);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            "--variants: 'plugin:oneshot_norm': auto picks a kernel plugin only when asked: add "
+            "--tune-plugins");
+  flags.tune_plugins = true;
+  absl::StatusOr<v1::SweepSpec> spec = BuildTuneSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->variants(), ElementsAre(v1::VARIANT_ONE_STAGE, v1::VARIANT_LAMPORT));
+  EXPECT_THAT(spec->plugins(), ElementsAre("oneshot_norm", "theirs"));
+  // A plugin alone is a table of that plugin alone.
+  flags.variants = "plugin:oneshot_norm";
+  spec = BuildTuneSpec(flags);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->variants().empty());
+  EXPECT_THAT(spec->plugins(), ElementsAre("oneshot_norm"));
+  // Without a plugin the switch would do nothing: refused rather than ignored.
+  for (std::optional<std::string> variants :
+       {std::optional<std::string>(), std::optional<std::string>("one_stage,lamport")}) {
+    flags.variants = variants;
+    absl::StatusOr<v1::SweepSpec> empty = BuildTuneSpec(flags);
+    ASSERT_FALSE(empty.ok());
+    EXPECT_EQ(empty.status().message(),
+              "--tune-plugins: --variants names no kernel plugin (plugin:NAME) to tune");
+  }
+  // Still no auto, and a bad name is still refused by its rule.
+  flags.variants = "auto,plugin:x";
+  EXPECT_THAT(BuildTuneSpec(flags).status().message(), HasSubstr("includes auto"));
+  flags.variants = "plugin:X-1";
+  EXPECT_THAT(BuildTuneSpec(flags).status().message(),
+              HasSubstr("a plugin's name is 1 to 32 of a-z, 0-9 and _"));
+}
+
 TEST(BuildTuneSpecTest, WorldIsRequired) {
   absl::StatusOr<v1::SweepSpec> spec = BuildTuneSpec(TuneFlags{});
   ASSERT_FALSE(spec.ok());

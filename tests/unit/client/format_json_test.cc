@@ -155,6 +155,22 @@ TEST(FormatRunJsonTest, AutoKeepsRequestedVariantAndReportsResolvedOne) {
   EXPECT_EQ(wrong["message"], "3 mismatches, \"out\" <rank 1> & more");
 }
 
+// `auto` picked a kernel plugin (a table of `colltest tune --tune-plugins`): the plugin's name and
+// the build that ran, as for a plugin asked for by name.
+TEST(FormatRunJsonTest, AutoResolvedToAPluginNamesItAndItsBuild) {
+  v1::RunResult run = testing::SampleRun();
+  v1::CaseResult& c = *run.mutable_cases(1);
+  c.set_resolved_variant(v1::VARIANT_PLUGIN);
+  c.mutable_plugin()->set_name("oneshot_norm");
+  c.mutable_plugin()->set_version("1.0");
+  Json json = Parse(run)["cases"][1];
+  EXPECT_EQ(json["variant"], "auto");
+  EXPECT_EQ(json["resolved_variant"], "plugin:oneshot_norm");
+  EXPECT_EQ(json["plugin"]["name"], "oneshot_norm");
+  EXPECT_EQ(json["plugin"]["version"], "1.0");
+  EXPECT_EQ(json["ranks"][0]["resolved_variant"], "plugin:oneshot_norm");
+}
+
 TEST(FormatRunJsonTest, StatusNames) {
   Json cases = Parse(testing::SampleRun())["cases"];
   EXPECT_EQ(cases[3]["status"], "UNSUPPORTED");

@@ -1,5 +1,6 @@
 #include "client/format/tune.h"
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,10 @@
 #include "tests/unit/client/sample_run.h"
 
 namespace colltest::client {
+
+// gtest's printer of a kernel in a failure: its name.
+void PrintTo(const TuneKernel& k, std::ostream* os) { *os << k.Name(); }
+
 namespace {
 
 using ::testing::ElementsAre;
@@ -142,6 +147,75 @@ TEST(BuildTuneTableTest, TiesGoToTheVariantListedFirst) {
           .rows[0]
           .best,
       v1::VARIANT_LAMPORT);
+}
+
+// A case of kernel plugin NAME at m.
+void AddPlugin(v1::RunResult& run, const std::string& name, uint32_t m, v1::CaseStatus status,
+               double us = 0) {
+  Add(run, v1::VARIANT_PLUGIN, m, status, us);
+  run.mutable_cases(run.cases_size() - 1)->mutable_plugin()->set_name(name);
+}
+
+// colltest's variants and, after them, the plugins of `tune --tune-plugins`.
+v1::SweepSpec PluginSpec(std::vector<uint32_t> ms) {
+  v1::SweepSpec spec = Spec({v1::VARIANT_ONE_STAGE, v1::VARIANT_LAMPORT}, std::move(ms));
+  spec.add_plugins("x");
+  spec.add_plugins("y");
+  return spec;
+}
+
+TEST(BuildTuneTableTest, APluginIsAKernelOfTheTableByItsName) {
+  v1::RunResult run = EmptyRun();
+  Add(run, v1::VARIANT_ONE_STAGE, 1, v1::CASE_STATUS_OK, 10.0);
+  Add(run, v1::VARIANT_LAMPORT, 1, v1::CASE_STATUS_OK, 8.0);
+  AddPlugin(run, "x", 1, v1::CASE_STATUS_OK, 6.0);
+  AddPlugin(run, "y", 1, v1::CASE_STATUS_OK, 7.0);
+  // At m=8 plugin x ties with one_stage and y is faster than both, but WRONG.
+  Add(run, v1::VARIANT_ONE_STAGE, 8, v1::CASE_STATUS_OK, 12.0);
+  Add(run, v1::VARIANT_LAMPORT, 8, v1::CASE_STATUS_OK, 13.0);
+  AddPlugin(run, "x", 8, v1::CASE_STATUS_OK, 12.0);
+  AddPlugin(run, "y", 8, v1::CASE_STATUS_WRONG, 1.0);
+  const TuneTable table = Build(PluginSpec({1, 8}), run);
+  EXPECT_THAT(table.kernels,
+              ElementsAre(TuneKernel(v1::VARIANT_ONE_STAGE), TuneKernel(v1::VARIANT_LAMPORT),
+                          TuneKernel::Plugin("x"), TuneKernel::Plugin("y")));
+  ASSERT_EQ(table.rows.size(), 2u);
+  EXPECT_EQ(table.rows[0].best, TuneKernel::Plugin("x"));
+  EXPECT_EQ(table.rows[0].best.Name(), "plugin:x");
+  EXPECT_THAT(table.rows[0].us,
+              ElementsAre(Pair(v1::VARIANT_ONE_STAGE, 10.0), Pair(v1::VARIANT_LAMPORT, 8.0),
+                          Pair(TuneKernel::Plugin("x"), 6.0), Pair(TuneKernel::Plugin("y"), 7.0)));
+  // A tie goes to the kernel listed first: colltest's own before the plugins.
+  EXPECT_EQ(table.rows[1].best, v1::VARIANT_ONE_STAGE);
+  EXPECT_THAT(table.rows[1].us,
+              ElementsAre(Pair(v1::VARIANT_ONE_STAGE, 12.0), Pair(v1::VARIANT_LAMPORT, 13.0),
+                          Pair(TuneKernel::Plugin("x"), 12.0)));
+
+  const nlohmann::ordered_json json = nlohmann::ordered_json::parse(FormatTuneJson(table));
+  EXPECT_EQ(json["rows"][0]["best"], "plugin:x");
+  EXPECT_EQ(json["rows"][0]["us"],
+            nlohmann::ordered_json::parse(
+                R"({"one_stage": 10.0, "lamport": 8.0, "plugin:x": 6.0, "plugin:y": 7.0})"));
+  EXPECT_EQ(json["rows"][1]["best"], "one_stage");
+
+  const std::vector<std::string> lines = Lines(FormatTuneText(table));
+  ASSERT_EQ(lines.size(), 5u) << FormatTuneText(table);
+  EXPECT_EQ(lines[1], "m   bytes  one_stage  lamport  plugin:x  plugin:y  best       speed-up");
+  EXPECT_EQ(lines[2], "1   14336       10.0      8.0       6.0       7.0  plugin:x      1.17x");
+  EXPECT_EQ(lines[3], "8  114688       12.0     13.0      12.0         -  one_stage     1.00x");
+  EXPECT_EQ(lines[3].size(), lines[1].size());
+  EXPECT_EQ(lines.back(), "crossovers: plugin:x up to m=1 (14336 B), one_stage from m=8");
+}
+
+TEST(BuildTuneTableTest, ADroppedRowNamesThePlugins) {
+  v1::RunResult run = EmptyRun();
+  Add(run, v1::VARIANT_ONE_STAGE, 1, v1::CASE_STATUS_UNSUPPORTED);
+  AddPlugin(run, "x", 1, v1::CASE_STATUS_HANG);
+  const TuneTable table = Build(PluginSpec({1}), run);
+  ASSERT_EQ(table.dropped.size(), 1u);
+  EXPECT_EQ(DroppedRowWarning(table.dropped[0]),
+            "no tune row for m=1: no variant OK (one_stage UNSUPPORTED, lamport no result, "
+            "plugin:x HANG, plugin:y no result)");
 }
 
 TEST(BuildTuneTableTest, RowWithoutAnOkVariantIsDroppedAndExplained) {

@@ -793,6 +793,72 @@ TEST_F(ServiceTest, AutoIsResolvedFromATableOfTheCasesEpilogue) {
   EXPECT_EQ(pool_.calls().size(), 2u) << "no worker is asked for the nvfp4 case";
 }
 
+// A table of `colltest tune --tune-plugins` may pick a kernel plugin: the worker is asked for the
+// plugin by name, and the case stays auto, resolved to the plugin, with the build colltestd
+// loaded. A colltestd that did not load it runs the row's fastest own variant instead.
+TEST_F(ServiceTest, AutoRunsThePluginTheTableChoseOrItsOwnFastestWhenItIsNotLoaded) {
+  const std::string table = R"({"kind": "colltest-tune-table", "version": 1, "backend": "cpu",
+      "world": 2, "dtype": "bf16", "mode": "eager", "n": 1024, "rows": [{"m": 1,
+      "best": "plugin:oneshot_norm",
+      "us": {"one_stage": 9.0, "lamport_tb": 8.0, "plugin:oneshot_norm": 4.0}}]})";
+  const TuneTables tables({*ParseTuneTable(table, "cpu_w2.json")});
+  ServiceOptions options = CpuOptions();
+  options.tune = &tables;
+  v1::KernelPlugin& plugin = options.kernel_plugins.emplace_back();
+  plugin.set_name("oneshot_norm");
+  plugin.set_version("1.0");
+  plugin.set_sha256(std::string(64, 'a'));
+  plugin.set_loaded(true);
+  Start(std::move(options));
+  v1::RunResult run;
+  ASSERT_TRUE(stub_->Run(Context().get(), Request(2, {8}, {v1::VARIANT_AUTO}), &run).ok());
+  ASSERT_EQ(run.cases_size(), 1);
+  const v1::CaseResult& c = run.cases(0);
+  EXPECT_EQ(c.variant(), v1::VARIANT_AUTO);
+  EXPECT_EQ(c.resolved_variant(), v1::VARIANT_PLUGIN);
+  EXPECT_EQ(c.plugin().name(), "oneshot_norm");
+  EXPECT_EQ(c.plugin().version(), "1.0");
+  EXPECT_EQ(c.plugin().sha256(), std::string(64, 'a'));
+  EXPECT_THAT(c.message(), HasSubstr("auto -> plugin:oneshot_norm: tune table cpu_w2.json"));
+  ASSERT_EQ(pool_.calls().size(), 1u);
+  EXPECT_EQ(pool_.calls()[0].request.variant(), v1::VARIANT_PLUGIN);
+  EXPECT_EQ(pool_.calls()[0].request.plugin(), "oneshot_norm");
+}
+
+TEST_F(ServiceTest, AutoDoesNotPickAPluginColltestdDidNotLoad) {
+  const std::string table = R"({"kind": "colltest-tune-table", "version": 1, "backend": "cpu",
+      "world": 2, "dtype": "bf16", "mode": "eager", "n": 1024, "rows": [
+      {"m": 1, "best": "plugin:oneshot_norm",
+       "us": {"one_stage": 9.0, "lamport_tb": 8.0, "plugin:oneshot_norm": 4.0}},
+      {"m": 64, "best": "plugin:oneshot_norm", "us": {"plugin:oneshot_norm": 4.0}}]})";
+  const TuneTables tables({*ParseTuneTable(table, "cpu_w2.json")});
+  ServiceOptions options = CpuOptions();
+  options.tune = &tables;
+  // Given but refused when it was checked: not loaded.
+  v1::KernelPlugin& refused = options.kernel_plugins.emplace_back();
+  refused.set_name("oneshot_norm");
+  refused.set_loaded(false);
+  refused.set_refused("abi_version = 2: this worker loads version 1");
+  Start(std::move(options));
+  v1::RunResult run;
+  ASSERT_TRUE(stub_->Run(Context().get(), Request(2, {1, 64}, {v1::VARIANT_AUTO}), &run).ok());
+  ASSERT_EQ(run.cases_size(), 2);
+  const v1::CaseResult& fallback = run.cases(0);
+  EXPECT_EQ(fallback.variant(), v1::VARIANT_AUTO);
+  EXPECT_EQ(fallback.resolved_variant(), v1::VARIANT_LAMPORT_TB);
+  EXPECT_FALSE(fallback.has_plugin());
+  EXPECT_THAT(fallback.message(),
+              HasSubstr("auto -> lamport_tb: plugin:oneshot_norm of the table is not loaded, the "
+                        "fastest of colltest's own variants: tune table cpu_w2.json"));
+  const v1::CaseResult& none = run.cases(1);
+  EXPECT_EQ(none.status(), v1::CASE_STATUS_UNSUPPORTED);
+  EXPECT_THAT(none.message(), HasSubstr("auto: plugin:oneshot_norm of the table is not loaded "
+                                        "(colltestd --kernel-plugin) and tune table cpu_w2.json"));
+  ASSERT_EQ(pool_.calls().size(), 1u) << "no worker is asked for the unsupported case";
+  EXPECT_EQ(pool_.calls()[0].request.variant(), v1::VARIANT_LAMPORT_TB);
+  EXPECT_EQ(pool_.calls()[0].request.plugin(), "");
+}
+
 }  // namespace
 }  // namespace colltest::server
 

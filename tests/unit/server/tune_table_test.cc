@@ -2,12 +2,17 @@
 
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace colltest::server {
+
+// gtest's printer of a kernel in a failure: its name.
+void PrintTo(const TuneKernel& k, std::ostream* os) { *os << k.Name(); }
+
 namespace {
 
 namespace v1 = ::colltest::v1;
@@ -80,13 +85,13 @@ TEST(TuneTableTest, ResolvesTheRowAtOrBelowTheCasesBytes) {
   auto pick = [&](uint32_t m, uint32_t n = 7168) {
     return tables.Resolve(Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, m, n));
   };
-  EXPECT_EQ(pick(1)->variant, v1::VARIANT_LAMPORT_TB);
-  EXPECT_EQ(pick(63)->variant, v1::VARIANT_LAMPORT_TB);
-  EXPECT_EQ(pick(64)->variant, v1::VARIANT_LAMPORT);
-  EXPECT_EQ(pick(1023)->variant, v1::VARIANT_LAMPORT);
-  EXPECT_EQ(pick(4096)->variant, v1::VARIANT_ONE_STAGE);
+  EXPECT_EQ(pick(1)->kernel, v1::VARIANT_LAMPORT_TB);
+  EXPECT_EQ(pick(63)->kernel, v1::VARIANT_LAMPORT_TB);
+  EXPECT_EQ(pick(64)->kernel, v1::VARIANT_LAMPORT);
+  EXPECT_EQ(pick(1023)->kernel, v1::VARIANT_LAMPORT);
+  EXPECT_EQ(pick(4096)->kernel, v1::VARIANT_ONE_STAGE);
   // Bytes, not rows: 128 rows of 3584 are 917504 B, the m = 64 row of n = 7168.
-  EXPECT_EQ(pick(128, 3584)->variant, v1::VARIANT_LAMPORT);
+  EXPECT_EQ(pick(128, 3584)->kernel, v1::VARIANT_LAMPORT);
   EXPECT_THAT(pick(64)->why, HasSubstr("lamport: tune table h200_w2.json (cuda W=2 bf16 graph "
                                        "n=7168), row m=64 (917504 B)"));
   // Nothing for another world size, dtype or backend.
@@ -107,13 +112,13 @@ TEST(TuneTableTest, BetweenRowsTheLeastInterpolatedTimeWins) {
   auto pick = [&](uint32_t m) {
     return *tables.Resolve(Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, m, 7168));
   };
-  EXPECT_EQ(pick(512).variant, v1::VARIANT_LAMPORT);  // a row: its measured best
-  EXPECT_EQ(pick(520).variant, v1::VARIANT_LAMPORT);  // lamport 37.10, one_stage 37.37
-  EXPECT_EQ(pick(700).variant, v1::VARIANT_ONE_STAGE);
+  EXPECT_EQ(pick(512).kernel, v1::VARIANT_LAMPORT);  // a row: its measured best
+  EXPECT_EQ(pick(520).kernel, v1::VARIANT_LAMPORT);  // lamport 37.10, one_stage 37.37
+  EXPECT_EQ(pick(700).kernel, v1::VARIANT_ONE_STAGE);
   EXPECT_THAT(pick(700).why, HasSubstr("one_stage: tune table t.json (cuda W=2 bf16 graph "
                                        "n=7168), interpolated between rows m=512 and m=1024 ("
                                        "45.05"));
-  EXPECT_EQ(pick(4096).variant, v1::VARIANT_ONE_STAGE);  // above the table: its last row
+  EXPECT_EQ(pick(4096).kernel, v1::VARIANT_ONE_STAGE);  // above the table: its last row
 }
 
 TEST(TuneTableTest, ATimeThatIsNoVariantOrNoPositiveNumberIsRefused) {
@@ -148,7 +153,7 @@ TEST(TuneTableTest, ATableResolvesOnlyCasesOfItsEpilogue) {
   absl::StatusOr<AutoChoice> token = tables.Resolve(
       Case("cuda", 2, v1::DTYPE_BF16, v1::MODE_GRAPH, 64, 7168, v1::EPILOGUE_FP8_TOKEN));
   ASSERT_TRUE(token.ok()) << token.status();
-  EXPECT_EQ(token->variant, v1::VARIANT_LAMPORT);
+  EXPECT_EQ(token->kernel, v1::VARIANT_LAMPORT);
   EXPECT_THAT(token->why, HasSubstr("tune table fp8.json (cuda W=2 bf16 graph n=7168 fp8_token)"));
   for (v1::Epilogue other : {v1::EPILOGUE_NONE, v1::EPILOGUE_UNSPECIFIED, v1::EPILOGUE_NVFP4}) {
     absl::StatusOr<AutoChoice> c =
@@ -223,6 +228,122 @@ TEST(TuneTableTest, KeepNormedOnlyPrefersAMatchingTable) {
   EXPECT_THAT(pick(true, 4096), HasSubstr("plain_4096.json"));
   EXPECT_FALSE(ParseTuneTable(Table(2, "graph", 7168, R"("keep_normed": true, )"), "none.json")
                    ->keep_normed);
+}
+
+// A table measured with `colltest tune --tune-plugins` (docs/plugins.md): rows m=1 and m=512 of
+// n=128 on the cpu, `us` in the order tune lists the kernels (colltest's own first).
+std::string PluginTable(const std::string& best_1 = "plugin:oneshot_norm",
+                        const std::string& us_1 = R"("one_stage": 9.0, "lamport": 7.0,
+                                                     "two_kernel": 7.0, "plugin:oneshot_norm": 4.0)") {
+  return R"({"kind": "colltest-tune-table", "version": 1, "backend": "cpu", "world": 2,
+    "dtype": "bf16", "mode": "eager", "n": 128, "rows": [
+      {"m": 1, "best": ")" +
+         best_1 + R"(", "us": {)" + us_1 + R"(}},
+      {"m": 512, "best": "one_stage",
+       "us": {"one_stage": 20.0, "lamport": 40.0, "plugin:oneshot_norm": 60.0}}]})";
+}
+
+AutoCase PluginCase(uint32_t m, std::vector<std::string> plugins) {
+  AutoCase c = Case("cpu", 2, v1::DTYPE_BF16, v1::MODE_EAGER, m, 128);
+  c.plugins = std::move(plugins);
+  return c;
+}
+
+TEST(TuneTableTest, APluginIsAKernelOfTheTableByItsName) {
+  absl::StatusOr<TuneTable> t = ParseTuneTable(PluginTable(), "plugins.json");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->rows[0].best, TuneKernel::Plugin("oneshot_norm"));
+  EXPECT_EQ(t->rows[0].best.Name(), "plugin:oneshot_norm");
+  ASSERT_EQ(t->rows[0].us.size(), 4u);
+  // The file's order: colltest's own variants first, as tune listed them.
+  EXPECT_EQ(t->rows[0].us[0].first, v1::VARIANT_ONE_STAGE);
+  EXPECT_EQ(t->rows[0].us[3].first, TuneKernel::Plugin("oneshot_norm"));
+  EXPECT_EQ(t->rows[0].us[3].second, 4.0);
+}
+
+TEST(TuneTableTest, APluginNameOutsideTheRuleIsRefused) {
+  const std::string long_name(33, 'a');
+  for (const std::string& best :
+       {std::string("plugin:Oneshot"), std::string("plugin:"), std::string("plugin:one-shot"),
+        "plugin:" + long_name, std::string("plugin"), std::string("PLUGIN:oneshot_norm")}) {
+    absl::StatusOr<TuneTable> t = ParseTuneTable(PluginTable(best), "bad.json");
+    ASSERT_FALSE(t.ok()) << best;
+    EXPECT_THAT(t.status().message(),
+                HasSubstr("tune table bad.json: rows[m=1].best: not a variant that runs or "
+                          "plugin:NAME (NAME 1 to 32 of a-z, 0-9 and _)"));
+  }
+  absl::StatusOr<TuneTable> t = ParseTuneTable(
+      PluginTable("one_stage", R"("one_stage": 9.0, "plugin:Bad": 4.0)"), "bad.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(t.status().message(), HasSubstr("tune table bad.json: rows[m=1].us.plugin:Bad: must "
+                                              "name a variant that runs or plugin:NAME"));
+  // 32 characters is the longest name.
+  EXPECT_TRUE(ParseTuneTable(PluginTable("plugin:" + long_name.substr(1)), "ok.json").ok());
+}
+
+TEST(TuneTableTest, ResolvesToALoadedPlugin) {
+  TuneTables tables({*ParseTuneTable(PluginTable(), "plugins.json")});
+  absl::StatusOr<AutoChoice> c = tables.Resolve(PluginCase(1, {"other", "oneshot_norm"}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->kernel, TuneKernel::Plugin("oneshot_norm"));
+  EXPECT_EQ(c->why,
+            "plugin:oneshot_norm: tune table plugins.json (cpu W=2 bf16 eager n=128), row m=1 "
+            "(256 B)");
+}
+
+// The table was measured where the plugin was loaded; a colltestd without it runs colltest's own
+// fastest variant of the row instead, and says so.
+TEST(TuneTableTest, APluginThatIsNotLoadedFallsBackToTheFastestOwnVariant) {
+  TuneTables tables({*ParseTuneTable(PluginTable(), "plugins.json")});
+  for (const std::vector<std::string>& loaded :
+       {std::vector<std::string>{}, std::vector<std::string>{"other"}}) {
+    absl::StatusOr<AutoChoice> c = tables.Resolve(PluginCase(1, loaded));
+    ASSERT_TRUE(c.ok()) << c.status();
+    // lamport and two_kernel tie at 7.0: the one listed first.
+    EXPECT_EQ(c->kernel, v1::VARIANT_LAMPORT);
+    EXPECT_EQ(c->why,
+              "lamport: plugin:oneshot_norm of the table is not loaded, the fastest of colltest's "
+              "own variants: tune table plugins.json (cpu W=2 bf16 eager n=128), row m=1 (256 B)");
+  }
+}
+
+TEST(TuneTableTest, APluginThatIsNotLoadedWithNoOwnVariantMeasuredIsUnsupported) {
+  TuneTables tables({*ParseTuneTable(
+      PluginTable("plugin:oneshot_norm", R"("plugin:oneshot_norm": 4.0, "plugin:b": 5.0)"),
+      "plugins.json")});
+  absl::StatusOr<AutoChoice> c = tables.Resolve(PluginCase(1, {"b"}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(c.status().message(),
+            "auto: plugin:oneshot_norm of the table is not loaded (colltestd --kernel-plugin) and "
+            "tune table plugins.json (cpu W=2 bf16 eager n=128), row m=1 (256 B) measured none "
+            "of colltest's own variants");
+  // A row that names the plugin best without times: nothing to fall back on either.
+  TuneTables untimed({*ParseTuneTable(PluginTable("plugin:oneshot_norm", ""), "plugins.json")});
+  EXPECT_EQ(untimed.Resolve(PluginCase(1, {})).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// Between rows a plugin's time is interpolated as a variant's (4 us at m=1, 60 at m=512).
+TEST(TuneTableTest, BetweenRowsAPluginIsInterpolatedAsAVariantIs) {
+  TuneTables tables({*ParseTuneTable(PluginTable(), "plugins.json")});
+  auto pick = [&](uint32_t m, std::vector<std::string> loaded) {
+    return *tables.Resolve(PluginCase(m, std::move(loaded)));
+  };
+  // m=20: plugin 4 + 19/511 x 56 = 6.08 us, lamport 7 + 19/511 x 33 = 8.23, one_stage 9.41.
+  EXPECT_EQ(pick(20, {"oneshot_norm"}).kernel, TuneKernel::Plugin("oneshot_norm"));
+  EXPECT_THAT(pick(20, {"oneshot_norm"}).why,
+              HasSubstr("plugin:oneshot_norm: tune table plugins.json (cpu W=2 bf16 eager "
+                        "n=128), interpolated between rows m=1 and m=512 (6.08 us)"));
+  // m=100: plugin 14.85, one_stage 11.13, lamport 13.39: the times crossed.
+  EXPECT_EQ(pick(100, {"oneshot_norm"}).kernel, v1::VARIANT_ONE_STAGE);
+  // Not loaded: the least interpolated time of colltest's own (two_kernel is not in row m=512).
+  const AutoChoice fallback = pick(20, {});
+  EXPECT_EQ(fallback.kernel, v1::VARIANT_LAMPORT);
+  EXPECT_THAT(fallback.why, HasSubstr("lamport: plugin:oneshot_norm of the table is not loaded, "
+                                      "the fastest of colltest's own variants: tune table "
+                                      "plugins.json (cpu W=2 bf16 eager n=128), interpolated "
+                                      "between rows m=1 and m=512 (8.23 us)"));
 }
 
 TEST(TuneTableTest, LoadsEveryJsonOfADirectoryAndRefusesABrokenOne) {
