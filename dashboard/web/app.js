@@ -46,6 +46,20 @@ function fmtNumber(value, digits = 2) {
   return n.toFixed(digits);
 }
 
+// A figure a case never measured (a HANG, ERROR or UNSUPPORTED case has zeros): '-' as in the
+// CLI's table, where 0 would read as "infinitely fast".
+function fmtMeasured(value) {
+  return num(value) > 0 ? fmtNumber(value) : '-';
+}
+
+// Whether the case's outputs were compared, as the CLI decides it (client/format/format_table.cc
+// Checked): otherwise its zero mismatches would read as "no mismatches".
+function outputsChecked(c) {
+  const st = statusName(c.status);
+  const diff = c.diff || {};
+  return st === 'OK' || st === 'WRONG' || num(diff.checked) > 0 || num(diff.mismatches) > 0;
+}
+
 function fmtTime(unixMs) {
   const ms = num(unixMs);
   if (!ms) return '-';
@@ -834,13 +848,13 @@ function renderCasesTable(cases) {
       el('td', {}, dtypeName(c.dtype)),
       epilogueCell(c),
       el('td', {}, el('span', {class: `badge status-${st.toLowerCase()}`}, st)),
-      el('td', {class: 'num'}, fmtNumber(t.median_us)),
-      el('td', {class: 'num'}, fmtNumber(t.p10_us)),
-      el('td', {class: 'num'}, fmtNumber(t.p90_us)),
+      el('td', {class: 'num'}, fmtMeasured(t.median_us)),
+      el('td', {class: 'num'}, fmtMeasured(t.p10_us)),
+      el('td', {class: 'num'}, fmtMeasured(t.p90_us)),
       el('td', {class: notLink ? 'num not-link' : 'num', title: notLink ? 'ranks shared a GPU: not a link figure' : null},
-        fmtNumber(c.busbw_gbps)),
-      el('td', {class: 'num'}, String(num(diff.mismatches))),
-      el('td', {class: 'num'}, String(num(diff.max_ulp))),
+        fmtMeasured(c.busbw_gbps)),
+      el('td', {class: 'num'}, outputsChecked(c) ? String(num(diff.mismatches)) : '-'),
+      el('td', {class: 'num'}, outputsChecked(c) ? String(num(diff.max_ulp)) : '-'),
       el('td', {class: 'epilogue-col', title: quantDetails(c.quant) || null}, quantCell(c.quant)),
       el('td', {class: 'message'}, [c.message, diff.first_bad].filter(Boolean).join('; '))));
   }

@@ -367,6 +367,39 @@ def check_results(browser):
     log(f'results: {len(rows)} rows OK; latency plot series {plot["names"]}; {crossover}')
 
 
+def check_untimed_cells(browser):
+    """A case that never ran its calls (a HANG here) shows '-' for its timings, busbw, mismatches
+    and max ulp, as the CLI's table does, not 0; an OK case keeps its figures. The run shown is
+    rendered again with its first case made a HANG, then as it was."""
+    cells = browser.eval('''(() => {
+        const original = state.shown;
+        const run = JSON.parse(JSON.stringify(original));
+        const c = [...run.cases].sort((a, b) => Number(a.index) - Number(b.index))[0];
+        c.status = 'CASE_STATUS_HANG';
+        c.message = 'rank 1 never arrived';
+        c.timing = {}; c.diff = {}; c.busbw_gbps = 0; c.algbw_gbps = 0;
+        showRun(run);
+        const rows = [...document.querySelectorAll('#results-table tbody tr')];
+        const text = (r) => [...r.cells].map((x) => x.textContent);
+        const out = {hang: text(rows[0]), ok: text(rows[1]),
+                     heads: [...document.querySelectorAll('#results-table thead th')]
+                       .map((h) => h.textContent)};
+        showRun(original);
+        return out; })()''')
+    heads = cells['heads']
+    columns = [i for i, h in enumerate(heads)
+               if h.startswith(('median', 'p10', 'p90', 'busbw', 'mismatches', 'max ulp'))]
+    if len(columns) != 6:
+        raise TestFailure(f'results table headers not as expected: {heads}')
+    hang = [cells['hang'][i] for i in columns]
+    if hang != ['-'] * 6:
+        raise TestFailure(f'a HANG row shows {dict(zip([heads[i] for i in columns], hang))}, '
+                          'expected - for every figure it never measured')
+    if cells['ok'][columns[0]] in ('-', '0'):
+        raise TestFailure(f'an OK row lost its median: {cells["ok"]}')
+    log('a HANG row shows - for median, p10, p90, busbw, mismatches and max ulp; OK rows keep theirs')
+
+
 SHARED_NOTE = ('ranks share a GPU (4 per GPU): times are kernel overhead, not a link measurement; '
                'busbw is not a link figure')
 
@@ -696,6 +729,7 @@ def run_test(args, websocket_module, work):
         check_plugin_rows(result_rows(browser), plugin_sha, 'the plugin run after the restart')
         log(f'after the restart the plugin run opens with its rows named {PLUGIN_VARIANT}')
         check_shared_gpu_note(browser)
+        check_untimed_cells(browser)
 
         return passed_if_console_clean(browser, t0)
     except Exception as e:
