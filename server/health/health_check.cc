@@ -12,7 +12,6 @@
 #include "absl/time/clock.h"
 #include "common/fault_spec.h"
 #include "common/status_macros.h"
-#include "common/text.h"
 #include "server/devices/device_placement.h"
 #include "server/health/health_report.h"
 #include "server/net/caller_key.h"
@@ -45,25 +44,6 @@ void AddPlugins(const v1::HealthRequest& request, HealthPlan& plan) {
   }
 }
 
-// Each plugin named once and loaded.
-absl::Status CheckPlugins(const v1::HealthRequest& request, const ServerLimits& limits) {
-  for (int i = 0; i < request.plugins_size(); ++i) {
-    const std::string& name = request.plugins(i);
-    const bool loaded = std::any_of(limits.kernel_plugins.begin(), limits.kernel_plugins.end(),
-                                    [&](const v1::KernelPlugin& p) { return p.name() == name; });
-    if (!loaded) {
-      return InvalidField(absl::StrCat("plugins[", i, "] = \"", common::EscapeForTerminal(name),
-                                       "\": no kernel plugin of that name is loaded"));
-    }
-    for (int j = 0; j < i; ++j) {
-      if (request.plugins(j) == name) {
-        return InvalidField(absl::StrCat("plugins[", i, "] = \"", name, "\": listed twice"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<CheckInput> ValidateRequest(const v1::HealthRequest& request,
                                            const ServerLimits& limits) {
   CheckInput input;
@@ -85,7 +65,7 @@ absl::StatusOr<CheckInput> ValidateRequest(const v1::HealthRequest& request,
   // would refuse it too, but as spec.fault, and a bad rank would only be found there.
   COLLTEST_RETURN_IF_ERROR(
       ValidateFault("fault", request.fault(), static_cast<uint32_t>(devices.size()), limits));
-  COLLTEST_RETURN_IF_ERROR(CheckPlugins(request, limits));
+  COLLTEST_RETURN_IF_ERROR(ValidatePlugins(request.plugins(), limits));
   return input;
 }
 

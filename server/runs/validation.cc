@@ -165,16 +165,18 @@ absl::Status CheckCaseBytes(const v1::SweepSpec& spec, const ServerLimits& limit
   return absl::OkStatus();
 }
 
-// Kernel plugins by name: each one colltestd loaded, once (docs/plugins.md).
-absl::Status CheckPlugins(const v1::SweepSpec& spec, const ServerLimits& limits) {
-  if (spec.plugins_size() > static_cast<int>(kMaxPlugins)) {
-    return Invalid(absl::StrCat("plugins: ", spec.plugins_size(), " given, at most ", kMaxPlugins));
+}  // namespace
+
+absl::Status ValidatePlugins(const google::protobuf::RepeatedPtrField<std::string>& plugins,
+                             const ServerLimits& limits) {
+  if (plugins.size() > static_cast<int>(kMaxPlugins)) {
+    return Invalid(absl::StrCat("plugins: ", plugins.size(), " given, at most ", kMaxPlugins));
   }
   std::vector<std::string> loaded;
   for (const v1::KernelPlugin& p : limits.kernel_plugins) loaded.push_back(p.name());
   std::set<std::string> seen;
-  for (int i = 0; i < spec.plugins_size(); ++i) {
-    const std::string& name = spec.plugins(i);
+  for (int i = 0; i < plugins.size(); ++i) {
+    const std::string& name = plugins.Get(i);
     if (std::find(loaded.begin(), loaded.end(), name) == loaded.end()) {
       return Invalid(absl::StrCat(
           "plugins[", i, "] = \"", common::EscapeForTerminal(absl::string_view(name).substr(0, 40)),
@@ -189,6 +191,8 @@ absl::Status CheckPlugins(const v1::SweepSpec& spec, const ServerLimits& limits)
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::Status CheckVariants(const v1::SweepSpec& spec, const ServerLimits& limits) {
   if (spec.variants_size() == 0 && spec.plugins_size() == 0) {
@@ -208,7 +212,7 @@ absl::Status CheckVariants(const v1::SweepSpec& spec, const ServerLimits& limits
     }
   }
   COLLTEST_RETURN_IF_ERROR(CheckUnique("variants", spec.variants()));
-  return CheckPlugins(spec, limits);
+  return ValidatePlugins(spec.plugins(), limits);
 }
 
 absl::Status CheckModes(const v1::SweepSpec& spec, v1::SweepSpec& out) {

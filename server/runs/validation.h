@@ -74,6 +74,11 @@ absl::StatusOr<colltest::v1::SweepSpec> ValidateSpec(const colltest::v1::SweepSp
 absl::Status ValidateFault(absl::string_view field, absl::string_view fault, uint32_t world,
                            const ServerLimits& limits);
 
+// Kernel plugins by name (SweepSpec.plugins, HealthRequest.plugins): at most kMaxPlugins, each
+// one colltestd loaded (docs/plugins.md), each once; INVALID_ARGUMENT "plugins[i]" else.
+absl::Status ValidatePlugins(const google::protobuf::RepeatedPtrField<std::string>& plugins,
+                             const ServerLimits& limits);
+
 // The run id of GetRun and Cancel: non-empty, at most kMaxRunIdBytes bytes of printable ASCII, so
 // that an id echoed in a NOT_FOUND message or a log line is short and cannot carry control bytes.
 // `field` names it in the message (GetRun's "run_id", Compare's "run_a").
