@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -34,14 +35,15 @@ absl::StatusOr<int64_t> ParsePageToken(const std::string& token) {
 }
 
 // Every filter is a parameter with a fixed number (?1 label, ?2 state, ?3 since, ?4 variant, ?5
-// below this seq, ?6 row limit), bound whether its clause is present or not (SQLite accepts a
-// binding for any number up to the highest used). Only the clauses of the filters asked for are
-// written, so that SQLite can use the index of each.
+// below this seq, ?6 machine key, ?7 row limit), bound whether its clause is present or not (SQLite
+// accepts a binding for any number up to the highest used). Only the clauses of the filters asked
+// for are written, so that SQLite can use the index of each.
 std::string ListSql(const ListRunsRequest& request) {
   std::vector<std::string> where = {"r.seq < ?5"};
   if (!request.label().empty()) where.push_back("r.label = ?1");
   if (request.state() != colltest::v1::RUN_STATE_UNSPECIFIED) where.push_back("r.state = ?2");
   if (request.since_unix_ms() != 0) where.push_back("r.created_ms >= ?3");
+  if (!request.machine_key().empty()) where.push_back("r.machine_key = ?6");
   if (request.variant() != colltest::v1::VARIANT_UNSPECIFIED) {
     where.push_back("r.seq IN (SELECT run_seq FROM run_variants WHERE variant = ?4)");
   }
@@ -49,7 +51,7 @@ std::string ListSql(const ListRunsRequest& request) {
       "SELECT r.seq, r.run_id, r.state, r.cases, r.ok, r.failed, r.created_ms, r.label, r.owner, "
       "r.backend, r.finished_ms, r.spec, r.machine_key, m.hostname "
       "FROM runs r LEFT JOIN machines m ON m.key = r.machine_ref WHERE ",
-      absl::StrJoin(where, " AND "), " ORDER BY r.seq DESC LIMIT ?6");
+      absl::StrJoin(where, " AND "), " ORDER BY r.seq DESC LIMIT ?7");
 }
 
 absl::Status ReadSummary(const Database& db, const Statement& row, RunSummary* summary) {
@@ -71,6 +73,7 @@ absl::Status ReadSummary(const Database& db, const Statement& row, RunSummary* s
   }
   // As asked for, in the request's order (run_variants is a set, for the filter).
   summary->mutable_variants()->CopyFrom(spec.variants());
+  *summary->mutable_spec() = std::move(spec);
   summary->set_machine_key(row.ColumnText(12));
   summary->set_hostname(row.ColumnText(13));
   return absl::OkStatus();
@@ -96,7 +99,8 @@ absl::StatusOr<ListRunsResponse> RunStore::ListRuns(const ListRunsRequest& reque
       .BindInt(3, request.since_unix_ms())
       .BindInt(4, request.variant())
       .BindInt(5, below)
-      .BindInt(6, limit + 1);
+      .BindText(6, request.machine_key())
+      .BindInt(7, limit + 1);
   ListRunsResponse response;
   int64_t last_seq = 0;
   while (true) {

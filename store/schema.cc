@@ -104,6 +104,12 @@ ALTER TABLE baselines ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 CREATE INDEX baselines_by_owner ON baselines(owner);
 )sql";
 
+// Version 5: the index of the ListRuns machine_key filter (a machine's runs, newest first: the
+// dashboard's trend of one case across the runs of one machine).
+constexpr char kSchemaV5[] = R"sql(
+CREATE INDEX IF NOT EXISTS runs_by_machine ON runs(machine_key, seq);
+)sql";
+
 absl::Status CreateV1(Database& db) { return db.Exec(kSchemaV1, "create schema version 1"); }
 
 // SQL cannot read the variants out of a serialized SweepSpec, so this step is C++, inside the
@@ -142,16 +148,15 @@ absl::Status MigrateToV3(Database& db) { return db.Exec(kSchemaV3, "create schem
 
 absl::Status MigrateToV4(Database& db) { return db.Exec(kSchemaV4, "create schema version 4"); }
 
+absl::Status MigrateToV5(Database& db) { return db.Exec(kSchemaV5, "create schema version 5"); }
+
 struct Migration {
   int version;  // the version the database has after it
   absl::Status (*apply)(Database& db);
 };
 
 constexpr Migration kMigrations[] = {
-    {1, CreateV1},
-    {2, MigrateToV2},
-    {3, MigrateToV3},
-    {4, MigrateToV4},
+    {1, CreateV1}, {2, MigrateToV2}, {3, MigrateToV3}, {4, MigrateToV4}, {5, MigrateToV5},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 

@@ -12,7 +12,7 @@
 namespace colltest::store {
 
 // The version this colltest writes. A database of a higher version is refused, never downgraded.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // PRAGMA user_version: 0 for a fresh (empty) database.
 absl::StatusOr<int> SchemaVersion(Database& db);

@@ -58,6 +58,7 @@ absl::Status ValidateListRuns(const v1::ListRunsRequest& request) {
   if (request.since_unix_ms() < 0) {
     return Invalid(absl::StrCat("since_unix_ms: ", request.since_unix_ms(), " is negative"));
   }
+  COLLTEST_RETURN_IF_ERROR(CheckToken("machine_key", request.machine_key(), kMaxMachineKeyBytes));
   return CheckToken("page_token", request.page_token(), kMaxPageTokenBytes);
 }
 

@@ -50,7 +50,7 @@ TEST_F(ApiTest, RunsQueryParametersBecomeListRunsRequest) {
   const HttpResponse response =
       Get(address(),
           "/api/v1/runs?label=nightly+h100%2Fa&state=RUN_STATE_DONE&since_unix_ms=1764547200000"
-          "&variant=VARIANT_LAMPORT&limit=5&page_token=abc");
+          "&variant=VARIANT_LAMPORT&limit=5&page_token=abc&machine_key=h200x8-1a2b");
   ASSERT_EQ(response.status, 200) << response.body;
   const auto request = fake_.service.last_request<v1::ListRunsRequest>();
   EXPECT_EQ(request.label(), "nightly h100/a");
@@ -59,6 +59,7 @@ TEST_F(ApiTest, RunsQueryParametersBecomeListRunsRequest) {
   EXPECT_EQ(request.variant(), v1::VARIANT_LAMPORT);
   EXPECT_EQ(request.limit(), 5u);
   EXPECT_EQ(request.page_token(), "abc");
+  EXPECT_EQ(request.machine_key(), "h200x8-1a2b");
   EXPECT_THAT(response.body, HasSubstr("\"created_unix_ms\":\"1764547200000\""));
   EXPECT_THAT(response.body, HasSubstr("\"next_page_token\":\"next\""));
 }

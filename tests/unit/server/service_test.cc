@@ -191,6 +191,25 @@ TEST_F(ServiceTest, RunReturnsEveryCaseAndIsRecorded) {
   ASSERT_EQ(list.runs_size(), 1);
   EXPECT_EQ(list.runs(0).run_id(), run.run_id());
   EXPECT_EQ(list.runs(0).ok(), 4u);
+  EXPECT_EQ(list.runs(0).spec().world_size(), run.spec().world_size());
+
+  // The machine filter: this machine's runs, none of another's, and a key colltestd never
+  // issues is refused by name.
+  v1::ListRunsRequest mine;
+  mine.set_machine_key(run.machine().key());
+  context = Context();
+  ASSERT_TRUE(stub_->ListRuns(context.get(), mine, &list).ok());
+  EXPECT_EQ(list.runs_size(), 1);
+  v1::ListRunsRequest other;
+  other.set_machine_key("another-machine");
+  context = Context();
+  ASSERT_TRUE(stub_->ListRuns(context.get(), other, &list).ok());
+  EXPECT_EQ(list.runs_size(), 0);
+  other.set_machine_key("not a key");
+  context = Context();
+  const grpc::Status refused = stub_->ListRuns(context.get(), other, &list);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("machine_key"));
 }
 
 TEST_F(ServiceTest, InvalidRequestNamesTheFieldAndIsNotRecorded) {

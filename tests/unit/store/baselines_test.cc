@@ -131,7 +131,7 @@ TEST_F(BaselineOwnerTest, BaselinesFromBeforeOwnersBelongToNobody) {
                     .ok());
   }
   Open();
-  EXPECT_EQ(store_->schema_version(), 4);
+  EXPECT_EQ(store_->schema_version(), 5);
   EXPECT_EQ(*store_->BaselineOwner("key-a", ""), "");
   EXPECT_EQ(RunOf("default"), "r-1");
 

@@ -124,7 +124,7 @@ TEST(OpenTest, MigratesAVersion1DatabaseAndEverythingWorksOnIt) {
     absl::StatusOr<std::unique_ptr<RunStore>> opened = RunStore::Open(path);
     ASSERT_TRUE(opened.ok()) << opened.status();
     RunStore& store = **opened;
-    EXPECT_EQ(store.schema_version(), 4);
+    EXPECT_EQ(store.schema_version(), 5);
 
     absl::StatusOr<v1::RunResult> run = store.GetRun("r-1");
     ASSERT_TRUE(run.ok()) << run.status();
@@ -168,13 +168,13 @@ TEST(OpenTest, RefusesANewerSchemaAndLeavesItAlone) {
   const std::string path = HistoryDatabasePath(dir.path());
   {
     std::unique_ptr<Database> db = OpenRaw(path);
-    ASSERT_TRUE(db->Exec("CREATE TABLE runs (x); PRAGMA user_version = 5", "newer").ok());
+    ASSERT_TRUE(db->Exec("CREATE TABLE runs (x); PRAGMA user_version = 6", "newer").ok());
   }
   const std::string before = ReadBytes(path);
   const absl::Status status = RunStore::Open(path).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
   EXPECT_THAT(status.message(), HasSubstr(path));
-  EXPECT_THAT(status.message(), HasSubstr("schema version 5"));
+  EXPECT_THAT(status.message(), HasSubstr("schema version 6"));
   EXPECT_THAT(status.message(), HasSubstr("upgrade colltest"));
   EXPECT_EQ(ReadBytes(path), before);
   EXPECT_THAT(DirEntries(dir.path()), ElementsAre("history.sqlite3"));

@@ -82,7 +82,7 @@ TEST_F(RunStoreTest, RunAndCasesRoundTripWithPerRankResultsAcrossReopen) {
                                                           << got->DebugString() << "want:\n"
                                                           << expected.DebugString();
   EXPECT_EQ(got->cases(1).ranks_size(), 8);
-  EXPECT_EQ(store_->schema_version(), 4);
+  EXPECT_EQ(store_->schema_version(), 5);
   EXPECT_EQ(*store_->CountRuns(), 1u);
   EXPECT_EQ(*store_->CountCases(), 3u);
 }
@@ -194,7 +194,7 @@ TEST_F(RunStoreTest, InMemoryDatabaseWorks) {
   ASSERT_TRUE((*memory)->InsertRun(NewRun("r-1", "x", {v1::VARIANT_NCCL})).ok());
   ASSERT_TRUE((*memory)->AddCase("r-1", NewCase(0, v1::CASE_STATUS_OK)).ok());
   EXPECT_EQ((*memory)->GetRun("r-1")->cases_size(), 1);
-  EXPECT_EQ((*memory)->schema_version(), 4);
+  EXPECT_EQ((*memory)->schema_version(), 5);
 }
 
 // Seven runs, seq 1..7 (r-1 oldest):
@@ -249,6 +249,8 @@ TEST_F(ListRunsTest, NewestFirstWithEverySummaryField) {
   want.add_variants(v1::VARIANT_NCCL);
   want.set_machine_key("key-b");
   want.set_hostname("node-b");
+  // The request as stored: what a history list shows (world, m, n, dtype) without the cases.
+  *want.mutable_spec() = NewRun("r-3", "nightly", {v1::VARIANT_LAMPORT, v1::VARIANT_NCCL}).spec();
   EXPECT_TRUE(MessageDifferencer::Equals(listed->runs(0), want)) << listed->runs(0).DebugString();
   EXPECT_THAT(listed->next_page_token(), IsEmpty());
 }
@@ -269,6 +271,12 @@ TEST_F(ListRunsTest, FiltersCombineWithAnd) {
   v1::ListRunsRequest variant;
   variant.set_variant(v1::VARIANT_LAMPORT);
   EXPECT_THAT(Ids(variant), ElementsAre("r-6", "r-5", "r-3", "r-1"));
+
+  v1::ListRunsRequest machine;
+  machine.set_machine_key("key-b");
+  EXPECT_THAT(Ids(machine), ElementsAre("r-3"));
+  machine.set_machine_key("key-a");
+  EXPECT_THAT(Ids(machine), ElementsAre("r-6", "r-5", "r-4", "r-2", "r-1"));
 
   v1::ListRunsRequest all = label;
   all.set_state(v1::RUN_STATE_DONE);
