@@ -307,6 +307,7 @@ async function loadDevices() {
     renderVariantChoices(d);
     renderKernelPlugins(d);
     renderGroups(d);
+    renderHealthMatrix();
   } catch (e) {
     showError(e);
   }
@@ -404,56 +405,6 @@ function renderGroups(d) {
       lastHangCell(g)));
   }
   $('#groups-empty').hidden = groups.length > 0;
-}
-
-// The last health verdicts: runs labelled "health" (the group profile) and "health pair".
-async function loadHealthRuns() {
-  try {
-    const [group, pairs] = await Promise.all([
-      api(`api/v1/runs${query({label: 'health', limit: 5})}`),
-      api(`api/v1/runs${query({label: 'health pair', limit: 5})}`),
-    ]);
-    const runs = [...(group.runs || []), ...(pairs.runs || [])]
-      .sort((a, b) => num(b.created_unix_ms) - num(a.created_unix_ms)).slice(0, 5);
-    const body = $('#health-runs tbody');
-    clear(body);
-    for (const r of runs) {
-      body.append(el('tr', {class: runIsBad(r) ? 'bad' : '', dataset: {runId: r.run_id}},
-        el('td', {}, fmtTime(r.created_unix_ms)),
-        el('td', {}, r.label || ''),
-        el('td', {}, runStateName(r.state)),
-        el('td', {class: 'num'}, String(num(r.ok))),
-        el('td', {class: 'num'}, String(num(r.failed))),
-        el('td', {}, runLink(r.run_id))));
-    }
-    $('#health-runs-empty').hidden = runs.length > 0;
-  } catch (e) {
-    showError(e);
-  }
-}
-
-async function runHealthCheck(event) {
-  event.preventDefault();
-  const button = $('#health-run');
-  const out = $('#health-result');
-  button.disabled = true;
-  out.hidden = false;
-  out.className = 'verdict';
-  out.textContent = 'checking...';
-  try {
-    const r = await api('api/v1/health', {method: 'POST', body: {pairs: $('#health-pairs').checked}});
-    const st = statusName(r.status);
-    out.className = `verdict ${st === 'OK' ? 'good' : 'bad'}`;
-    out.dataset.status = st;
-    out.textContent = `${st}: ${r.message || ''} (${fmtNumber(r.wall_ms, 0)} ms)`;
-  } catch (e) {
-    out.hidden = true;
-    showError(e);
-  } finally {
-    button.disabled = false;
-    loadDevices();
-    loadHealthRuns();
-  }
 }
 
 function runLink(runId) {
@@ -728,6 +679,39 @@ function renderProgress(run) {
   if (live && st === 'QUEUED' && live.progress.queue_position) text += ` (${live.progress.queue_position} runs ahead)`;
   $('#run-progress-text').textContent = text;
   $('#cancel-run').hidden = !(run.run_id && (st === 'QUEUED' || st === 'RUNNING'));
+  renderEta(live && live.streaming && st === 'RUNNING' ? run.cases || [] : [], total - done);
+}
+
+// "340 ms", "1.2 s", "12 s", "3 min 20 s", "1 h 5 min".
+function fmtDuration(ms) {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 9950) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+// The time a streaming sweep has left: the cases still to run times the mean wall time of those
+// that finished (CaseResult.wall_ms, measured by the server). Hidden until a case has finished.
+function renderEta(finished, remaining) {
+  const box = $('#run-eta');
+  const walls = finished.map((c) => num(c.wall_ms)).filter((w) => w > 0);
+  if (walls.length === 0 || remaining <= 0) {
+    box.hidden = true;
+    box.textContent = '';
+    box.dataset.etaMs = '';
+    return;
+  }
+  const mean = walls.reduce((a, b) => a + b, 0) / walls.length;
+  const eta = mean * remaining;
+  box.hidden = false;
+  box.dataset.etaMs = eta.toFixed(1);
+  box.dataset.meanMs = mean.toFixed(3);
+  box.dataset.measured = String(walls.length);
+  box.dataset.remaining = String(remaining);
+  box.textContent = `about ${fmtDuration(eta)} left: ${remaining} cases x ${fmtDuration(mean)} ` +
+    `(the mean wall time of ${walls.length} finished)`;
 }
 
 // colltestd --ranks-per-gpu: the most ranks of the run's group on one GPU (absent or 0: one, a run
@@ -801,28 +785,6 @@ function runPlugins(run) {
   }).join(', ');
 }
 
-// n, dtype and world: the plots show one combination at a time.
-const plotChoice = {n: null, dtype: null, world: null};
-
-function renderSelectors(cases) {
-  const pick = (key, values, selectId, labelId) => {
-    const select = $(selectId);
-    const sorted = [...new Set(values)].sort((a, b) => (typeof a === 'number' ? a - b : String(a).localeCompare(String(b))));
-    if (!sorted.includes(plotChoice[key])) plotChoice[key] = sorted.length ? sorted[0] : null;
-    const current = [...select.options].map((o) => o.value).join('|');
-    if (current !== sorted.map(String).join('|')) {
-      clear(select);
-      for (const v of sorted) select.append(el('option', {value: String(v)}, String(v)));
-    }
-    select.value = String(plotChoice[key]);
-    // A selector with one value says nothing; it stays in the DOM (tests find it) but hidden.
-    $(labelId).hidden = sorted.length <= 1;
-  };
-  pick('n', cases.map((c) => num(c.n)), '#sel-n', '#sel-n-label');
-  pick('dtype', cases.map((c) => dtypeName(c.dtype)), '#sel-dtype', '#sel-dtype-label');
-  pick('world', cases.map((c) => num(c.world_size)), '#sel-world', '#sel-world-label');
-}
-
 function renderCasesTable(cases) {
   const body = $('#results-table tbody');
   clear(body);
@@ -856,269 +818,16 @@ function renderCasesTable(cases) {
       el('td', {class: 'num'}, outputsChecked(c) ? String(num(diff.mismatches)) : '-'),
       el('td', {class: 'num'}, outputsChecked(c) ? String(num(diff.max_ulp)) : '-'),
       el('td', {class: 'epilogue-col', title: quantDetails(c.quant) || null}, quantCell(c.quant)),
-      el('td', {class: 'message'}, [c.message, diff.first_bad].filter(Boolean).join('; '))));
+      el('td', {class: 'message'}, [c.message, diff.first_bad].filter(Boolean).join('; ')),
+      el('td', {}, trendLink(state.shown, c))));
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Plots
-
-const VARIANT_COLORS = {
-  one_stage: '#1f77b4', two_kernel: '#ff7f0e', lamport: '#2ca02c', lamport_tb: '#d62728',
-  nccl: '#444444', auto: '#9467bd', lamport_two_shot: '#8c564b',
-};
-const ANCHOR_VARIANT = 'nccl';
-// Plugins ("plugin:NAME") get colours of their own, the same for a name on every page.
-const PLUGIN_COLORS = ['#e377c2', '#bcbd22', '#17becf', '#7f7f7f', '#aec7e8', '#98df8a', '#ff9896', '#c5b0d5'];
-
-function variantColor(variant) {
-  if (VARIANT_COLORS[variant]) return VARIANT_COLORS[variant];
-  let hash = 0;
-  for (const ch of variant) hash = (hash * 31 + ch.codePointAt(0)) >>> 0;
-  return PLUGIN_COLORS[hash % PLUGIN_COLORS.length];
-}
-
-// The enum's order for colltest's own variants; the plugins after them (by name, see the sort).
-function variantRank(variant) {
-  const i = ENUMS.VARIANT.indexOf(variant.toUpperCase());
-  return i >= 0 && variant !== 'plugin' ? i : ENUMS.VARIANT.length;
-}
-
-// The cases of the selected n / dtype / world as series: one per variant, per mode when the run
-// has several modes ("lamport graph"), per epilogue when it has several ("lamport fp8_token",
-// "lamport graph fp8_token+normed"). Values are null where a case did not pass (a failed case's
-// time means nothing) so that log axes never see 0. Variants compete within a group: one mode
-// and one epilogue (its label '' when the run has only one of each).
-function buildSeries(cases) {
-  const chosen = cases.filter((c) => num(c.n) === plotChoice.n && dtypeName(c.dtype) === plotChoice.dtype &&
-                                     num(c.world_size) === plotChoice.world);
-  const modes = [...new Set(chosen.map((c) => modeName(c.mode)))];
-  const epilogues = [...new Set(chosen.map(epilogueLabel))].sort((a, b) => epilogueRank(a) - epilogueRank(b));
-  const xs = [...new Set(chosen.map((c) => num(c.m)))].filter((m) => m > 0).sort((a, b) => a - b);
-  const groupOf = (mode, epilogue) =>
-    [modes.length > 1 ? mode : '', epilogues.length > 1 ? epilogue : ''].filter(Boolean).join(' ');
-  const byKey = new Map();
-  for (const c of chosen) {
-    // "plugin:NAME" for a plugin's case: each plugin is a series of its own.
-    const variant = caseVariantName(c);
-    const mode = modeName(c.mode);
-    const epilogue = epilogueLabel(c);
-    const key = `${variant}|${mode}|${epilogue}`;
-    if (!byKey.has(key)) {
-      const group = groupOf(mode, epilogue);
-      byKey.set(key, {
-        variant, mode, epilogue, group, shade: epilogues.indexOf(epilogue),
-        name: group ? `${variant} ${group}` : variant,
-        latency: xs.map(() => null), busbw: xs.map(() => null),
-      });
-    }
-    const s = byKey.get(key);
-    const i = xs.indexOf(num(c.m));
-    const median = num(c.timing && c.timing.median_us);
-    if (i >= 0 && statusName(c.status) === 'OK' && median > 0) {
-      s.latency[i] = median;
-      s.busbw[i] = num(c.busbw_gbps) > 0 ? num(c.busbw_gbps) : null;
-    }
-  }
-  const series = [...byKey.values()].sort((a, b) =>
-    (variantRank(a.variant) - variantRank(b.variant)) || a.variant.localeCompare(b.variant) ||
-    a.mode.localeCompare(b.mode) ||
-    (epilogueRank(a.epilogue) - epilogueRank(b.epilogue)));
-  const groups = [];
-  for (const mode of modes) {
-    for (const epilogue of epilogues) {
-      if (series.some((s) => s.mode === mode && s.epilogue === epilogue)) {
-        groups.push({label: groupOf(mode, epilogue), mode, epilogue});
-      }
-    }
-  }
-  return {xs, series, groups};
-}
-
-// speed-up of series s at m: the best (lowest) median among the other variants of the same group
-// (mode and epilogue), divided by s's median; > 1 means s beats every other variant there.
-function speedups(xs, series) {
-  return series.map((s) => xs.map((_, i) => {
-    const own = s.latency[i];
-    if (own === null) return null;
-    let best = Infinity;
-    for (const o of series) {
-      if (o !== s && o.group === s.group && o.latency[i] !== null) best = Math.min(best, o.latency[i]);
-    }
-    return Number.isFinite(best) ? best / own : null;
-  }));
-}
-
-// The fastest variant at each m, per group, as segments: [{group, variant, from, to}].
-function crossovers(xs, series, groups) {
-  const segments = [];
-  for (const {label} of groups) {
-    let current = null;
-    xs.forEach((m, i) => {
-      let winner = null;
-      for (const s of series) {
-        if (s.group !== label || s.latency[i] === null) continue;
-        if (!winner || s.latency[i] < winner.latency[i]) winner = s;
-      }
-      if (!winner) return;
-      if (current && current.variant === winner.variant) {
-        current.to = m;
-      } else {
-        current = {group: label, variant: winner.variant, from: m, to: m};
-        segments.push(current);
-      }
-    });
-  }
-  return segments;
-}
-
-// "lamport_tb fastest up to m=64, one_stage from m=128" (per group when several).
-function crossoverText(segments, group) {
-  const mine = segments.filter((s) => s.group === group);
-  if (mine.length === 0) return '';
-  if (mine.length === 1) return `${mine[0].variant} fastest at every m`;
-  return mine.map((s, i) => {
-    if (i === 0) return `${s.variant} fastest up to m=${s.to}`;
-    if (i === mine.length - 1) return `${s.variant} from m=${s.from}`;
-    return s.from === s.to ? `${s.variant} at m=${s.from}` : `${s.variant} from m=${s.from} to m=${s.to}`;
-  }).join(', ');
-}
-
-// '#1f77b4' mixed with white by `fraction` (0: as it is).
-function lighten(hex, fraction) {
-  const rgb = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
-  return `rgb(${rgb.map((x) => Math.round(x + (255 - x) * fraction)).join(',')})`;
-}
-
-// The variant's colour, lighter for each further epilogue of the run (the legend names it).
-const EPILOGUE_SHADES = [0, 0.45, 0.65, 0.8];
-
-function seriesStyle(s) {
-  const color = variantColor(s.variant);
-  const shade = EPILOGUE_SHADES[Math.min(s.shade, EPILOGUE_SHADES.length - 1)] || 0;
-  const style = {stroke: shade ? lighten(color, shade) : color, width: 2};
-  // The anchor (nccl) is dashed; graph mode is drawn dotted so that modes stay apart.
-  if (s.variant === ANCHOR_VARIANT) style.dash = s.mode === 'graph' ? [10, 4, 2, 4] : [8, 5];
-  else if (s.mode === 'graph') style.dash = [2, 4];
-  return style;
-}
-
-// A uPlot plugin that draws vertical markers (crossovers) and an optional horizontal line.
-function markersPlugin(markers, horizontal) {
-  return {
-    hooks: {
-      draw: [(u) => {
-        const ctx = u.ctx;
-        const {left, top, width, height} = u.bbox;
-        const ratio = uPlot.pxRatio || 1;
-        ctx.save();
-        ctx.lineWidth = ratio;
-        ctx.font = `${11 * ratio}px sans-serif`;
-        if (horizontal !== undefined) {
-          const y = u.valToPos(horizontal, 'y', true);
-          if (y >= top && y <= top + height) {
-            ctx.strokeStyle = '#999';
-            ctx.setLineDash([4 * ratio, 4 * ratio]);
-            ctx.beginPath();
-            ctx.moveTo(left, y);
-            ctx.lineTo(left + width, y);
-            ctx.stroke();
-          }
-        }
-        markers.forEach((mk, k) => {
-          const x = u.valToPos(mk.x, 'x', true);
-          if (x < left || x > left + width) return;
-          ctx.strokeStyle = mk.color;
-          ctx.fillStyle = mk.color;
-          ctx.setLineDash([3 * ratio, 3 * ratio]);
-          ctx.beginPath();
-          ctx.moveTo(x, top);
-          ctx.lineTo(x, top + height);
-          ctx.stroke();
-          ctx.fillText(mk.label, x + 3 * ratio, top + (12 + 12 * (k % 3)) * ratio);
-        });
-        ctx.restore();
-      }],
-    },
-  };
-}
-
-const plots = {};  // id -> uPlot instance
-
-// Draws one plot and records what it drew on the element (data-series-count, data-series-names,
-// names comma-separated) for tests and for anyone inspecting the page.
-function drawPlot(id, {title, xs, series, values, yLabel, yLog, markers = [], horizontal}) {
-  const host = document.getElementById(id);
-  if (plots[id]) {
-    plots[id].destroy();
-    delete plots[id];
-  }
-  clear(host);
-  const drawn = series.filter((_, k) => values[k].some((v) => v !== null));
-  host.dataset.seriesCount = String(drawn.length);
-  host.dataset.seriesNames = drawn.map((s) => s.name).join(',');
-  host.dataset.title = title;
-  if (drawn.length === 0 || xs.length === 0) {
-    host.append(el('p', {class: 'muted'}, `${title}: nothing to plot (no passing case, or one variant only)`));
-    return;
-  }
-  const opts = {
-    title,
-    width: Math.max(320, host.clientWidth || 640),
-    height: 280,
-    scales: {
-      x: {time: false, distr: 3, log: 2},
-      y: yLog ? {distr: 3, log: 10} : {},
-    },
-    axes: [
-      // Log axes leave some ticks unlabelled (null); the others are whole row counts.
-      {label: 'm (rows)', values: (u, ticks) => ticks.map((v) => (v === null ? null : String(Math.round(v))))},
-      {label: yLabel, size: 60},
-    ],
-    series: [{label: 'm'}, ...drawn.map((s) => ({label: s.name, points: {show: true, size: 5}, spanGaps: true, ...seriesStyle(s)}))],
-    plugins: [markersPlugin(markers, horizontal)],
-  };
-  const data = [xs, ...series.map((s, k) => values[k]).filter((v) => v.some((x) => x !== null))];
-  plots[id] = new uPlot(opts, data, host);
-}
-
-function renderPlots(cases) {
-  const {xs, series, groups} = buildSeries(cases);
-  const segments = crossovers(xs, series, groups);
-  const list = $('#crossover');
-  clear(list);
-  for (const {label, mode, epilogue} of groups) {
-    const text = crossoverText(segments, label);
-    if (text) list.append(el('li', {dataset: {mode, epilogue}}, label ? `${label}: ${text}` : text));
-  }
-  // A marker where the fastest variant changes, at the first m of the new winner.
-  const markers = segments.filter((s, i) => i > 0 && segments[i - 1].group === s.group)
-    .map((s) => ({x: s.from, label: `${s.group ? s.group + ' ' : ''}${s.variant} fastest`, color: variantColor(s.variant)}));
-  const where = `n=${plotChoice.n} ${plotChoice.dtype} world=${plotChoice.world}`;
-  // Ranks that shared a GPU: the plots say what their figures are, as the note above them does.
-  const shown = state.shown;
-  const timeNote = !sharedGpu(shown) ? '' : shown.time_sliced ? ' (time-sliced: meaningless)'
-    : ` (${ranksPerGpu(shown)} ranks per GPU: kernel overhead)`;
-  const busbwNote = !sharedGpu(shown) ? '' : ' (ranks share a GPU: not a link figure)';
-  drawPlot('latency-plot', {
-    title: `median latency, ${where}${timeNote}`, xs, series, values: series.map((s) => s.latency),
-    yLabel: 'median us', yLog: true, markers,
-  });
-  drawPlot('speedup-plot', {
-    title: `speed-up over the best other variant, ${where}${timeNote}`, xs, series, values: speedups(xs, series),
-    yLabel: 'x', yLog: false, markers, horizontal: 1,
-  });
-  drawPlot('busbw-plot', {
-    title: `bus bandwidth, ${where}${busbwNote}`, xs, series, values: series.map((s) => s.busbw),
-    yLabel: 'GB/s', yLog: false,
-  });
-}
-
-function onSelectorChange() {
-  plotChoice.n = Number($('#sel-n').value);
-  plotChoice.dtype = $('#sel-dtype').value;
-  plotChoice.world = Number($('#sel-world').value);
-  if (state.shown) renderPlots(state.shown.cases || []);
+// The case across the runs of its machine (the trend view); none before the run has an id.
+function trendLink(run, c) {
+  if (!run || !run.run_id) return '';
+  return el('a', {class: 'trend-link', href: trendHash(run.run_id, num(c.index)),
+    title: 'this case\'s median across the runs of this machine'}, 'trend');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1207,6 +916,7 @@ function renderHistory(runs) {
       el('td', {}, fmtTime(r.created_unix_ms)),
       el('td', {}, runStateName(r.state)),
       el('td', {}, r.label || ''),
+      ...specCells(r.spec),
       el('td', {class: 'num'}, String(num(r.cases))),
       el('td', {class: 'num'}, String(num(r.ok))),
       el('td', {class: 'num'}, String(num(r.failed))),
@@ -1221,6 +931,35 @@ function renderHistory(runs) {
   $('#history-next').disabled = !h.nextToken;
   $('#history-page').textContent = `page ${h.page + 1}`;
   updateCompareButtons();
+}
+
+// A list of sizes in little room: "64"; "1, 8, 64"; "1–4096 (13)" (smallest, largest, how many).
+function fmtSizes(values) {
+  const sorted = [...new Set((values || []).map(num))].sort((a, b) => a - b);
+  if (sorted.length === 0) return '-';
+  if (sorted.length <= 3) return sorted.join(', ');
+  return `${sorted[0]}\u2013${sorted[sorted.length - 1]} (${sorted.length})`;
+}
+
+// Every value of a list for a title, the first 64 of a longer one.
+function listTitle(values) {
+  const list = (values || []).map(num);
+  return list.slice(0, 64).join(', ') + (list.length > 64 ? `, ... (${list.length})` : '');
+}
+
+// The world, m, n and dtype cells of a history row, from the run's spec as recorded (RunSummary
+// .spec); '-' where the server did not send it. Each cell's title lists every value.
+function specCells(spec) {
+  const cell = (cls, text, title) => el('td', {class: `num ${cls}`, title: title || null}, text);
+  if (!spec) return ['h-world', 'h-m', 'h-n', 'h-dtype'].map((cls) => cell(cls, '-'));
+  const devices = (spec.devices || []).map(num);
+  return [
+    cell('h-world', String(num(spec.world_size) || devices.length || '-'),
+      devices.length ? `devices ${devices.join(', ')}` : ''),
+    cell('h-m', fmtSizes(spec.m), listTitle(spec.m)),
+    cell('h-n', fmtSizes(spec.n), listTitle(spec.n)),
+    el('td', {class: 'h-dtype'}, dtypeName(spec.dtype)),
+  ];
 }
 
 function applyHistoryFilters(event) {
@@ -1244,88 +983,6 @@ function historyPage(step) {
 function updateCompareButtons() {
   $('#compare-runs').disabled = state.selected.size !== 2;
   $('#compare-baseline').disabled = state.selected.size !== 1;
-}
-
-// Of two ticked runs the older is the reference (a), the newer the candidate (b).
-async function compareSelected() {
-  const boxes = [...document.querySelectorAll('#history-table input.pick')];
-  const created = new Map(boxes.map((b) => [b.dataset.runId, Number(b.dataset.created)]));
-  const [a, b] = [...state.selected].sort((x, y) => (created.get(x) || 0) - (created.get(y) || 0));
-  await runCompare({run_a: a, run_b: b});
-}
-
-async function compareWithBaseline() {
-  const [b] = [...state.selected];
-  await runCompare({run_b: b, baseline: $('#baseline-name').value.trim()});
-}
-
-async function runCompare(params) {
-  clearError();
-  try {
-    const reply = await api(`api/v1/compare${query(params)}`);
-    renderCompare(reply);
-  } catch (e) {
-    showError(e);
-  }
-}
-
-function renderCompare(c) {
-  $('#compare-panel').hidden = false;
-  const message = $('#compare-message');
-  message.textContent = c.message || `${num(c.regressions)} regressions, ${num(c.improvements)} improvements`;
-  message.className = `verdict ${c.regressed ? 'bad' : 'good'}`;
-  message.dataset.regressed = String(!!c.regressed);
-  const meta = $('#compare-meta');
-  clear(meta);
-  const machine = (m) => (m ? [m.hostname, m.backend, m.driver_version && `driver ${m.driver_version}`,
-    m.colltest_version && `colltest ${m.colltest_version}`].filter(Boolean).join(', ') : '');
-  const rows = [
-    ['A (reference)', `${c.run_a || ''}${c.baseline ? ` (baseline ${c.baseline})` : ''}`],
-    ['B (candidate)', c.run_b || ''],
-    ['machine A', machine(c.machine_a)],
-    ['machine B', machine(c.machine_b)],
-    ['threshold', c.threshold ? `${(num(c.threshold) * 100).toFixed(1)} %` : ''],
-  ];
-  for (const [key, value] of rows) if (value) meta.append(el('div', {}, el('dt', {}, key), el('dd', {}, value)));
-  const body = $('#compare-table tbody');
-  clear(body);
-  // The epilogue is part of the server's matching key: a column once some case quantised.
-  $('#compare-table').classList.toggle('with-epilogue', anyQuantising(c.cases || []));
-  for (const k of c.cases || []) {
-    const verdict = enumName('COMPARE_VERDICT', k.verdict);
-    const variant = caseVariantName(k);
-    body.append(el('tr', {class: `verdict-${verdict.toLowerCase()}`, dataset: {verdict, epilogue: epilogueLabel(k), variant}},
-      el('td', {title: comparedBuilds(k) || null}, variant),
-      el('td', {}, modeName(k.mode)),
-      el('td', {class: 'num'}, String(num(k.world_size))),
-      el('td', {class: 'num'}, String(num(k.m))),
-      el('td', {class: 'num'}, String(num(k.n))),
-      el('td', {}, dtypeName(k.dtype)),
-      compareEpilogueCell(k),
-      el('td', {}, verdict),
-      el('td', {class: 'num'}, fmtNumber(k.timing_a && k.timing_a.median_us)),
-      el('td', {class: 'num'}, fmtNumber(k.timing_b && k.timing_b.median_us)),
-      el('td', {class: 'num'}, k.ratio ? num(k.ratio).toFixed(3) : '-'),
-      el('td', {}, statusName(k.status_a)),
-      el('td', {}, statusName(k.status_b)),
-      el('td', {class: 'message'}, k.reason || '')));
-  }
-}
-
-// The two builds of a compared plugin case: "A: 1.0, sha256 ...\nB: 1.1, sha256 ...".
-function comparedBuilds(k) {
-  if (!isPluginVariant(k.variant)) return '';
-  return [['A', k.plugin_a], ['B', k.plugin_b]].filter(([, p]) => pluginBuild(p))
-    .map(([side, p]) => `${side}: ${pluginBuild(p)}`).join('\n');
-}
-
-// The epilogue of a compared case; its title gives the quantisation figures of A and B.
-function compareEpilogueCell(k) {
-  const cell = epilogueCell(k);
-  const details = [['A', k.quant_a], ['B', k.quant_b]].filter(([, q]) => quantChecked(q))
-    .map(([side, q]) => `${side}: ${quantCell(q)}\n${quantDetails(q)}`);
-  if (details.length) cell.title = [cell.title, ...details].filter(Boolean).join('\n');
-  return cell;
 }
 
 async function setBaseline(runId) {
@@ -1360,7 +1017,7 @@ async function loadBaselines() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Views: #sweep, #results, #history, #run=ID
+// Views: #sweep, #results, #history, #run=ID, #trend=RUN_ID&case=INDEX
 
 function route() {
   const hash = location.hash || '#sweep';
@@ -1376,6 +1033,9 @@ function route() {
     view = 'history';
     loadHistory();
     loadBaselines();
+  } else if (hash.startsWith('#trend')) {
+    view = 'trend';
+    openTrend(new URLSearchParams(hash.slice(hash.indexOf('=') < 0 ? hash.length : 1)));
   } else {
     loadDevices();
     loadHealthRuns();
@@ -1388,7 +1048,14 @@ function route() {
   }
   document.body.dataset.view = view;
   // Plots drawn while hidden had no width: draw them again now that they are visible.
+  redrawPlots(view);
+}
+
+// The plots of the view shown, drawn again at the page's width.
+function redrawPlots(view = document.body.dataset.view) {
   if (view === 'results' && state.shown) renderPlots(state.shown.cases || []);
+  if (view === 'trend') redrawTrend();
+  if (view === 'history') redrawComparePlot();
 }
 
 function saveToken(event) {
@@ -1415,18 +1082,18 @@ function init() {
   $('#error-dismiss').addEventListener('click', clearError);
   $('#sweep-form').addEventListener('submit', submitSweep);
   $('#groups-refresh').addEventListener('click', () => { loadDevices(); loadHealthRuns(); });
-  $('#health-form').addEventListener('submit', runHealthCheck);
   $('#cancel-run').addEventListener('click', cancelShownRun);
-  for (const id of ['#sel-n', '#sel-dtype', '#sel-world']) $(id).addEventListener('change', onSelectorChange);
+  initPlots();
+  initHealth();
+  initCompare();
+  initTrend();
   $('#history-filters').addEventListener('submit', applyHistoryFilters);
   $('#history-prev').addEventListener('click', () => historyPage(-1));
   $('#history-next').addEventListener('click', () => historyPage(1));
-  $('#compare-runs').addEventListener('click', compareSelected);
-  $('#compare-baseline').addEventListener('click', compareWithBaseline);
   window.addEventListener('hashchange', route);
   window.addEventListener('resize', () => {
     clearTimeout(resizeTimer);
-    resizeTimer = setTimeout(() => { if (state.shown && !$('#view-results').hidden) renderPlots(state.shown.cases || []); }, 200);
+    resizeTimer = setTimeout(() => redrawPlots(), 200);
   });
   // Leaving the page ends the stream, and a sweep ends with its stream (docs/http-api.md).
   window.addEventListener('beforeunload', (event) => {
@@ -1439,4 +1106,3 @@ function init() {
   route();
 }
 
-init();

@@ -296,7 +296,7 @@ class Browser:
 # The page
 
 def fill_and_submit(browser, label, m_list=M_LIST, n_list=N_LIST, variants=VARIANTS,
-                    epilogues=(EPILOGUE,), keep_normed=False):
+                    epilogues=(EPILOGUE,), keep_normed=False, iters=3):
     """Fills the sweep form as a user would (values, then the submit button's click)."""
     script = '''
     (() => {
@@ -322,12 +322,12 @@ def fill_and_submit(browser, label, m_list=M_LIST, n_list=N_LIST, variants=VARIA
       set('f-m', %s);
       set('f-n', %s);
       set('f-warmup', '1');
-      set('f-iters', '3');
+      set('f-iters', '%d');
       set('f-label', %s);
       document.getElementById('sweep-submit').click();
       return '';
     })()''' % (json.dumps(list(variants)), json.dumps(list(epilogues)), json.dumps(keep_normed),
-           WORLD, json.dumps(m_list), json.dumps(n_list), json.dumps(label))
+           WORLD, json.dumps(m_list), json.dumps(n_list), iters, json.dumps(label))
     problem = browser.eval(script)
     if problem:
         raise TestFailure(problem)
