@@ -237,6 +237,7 @@ void AnnounceListening(const ServerOptions& options, const BackendInfo& backend,
 // Everything Main sets up before it serves; owns what must outlive the gRPC server.
 struct Daemon {
   BackendInfo backend;
+  v1::MachineIdentity machine;  // of `backend`: recorded with runs, labels the metrics
   AuthConfig auth;
   std::unique_ptr<Authorizer> authorizer;  // outlives `metrics`, whose HTTP threads call it
   std::shared_ptr<grpc::ServerCredentials> credentials;
@@ -291,7 +292,8 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
   } else if (concurrency.checked) {
     spdlog::info("{}", concurrency.summary);
   }
-  d.metrics.SetBackend(d.backend.backend, d.backend.devices, {Version(), BuildCommit()});
+  d.machine = BuildMachineIdentity(d.backend, Version(), BuildCommit());
+  d.metrics.SetBackend(d.machine, {Version(), BuildCommit()});
   if (!d.backend.note.empty()) spdlog::info("{}", d.backend.note);
   COLLTEST_ASSIGN_OR_RETURN(d.auth, LoadAuth(options));
   d.authorizer = std::make_unique<Authorizer>(d.auth);
@@ -343,8 +345,7 @@ int Main(int argc, char** argv) {
   }
   CollectiveTestService service(
       ServiceOptionsFor(options, d.backend, d.auth, &d.metrics, &d.tune, d.history.store.get(),
-                        BuildMachineIdentity(d.backend, Version(), BuildCommit()), d.users.get(),
-                        d.expected_busbw),
+                        d.machine, d.users.get(), d.expected_busbw),
       d.pool.get());
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -110,10 +110,8 @@ grpc::Status CollectiveTestService::Health(grpc::ServerContext* context,
   absl::StatusOr<v1::HealthResponse> health =
       health_gate_.Check(*request, observer, CallDeadline(*context), caller->name);
   if (!health.ok()) return ToGrpcStatus(health.status());
-  // Only a check that ran is an observation of the machine.
-  if (options_.metrics != nullptr && !health->cached() && !health->busy()) {
-    options_.metrics->ObserveHealthCheck(health->status());
-  }
+  // Metrics ignores cached and BUSY answers: only a check that ran observes the machine.
+  if (options_.metrics != nullptr) options_.metrics->ObserveHealth(*health);
   *response = *std::move(health);
   return grpc::Status::OK;
 }

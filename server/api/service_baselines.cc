@@ -8,6 +8,7 @@
 #include "server/api/service.h"
 #include "server/net/caller_key.h"
 #include "server/runs/compare.h"
+#include "server/runs/metrics.h"
 #include "server/runs/query_validation.h"
 #include "server/runs/validation.h"
 
@@ -112,6 +113,7 @@ grpc::Status CollectiveTestService::Compare(grpc::ServerContext* context,
   if (!alike.ok()) return ToGrpcStatus(alike);
   *response = CompareRuns(*a, *b, normalized->threshold());
   if (normalized->run_a().empty()) response->set_baseline(normalized->baseline());
+  if (options_.metrics != nullptr) options_.metrics->ObserveComparison(*response);
   return grpc::Status::OK;
 }
 

@@ -244,7 +244,10 @@ absl::StatusOr<v1::HealthResponse> HealthChecker::Check(const v1::HealthRequest&
 
   v1::HealthResponse response =
       BuildHealthReport(runs, HealthReportContext{input.warn_ratio, &machine_, &expected_});
-  for (const v1::GroupHealth& g : pool_->GroupStates()) *response.add_groups() = g;
+  // As ListDevices answers them: with each group's last hang, which this check may have made.
+  std::vector<v1::GroupHealth> groups = pool_->GroupStates();
+  executor_->AddLastHangs(groups);
+  for (v1::GroupHealth& g : groups) *response.add_groups() = std::move(g);
   response.set_level(plan.level);
   response.set_wall_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
   return response;

@@ -1,9 +1,10 @@
 // Prometheus metrics of colltestd (docs/design.md section 9): cases run, hangs with their culprit,
-// latencies, worker restarts, group health, the run queue and health checks, rendered as the
-// Prometheus text format for the HTTP port (http/gateway.h). Names follow Prometheus' own
-// conventions (base units, counters ending in _total) so that `promtool check metrics` accepts a
-// scrape; docs/metrics.md lists them. prometheus-cpp stays behind an Impl so that users of this
-// header do not need its headers. Thread-safe.
+// latencies and bandwidths, worker restarts, group health, the run queue, health checks per GPU
+// and link, and comparisons, rendered as the Prometheus text format for the HTTP port
+// (http/gateway.h). Names follow Prometheus' own conventions (base units, counters ending in
+// _total) so that `promtool check metrics` accepts a scrape; per-GPU series carry DCGM-exporter's
+// labels so that they join its telemetry; docs/metrics.md lists them. prometheus-cpp stays behind
+// an Impl so that users of this header do not need its headers. Thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -32,18 +33,22 @@ class Metrics final : public ListenerEvents {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
-  // Once the backend is known (before the HTTP port serves): colltest_build_info{version,commit,
-  // backend} 1 (from `build`), and colltest_hangs_total at 0 for every rank and device a hang can
-  // name: rank 0..devices-1 times each device's index.
-  void SetBackend(const std::string& backend, const std::vector<colltest::v1::Device>& devices,
-                  const BuildLabels& build);
+  // Once the backend is known (before the HTTP port serves), from the MachineIdentity colltestd
+  // serves: colltest_build_info{version,commit,backend} 1 (from `build`),
+  // colltest_node_info{Hostname,machine_key,backend,driver_version} 1, colltest_device_info 1 per
+  // GPU in DCGM-exporter's labels (server/runs/device_labels.h), and at 0: colltest_hangs_total
+  // for rank 0..devices-1 times each GPU, and the per-GPU and per-link health series.
+  void SetBackend(const colltest::v1::MachineIdentity& machine, const BuildLabels& build);
 
   // One finished case: colltest_cases_total{status,variant,mode} (+1), and for cases that ran
-  // (status OK or WRONG) colltest_case_latency_seconds{variant,mode} histogram of
-  // CaseResult.timing.median_us in seconds (buckets 2^k us, 1 us to ~131 ms) and
-  // colltest_case_wall_seconds histogram of wall_ms in seconds.
+  // (status OK or WRONG) colltest_case_latency_seconds{variant,mode,world,size_class} histogram
+  // of CaseResult.timing.median_us in seconds (buckets 2^k us, 1 us to ~131 ms),
+  // colltest_case_wall_seconds histogram of wall_ms in seconds, and the gauges
+  // colltest_case_{busbw,algbw}_bytes_per_second and colltest_case_median_latency_seconds
+  // {variant,mode,world,dtype,size_class} set to this case's figures.
   void ObserveCase(const colltest::v1::CaseResult& result);
-  // A hang whose culprit is known: colltest_hangs_total{rank,device} (+1).
+  // A hang whose culprit is known: colltest_hangs_total{rank,gpu,UUID,pci_bus_id,modelName,
+  // Hostname} (+1), labelled with the GPU that holds device index `culprit_device`.
   void ObserveHang(uint32_t culprit_rank, uint32_t culprit_device);
   // colltest_worker_restarts_total (+1 per group respawn).
   void ObserveRestart();
@@ -55,10 +60,15 @@ class Metrics final : public ListenerEvents {
   void SetGroupState(const std::vector<uint32_t>& devices, colltest::v1::GroupState state);
   // colltest_runs{state="queued|running"} gauges.
   void SetRuns(size_t queued, size_t running);
-  // A finished Health RPC: colltest_health_checks_total{status} (+1),
-  // colltest_health_status{status} 1 for this verdict and 0 for the others, and
-  // colltest_health_last_check_timestamp_seconds set to now.
-  void ObserveHealthCheck(colltest::v1::CaseStatus status);
+  // A Health RPC's answer. One from the cache or a BUSY one observes nothing new and is ignored.
+  // Otherwise: colltest_health_checks_total{status} (+1), colltest_health_status{status} 1 for
+  // this verdict and 0 for the others, colltest_health_last_check_timestamp_seconds set to now,
+  // colltest_health_self_test{result}, and for each GPU and link the check covered its one-hot
+  // colltest_device_health / colltest_link_health, their times, and the long level's bandwidths
+  // (server/runs/metrics_health.h).
+  void ObserveHealth(const colltest::v1::HealthResponse& response);
+  // An answered Compare RPC: colltest_compare_cases_total{verdict} (+1 per case comparison).
+  void ObserveComparison(const colltest::v1::CompareResponse& response);
 
   // colltest_connections_open gauge: the listener's open client connections.
   void SetConnectionsOpen(size_t open) override;

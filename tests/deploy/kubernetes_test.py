@@ -16,7 +16,15 @@ rendering:
   - the Services select the DaemonSet's pods (and not the fleet check's), their targetPorts name
     container ports, and the fleet check's --targets and the NPD plugin's --server name them
   - the NetworkPolicy selects the DaemonSet's pods, opens its gRPC and HTTP ports only to listed
-    peers (the fleet check among them) and the health port to all
+    peers (the fleet check among them) and the health port to all, and admits Prometheus (pods
+    app.kubernetes.io/name=prometheus of the namespace named PROMETHEUS_NAMESPACE) to the HTTP
+    port and to no other
+  - a Service carries prometheus.io/scrape "true", prometheus.io/port the HTTP container port (that
+    --http listens on) and prometheus.io/path /metrics, and has a port that leads there
+  - monitoring/'s ServiceMonitor selects, in the DaemonSet's namespace, Services of every rendering
+    that all have its endpoints' port names, and those ports lead to the --http container port;
+    path /metrics; Basic auth from a Secret the operator creates (colltestd has a token file, so
+    /metrics asks for one); Prometheus may reach that port through the NetworkPolicy
   - the CronJob and NPD rules run /usr/bin/colltest with flags `colltest --help` and
     `colltest health --help` list; the CronJob forbids overlap and has a deadline
   - every mounted volume exists and every volume is mounted; ConfigMaps and Secrets exist or are
@@ -46,7 +54,9 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
 import kustomize_render  # noqa: E402
+from check_failures import Failures  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 K8S = os.path.join(ROOT, "deploy", "kubernetes")
@@ -61,13 +71,21 @@ API_VERSIONS = {
     "ServiceAccount": "v1",
     "Namespace": "v1",
     "Kustomization": "kustomize.config.k8s.io/v1beta1",
+    "ServiceMonitor": "monitoring.coreos.com/v1",
 }
 # Secrets the operator creates (docs/kubernetes.md says how); the manifests only reference them.
-USER_CREATED_SECRETS = {"colltest-tokens", "colltest-tls", "colltest-client-token"}
+USER_CREATED_SECRETS = {"colltest-tokens", "colltest-tls", "colltest-client-token",
+                        "colltest-metrics-auth"}
 # Committed renderings: file -> kustomization directory (relative to deploy/kubernetes).
 PLAIN_FILES = {"colltest-cuda.yaml": "overlays/cuda", "colltest-rocm.yaml": "overlays/rocm"}
 KUSTOMIZATIONS = ["base", "overlays/cuda", "overlays/rocm", "overlays/cuda-device-plugin",
-                  "overlays/rocm-device-plugin", "npd"]
+                  "overlays/rocm-device-plugin", "npd", "monitoring"]
+# Kustomizations that add to a deployment of the base instead of being one.
+ADD_ONS = {"npd", "monitoring"}
+# Where Prometheus runs: the NetworkPolicy admits its pods from this namespace (docs/kubernetes.md).
+PROMETHEUS_NAMESPACE = "monitoring"
+PROMETHEUS_POD_LABELS = {"app.kubernetes.io/name": "prometheus"}
+METRICS_PATH = "/metrics"
 IMAGE_UID = 10001
 CLIENT = "/usr/bin/colltest"
 NPD_CONDITIONS = {"CollectiveHang", "CollectiveWrong"}
@@ -84,18 +102,6 @@ CONTAINER_KEYS = {
     "livenessProbe", "workingDir", "lifecycle",
 }
 PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
-
-
-class Failures:
-    def __init__(self):
-        self.items = []
-        self.checks = 0
-
-    def check(self, condition, where, message):
-        self.checks += 1
-        if not condition:
-            self.items.append(f"{where}: {message}")
-        return condition
 
 
 # --- the binaries' flags ---------------------------------------------------------------------
@@ -505,6 +511,9 @@ def check_colltestd(f, where, objects, flags, namespace, expect_image, privilege
         f.check(any(not r.get("from") and health_port in [p.get("port") for p in
                                                          r.get("ports", [])] for r in rules), nw,
                 "the health port is not open to all (the kubelet's probes)")
+        check_prometheus_ingress(f, nw, rules, ports)
+
+    check_scrape_annotations(f, where, objects, ports)
 
     # The fleet check.
     cronjobs = objects_of(objects, "CronJob")
@@ -529,6 +538,116 @@ def check_colltestd(f, where, objects, flags, namespace, expect_image, privilege
             m = mount_for(x, token) if token else None
             v = volume_named(cspec, m["name"]) if m else None
             f.check(v and "secret" in v, xw, f"--token-file {token} is not on a Secret volume")
+
+
+def is_prometheus_peer(peer):
+    """A NetworkPolicy peer that is Prometheus' pods in PROMETHEUS_NAMESPACE (and nothing wider)."""
+    ns = (peer.get("namespaceSelector") or {}).get("matchLabels") or {}
+    pods = (peer.get("podSelector") or {}).get("matchLabels") or {}
+    return (ns == {"kubernetes.io/metadata.name": PROMETHEUS_NAMESPACE}
+            and pods == PROMETHEUS_POD_LABELS)
+
+
+def check_prometheus_ingress(f, where, rules, ports):
+    """Prometheus reaches the HTTP port (its /metrics) and no other port."""
+    admitted = set()
+    for rule in rules:
+        if any(is_prometheus_peer(peer) for peer in rule.get("from", [])):
+            rule_ports = [p.get("port") for p in rule.get("ports", [])]
+            f.check(rule_ports, where, "a rule admits Prometheus to every port")
+            admitted.update(rule_ports)
+    f.check(admitted == {ports.get("http")}, where,
+            f"Prometheus ({PROMETHEUS_POD_LABELS} in namespace {PROMETHEUS_NAMESPACE}) is admitted "
+            f"to ports {sorted(admitted, key=str)}, want the http port {ports.get('http')} alone")
+
+
+def service_port_target(port, container_ports):
+    """The container port number a Service port (a dict) leads to; None if none."""
+    target = port.get("targetPort", port["port"])
+    return container_ports.get(target) if isinstance(target, str) else target
+
+
+def check_scrape_annotations(f, where, objects, ports):
+    """prometheus.io/* on a Service: scrape "true", the --http container port, /metrics."""
+    annotated = [s for s in objects_of(objects, "Service")
+                 if ((s["metadata"].get("annotations") or {}).get("prometheus.io/scrape")) == "true"]
+    if not f.check(annotated, where, "no Service annotated prometheus.io/scrape: \"true\""):
+        return
+    for svc in annotated:
+        sw = f"{where} Service/{name_of(svc)}"
+        ann = svc["metadata"]["annotations"]
+        f.check(ann.get("prometheus.io/port") == str(ports.get("http")), sw,
+                f"prometheus.io/port {ann.get('prometheus.io/port')!r} is not the http container "
+                f"port {ports.get('http')}")
+        f.check(ann.get("prometheus.io/path") == METRICS_PATH, sw,
+                f"prometheus.io/path {ann.get('prometheus.io/path')!r}, want {METRICS_PATH}")
+        f.check(ann.get("prometheus.io/scheme", "http") == "http", sw,
+                "prometheus.io/scheme is not http (TLS is off until colltestd.toml turns it on)")
+        f.check(any(p["port"] == ports.get("http") and
+                    service_port_target(p, ports) == ports.get("http")
+                    for p in svc["spec"]["ports"]), sw,
+                "no Service port on the annotated port that leads to the http container port")
+
+
+def check_monitoring(f, where, monitors, rel, objects):
+    """monitoring/'s ServiceMonitor against one rendering of the base (rel, objects)."""
+    sms = objects_of(monitors, "ServiceMonitor")
+    if not f.check(len(sms) == 1, where, "not exactly one ServiceMonitor"):
+        return
+    sm = sms[0]
+    sw = f"{where} ServiceMonitor/{name_of(sm)} against {rel}"
+    ds = objects_of(objects, "DaemonSet")
+    if len(ds) != 1:
+        return  # check_colltestd reports it
+    spec = pod_spec(ds[0])
+    c = next((c for c in spec["containers"] if c["name"] == "colltestd"), None)
+    if c is None:
+        return
+    ports = container_ports(c)
+    args = [str(a) for a in c.get("args", [])]
+    http = flag_value(args, "--http")
+    http_port = port_of(http) if http else None
+    namespace = ds[0]["metadata"].get("namespace")
+    f.check(sm["metadata"].get("namespace") == namespace, sw,
+            f"namespace {sm['metadata'].get('namespace')!r}: the basicAuth Secret must be in "
+            f"{namespace!r} with it")
+    wanted = (sm["spec"].get("namespaceSelector") or {}).get("matchNames") or [
+        sm["metadata"].get("namespace")]
+    f.check(namespace in wanted, sw, f"namespaceSelector does not include {namespace}")
+    selector = (sm["spec"].get("selector") or {}).get("matchLabels")
+    f.check(not (sm["spec"].get("selector") or {}).get("matchExpressions"), sw,
+            "matchExpressions are not checked here: select by matchLabels")
+    selected = [s for s in objects_of(objects, "Service")
+                if selects(selector, s["metadata"].get("labels") or {})
+                and s["metadata"].get("namespace") in wanted]
+    if not f.check(selected, sw, f"selector {selector} matches no Service's labels"):
+        return
+    endpoints = sm["spec"].get("endpoints") or []
+    f.check(endpoints, sw, "no endpoints")
+    policies = objects_of(objects, "NetworkPolicy")
+    for ep in endpoints:
+        ew = f"{sw} endpoint {ep.get('port')}"
+        f.check(ep.get("path") == METRICS_PATH, ew, f"path {ep.get('path')!r}, want {METRICS_PATH}")
+        f.check(ep.get("scheme", "http") == "http", ew, "scheme is not http")
+        for svc in selected:
+            sp = next((p for p in svc["spec"]["ports"] if p.get("name") == ep.get("port")), None)
+            if f.check(sp, ew, f"Service {name_of(svc)} has no port named {ep.get('port')!r}"):
+                f.check(service_port_target(sp, ports) == http_port == ports.get("http"),
+                        ew, f"Service {name_of(svc)} port {ep.get('port')} does not lead to the "
+                        f"--http container port {http_port}")
+        if flag_value(args, "--token-file"):
+            auth = ep.get("basicAuth") or {}
+            for key in ("username", "password"):
+                ref = auth.get(key) or {}
+                f.check(ref.get("name") in USER_CREATED_SECRETS and ref.get("key") == key, ew,
+                        f"basicAuth.{key} is not key {key} of a Secret docs/kubernetes.md "
+                        f"describes ({ref}): colltestd has --token-file, so /metrics asks for "
+                        "Basic auth")
+        for np in policies:
+            f.check(any(any(is_prometheus_peer(peer) for peer in r.get("from", []))
+                        and http_port in [p.get("port") for p in r.get("ports", [])]
+                        for r in np["spec"].get("ingress", [])), ew,
+                    f"NetworkPolicy/{name_of(np)} does not admit Prometheus to port {http_port}")
 
 
 def check_toml(f, where, text, args, flags, container):
@@ -616,7 +735,8 @@ def check_docs(f):
     for secret in sorted(USER_CREATED_SECRETS):
         f.check(secret in text, "docs/kubernetes.md", f"does not say how to create {secret}")
     for needle in ["overlays/cuda", "overlays/rocm", "create job --from=cronjob/colltest-fleet-health",
-                   "colltest-npd-plugin", "colltest-access=true"]:
+                   "colltest-npd-plugin", "colltest-access=true", "deploy/kubernetes/monitoring",
+                   f"kubernetes.io/metadata.name={PROMETHEUS_NAMESPACE}"]:
         f.check(needle in text, "docs/kubernetes.md", f"does not mention {needle}")
 
 
@@ -659,7 +779,7 @@ def main():
         kubectl_used |= compare_with_kubectl(f, rel, renderings[rel], not args.no_kubectl)
 
     for rel, objects in renderings.items():
-        if rel == "npd":
+        if rel in ADD_ONS:
             continue
         namespace = next((name_of(o) for o in objects_of(objects, "Namespace")), None)
         f.check(namespace and all(o["metadata"].get("namespace") == namespace for o in objects
@@ -669,6 +789,10 @@ def main():
                         privileged_allowed=rel == "overlays/rocm")
     if "npd" in renderings and "base" in renderings:
         check_npd(f, "npd", renderings["npd"], flags, renderings["base"])
+    if "monitoring" in renderings:
+        for rel, objects in renderings.items():
+            if rel not in ADD_ONS:
+                check_monitoring(f, "monitoring", renderings["monitoring"], rel, objects)
 
     for file, rel in PLAIN_FILES.items():
         path = os.path.join(K8S, file)

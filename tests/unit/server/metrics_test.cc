@@ -6,45 +6,23 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/build_info.h"
+#include "tests/unit/server/metrics_series.h"
 
 namespace colltest::server {
 namespace {
 
 namespace v1 = ::colltest::v1;
+using metrics_test_support::Series;
+using metrics_test_support::Value;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
-
-// Render() as series -> value, e.g. `colltest_runs{state="queued"}` -> 3. Comments are skipped.
-std::map<std::string, double> Series(const std::string& text) {
-  std::map<std::string, double> series;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    double value = 0;
-    if (space == std::string::npos || !absl::SimpleAtod(line.substr(space + 1), &value)) {
-      ADD_FAILURE() << "unparsable line: " << line;
-      continue;
-    }
-    series[line.substr(0, space)] = value;
-  }
-  return series;
-}
-
-// The value of one series, or -1 when the scrape lacks it (every value here is >= 0).
-double Value(const Metrics& metrics, const std::string& name) {
-  const auto series = Series(metrics.Render());
-  auto it = series.find(name);
-  return it == series.end() ? -1 : it->second;
-}
 
 v1::CaseResult Case(v1::CaseStatus status, v1::Variant variant, v1::Mode mode, double median_us,
                     double wall_ms) {
@@ -61,12 +39,13 @@ TEST(MetricsTest, KnownSeriesAreZeroBeforeAnyEvent) {
   Metrics metrics;
   const std::string text = metrics.Render();
   // Group states have no series (and so no family in a scrape) until a group spawns: its device
-  // set is not known before. Hangs and build info wait for SetBackend.
+  // set is not known before; nor have the per-case latency histograms and gauges until a case of
+  // their label set ran. Hangs, build info and the per-GPU series wait for SetBackend.
   for (const char* family :
-       {"colltest_cases_total", "colltest_case_latency_seconds", "colltest_case_wall_seconds",
-        "colltest_worker_restarts_total", "colltest_runs", "colltest_health_checks_total",
-        "colltest_health_status", "colltest_health_last_check_timestamp_seconds",
-        "colltest_start_time_seconds"}) {
+       {"colltest_cases_total", "colltest_case_wall_seconds", "colltest_worker_restarts_total",
+        "colltest_runs", "colltest_health_checks_total", "colltest_health_status",
+        "colltest_health_last_check_timestamp_seconds", "colltest_health_self_test",
+        "colltest_compare_cases_total", "colltest_start_time_seconds"}) {
     EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + " ")) << family;
   }
   for (const char* status : {"ok", "wrong", "hang", "error", "unsupported"}) {
@@ -82,9 +61,15 @@ TEST(MetricsTest, KnownSeriesAreZeroBeforeAnyEvent) {
     EXPECT_EQ(Value(metrics, absl::StrCat("colltest_health_status{status=\"", status, "\"}")), 0)
         << status;
   }
-  EXPECT_EQ(
-      Value(metrics, R"(colltest_case_latency_seconds_count{mode="eager",variant="one_stage"})"),
-      0);
+  for (const char* family :
+       {"colltest_case_latency_seconds", "colltest_case_busbw_bytes_per_second",
+        "colltest_hangs_total", "colltest_device_health"}) {
+    EXPECT_THAT(text, Not(HasSubstr(std::string("# TYPE ") + family + " "))) << family;
+  }
+  for (const char* result : {"passed", "failed", "not_run"}) {
+    EXPECT_EQ(Value(metrics, absl::StrCat("colltest_health_self_test{result=\"", result, "\"}")), 0)
+        << result;
+  }
   EXPECT_EQ(Value(metrics, "colltest_health_last_check_timestamp_seconds"), 0);
   EXPECT_GT(Value(metrics, "colltest_start_time_seconds"), 1.6e9);
   EXPECT_EQ(Value(metrics, "colltest_worker_restarts_total"), 0);
@@ -112,18 +97,23 @@ TEST(MetricsTest, ObserveCaseCountsEveryStatusButTimesOnlyCasesThatRan) {
   EXPECT_EQ(s.at(R"(colltest_cases_total{mode="eager",status="unsupported",variant="nccl"})"), 1);
 
   // Only the OK and WRONG cases are in the histograms, in seconds: 3 us lands in le=4e-06,
-  // 100 us in le=0.000128.
+  // 100 us in le=0.000128. Case() leaves the shape at 0: world "0", the smallest size class.
   const std::string lat =
-      R"(colltest_case_latency_seconds_bucket{mode="graph",variant="lamport_tb",)";
+      R"(colltest_case_latency_seconds_bucket{mode="graph",size_class="le_64KiB",)"
+      R"(variant="lamport_tb",world="0",)";
   EXPECT_EQ(s.at(lat + R"(le="2e-06"})"), 0);
   EXPECT_EQ(s.at(lat + R"(le="4e-06"})"), 1);
   EXPECT_EQ(s.at(lat + R"(le="6.4e-05"})"), 1);
   EXPECT_EQ(s.at(lat + R"(le="0.000128"})"), 2);
   EXPECT_EQ(s.at(lat + R"(le="0.131072"})"), 2);
   EXPECT_EQ(s.at(lat + R"(le="+Inf"})"), 2);
-  EXPECT_DOUBLE_EQ(s.at(R"(colltest_case_latency_seconds_sum{mode="graph",variant="lamport_tb"})"),
+  EXPECT_DOUBLE_EQ(s.at(R"(colltest_case_latency_seconds_sum{mode="graph",size_class="le_64KiB",)"
+                        R"(variant="lamport_tb",world="0"})"),
                    103e-6);
-  EXPECT_EQ(s.at(R"(colltest_case_latency_seconds_count{mode="eager",variant="lamport"})"), 0);
+  // The hung lamport case made no histogram of its own.
+  EXPECT_EQ(s.count(R"(colltest_case_latency_seconds_count{mode="eager",size_class="le_64KiB",)"
+                    R"(variant="lamport",world="0"})"),
+            0);
   EXPECT_EQ(s.at("colltest_case_wall_seconds_count"), 2);
   EXPECT_DOUBLE_EQ(s.at("colltest_case_wall_seconds_sum"), 1.0);
 }
@@ -132,7 +122,10 @@ TEST(MetricsTest, ObserveCaseCountsEveryStatusButTimesOnlyCasesThatRan) {
 // no non-base units, which `promtool check metrics` rejects (tests/metrics runs promtool itself).
 TEST(MetricsTest, NamesUseBaseUnits) {
   Metrics metrics;
-  metrics.SetBackend("cpu", {}, {Version(), BuildCommit()});
+  v1::MachineIdentity machine;
+  machine.set_backend("cpu");
+  machine.add_devices()->set_uuid("cpu-host-0");
+  metrics.SetBackend(machine, {Version(), BuildCommit()});
   std::istringstream in(metrics.Render());
   std::string line;
   while (std::getline(in, line)) {
@@ -147,11 +140,18 @@ TEST(MetricsTest, NamesUseBaseUnits) {
   }
 }
 
-TEST(MetricsTest, SetBackendAddsBuildInfoAndZeroHangsForEveryRankAndDevice) {
+TEST(MetricsTest, SetBackendAddsBuildInfoAndZeroHangsForEveryRankAndGpu) {
   Metrics metrics;
-  std::vector<v1::Device> devices(3);
-  for (uint32_t i = 0; i < devices.size(); ++i) devices[i].set_index(i + 4);
-  metrics.SetBackend("cuda", devices, {Version(), BuildCommit()});
+  v1::MachineIdentity machine;
+  machine.set_backend("cuda");
+  machine.set_hostname("node7");
+  for (uint32_t i = 0; i < 3; ++i) {
+    v1::Device& d = *machine.add_devices();
+    d.set_index(i + 4);
+    d.set_physical_index(i + 4);
+    d.set_uuid(absl::StrCat("GPU-", i + 4));
+  }
+  metrics.SetBackend(machine, {Version(), BuildCommit()});
   const std::string info = absl::StrCat("colltest_build_info{backend=\"cuda\",commit=\"",
                                         BuildCommit(), "\",version=\"", Version(), "\"}");
   EXPECT_EQ(Value(metrics, info), 1);
@@ -162,19 +162,27 @@ TEST(MetricsTest, SetBackendAddsBuildInfoAndZeroHangsForEveryRankAndDevice) {
     EXPECT_EQ(value, 0) << series;
   }
   EXPECT_EQ(hangs, 9);
-  EXPECT_EQ(Value(metrics, R"(colltest_hangs_total{device="4",rank="0"})"), 0);
-  EXPECT_EQ(Value(metrics, R"(colltest_hangs_total{device="6",rank="2"})"), 0);
+  const std::string gpu6_rank2 =
+      R"(colltest_hangs_total{Hostname="node7",UUID="GPU-6",gpu="6",modelName="",pci_bus_id="",)"
+      R"(rank="2"})";
+  EXPECT_EQ(Value(metrics, gpu6_rank2), 0);
   metrics.ObserveHang(2, 6);
-  EXPECT_EQ(Value(metrics, R"(colltest_hangs_total{device="6",rank="2"})"), 1);
+  EXPECT_EQ(Value(metrics, gpu6_rank2), 1);
 }
 
+// Without SetBackend (or for a device the machine does not list) a hang still counts, under the
+// device's index alone.
 TEST(MetricsTest, ObserveHangCountsByCulprit) {
   Metrics metrics;
   metrics.ObserveHang(/*culprit_rank=*/2, /*culprit_device=*/5);
   metrics.ObserveHang(2, 5);
   metrics.ObserveHang(0, 1);
-  EXPECT_EQ(Value(metrics, R"(colltest_hangs_total{device="5",rank="2"})"), 2);
-  EXPECT_EQ(Value(metrics, R"(colltest_hangs_total{device="1",rank="0"})"), 1);
+  EXPECT_EQ(Value(metrics, R"(colltest_hangs_total{Hostname="",UUID="",gpu="5",modelName="",)"
+                           R"(pci_bus_id="",rank="2"})"),
+            2);
+  EXPECT_EQ(Value(metrics, R"(colltest_hangs_total{Hostname="",UUID="",gpu="1",modelName="",)"
+                           R"(pci_bus_id="",rank="0"})"),
+            1);
 }
 
 TEST(MetricsTest, ObserveRestartCounts) {
@@ -243,11 +251,17 @@ TEST(MetricsTest, ListenerEventsFeedTheConnectionSeries) {
   EXPECT_EQ(Value(metrics, "colltest_connections_open"), 0);
 }
 
-TEST(MetricsTest, ObserveHealthCheckCountsByStatus) {
+v1::HealthResponse Health(v1::CaseStatus status) {
+  v1::HealthResponse response;
+  response.set_status(status);
+  return response;
+}
+
+TEST(MetricsTest, ObserveHealthCountsByStatus) {
   Metrics metrics;
-  metrics.ObserveHealthCheck(v1::CASE_STATUS_OK);
-  metrics.ObserveHealthCheck(v1::CASE_STATUS_HANG);
-  metrics.ObserveHealthCheck(v1::CASE_STATUS_HANG);
+  metrics.ObserveHealth(Health(v1::CASE_STATUS_OK));
+  metrics.ObserveHealth(Health(v1::CASE_STATUS_HANG));
+  metrics.ObserveHealth(Health(v1::CASE_STATUS_HANG));
   EXPECT_EQ(Value(metrics, R"(colltest_health_checks_total{status="ok"})"), 1);
   EXPECT_EQ(Value(metrics, R"(colltest_health_checks_total{status="hang"})"), 2);
   EXPECT_EQ(Value(metrics, R"(colltest_health_checks_total{status="wrong"})"), 0);
@@ -256,13 +270,28 @@ TEST(MetricsTest, ObserveHealthCheckCountsByStatus) {
 TEST(MetricsTest, HealthStatusHoldsTheLastVerdictAndItsTime) {
   Metrics metrics;
   const double before = absl::ToUnixSeconds(absl::Now());
-  metrics.ObserveHealthCheck(v1::CASE_STATUS_HANG);
+  metrics.ObserveHealth(Health(v1::CASE_STATUS_HANG));
   EXPECT_EQ(Value(metrics, R"(colltest_health_status{status="hang"})"), 1);
   EXPECT_EQ(Value(metrics, R"(colltest_health_status{status="ok"})"), 0);
   EXPECT_GE(Value(metrics, "colltest_health_last_check_timestamp_seconds"), before);
-  metrics.ObserveHealthCheck(v1::CASE_STATUS_OK);
+  metrics.ObserveHealth(Health(v1::CASE_STATUS_OK));
   EXPECT_EQ(Value(metrics, R"(colltest_health_status{status="hang"})"), 0);
   EXPECT_EQ(Value(metrics, R"(colltest_health_status{status="ok"})"), 1);
+}
+
+// A cached or BUSY answer repeats an earlier verdict: counting it would make one check look like
+// many, and its stale status would overwrite a newer one.
+TEST(MetricsTest, ObserveHealthIgnoresCachedAndBusyAnswers) {
+  Metrics metrics;
+  v1::HealthResponse cached = Health(v1::CASE_STATUS_HANG);
+  cached.set_cached(true);
+  v1::HealthResponse busy = Health(v1::CASE_STATUS_HANG);
+  busy.set_busy(true);
+  metrics.ObserveHealth(cached);
+  metrics.ObserveHealth(busy);
+  EXPECT_EQ(Value(metrics, R"(colltest_health_checks_total{status="hang"})"), 0);
+  EXPECT_EQ(Value(metrics, R"(colltest_health_status{status="hang"})"), 0);
+  EXPECT_EQ(Value(metrics, "colltest_health_last_check_timestamp_seconds"), 0);
 }
 
 }  // namespace
