@@ -14,6 +14,10 @@
 #   gpu_w2      gpu_test at W=2, whole (or SHARED_W2_FILTER): matrix, nccl, stress, the fault
 #               matrix (fault_matrix_w2.json)
 #   health      tests/gpu/health_on_box.py at W=2 (devices 0,1)
+#   metrics     tests/gpu/metrics_on_box.py at W=2 (devices 0,1): the fleet metrics' DCGM labels
+#               of the real GPU, slots folded into it, busbw gauges per size class, health per
+#               GPU and link with a planted hang, and every metric of deploy/grafana and the
+#               alert rules in the GPU's scrape (docs/metrics.md)
 #   cancel      tests/gpu/cancel_on_box.py at W=2
 #   sigterm     SIGTERM with a running case: colltestd must exit within 10 s
 #   bench       graph sweep W=2 n=7168 bf16 m=1,64,256,1024, the five fused variants, twice in a
@@ -46,7 +50,7 @@ shared_subset_filter="${SHARED_SUBSET_FILTER:-Matrix/GpuMatrixTest.*/DTYPE_BF16_
 Nccl/GpuNcclTest.*/DTYPE_BF16_PATTERN_INTEGERS:Lamport/GpuStressTest.*:GpuFaultTest.*}"
 shared_parts="$out/shared_parts.txt"
 # The parts to run, in order (SHARED_PARTS); each within what is left of the budget.
-shared_part_list="${SHARED_PARTS:-smoke gpu_w2 health cancel sigterm bench gpu_w4 gpu_w8 neighbour quant plugins}"
+shared_part_list="${SHARED_PARTS:-smoke gpu_w2 health metrics cancel sigterm bench gpu_w4 gpu_w8 neighbour quant plugins}"
 shared_part=
 shared_reported=0
 
@@ -144,6 +148,16 @@ part_health() {
   return $rc
 }
 
+part_metrics() {
+  start_daemon metrics --ranks-per-gpu "$shared_rpg" --allow-fault-injection --http 127.0.0.1:0
+  timeout -k 5 $((part_timeout - 8)) python3 tests/gpu/metrics_on_box.py "$bin/colltest" "$addr" \
+    "$http" "$out"
+  local rc=$?
+  part_note=$(tail -n 1 "$out/part_metrics.log")
+  stop_daemon
+  return $rc
+}
+
 part_cancel() {
   start_daemon cancel --ranks-per-gpu "$shared_rpg" --allow-fault-injection --http 127.0.0.1:0
   timeout -k 5 $((part_timeout - 8)) python3 tests/gpu/cancel_on_box.py "$bin/colltest" "$addr" \
@@ -226,6 +240,9 @@ shared_report() {
   [ -f "$out/smoke.txt" ] && cat "$out/smoke.txt"
   [ -f "$out/part_health.log" ] &&
     grep -E '^(  (health|recovery|next run|pair)|health checks)' "$out/part_health.log" | cut -c1-160
+  [ -f "$out/part_metrics.log" ] &&
+    grep -E '^(  (device_info|busbw|health|missing)|metrics checks)' "$out/part_metrics.log" |
+    cut -c1-200
   [ -f "$out/part_cancel.log" ] &&
     grep -E '^(  (cancel|client)|cancel checks)' "$out/part_cancel.log" | cut -c1-160
   [ -f "$out/sigterm.txt" ] && cat "$out/sigterm.txt"
@@ -379,6 +396,7 @@ shared_stage() {
       smoke) run_part smoke 60 15 part_smoke ;;
       gpu_w2) run_part gpu_w2 200 60 part_gpu_test 2 "${SHARED_W2_FILTER:-}" ;;
       health) run_part health 50 15 part_health ;;
+      metrics) run_part metrics 90 30 part_metrics ;;
       cancel) run_part cancel 50 15 part_cancel ;;
       sigterm) run_part sigterm 45 25 part_sigterm ;;
       bench) run_part bench 50 15 part_bench ;;
