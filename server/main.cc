@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/defaults.h"
 #include "common/signal_mask.h"
 #include "common/status_macros.h"
 #include "dashboard/assets.h"
@@ -115,7 +116,11 @@ absl::StatusOr<std::unique_ptr<http::Gateway>> ServeHttp(const ServerOptions& op
   gateway.tls_cert = options.tls.cert;
   gateway.tls_key = options.tls.key;
   gateway.tls_client_ca = options.tls.client_ca;
-  gateway.channel = server.InProcessChannel(grpc::ChannelArguments());
+  // Replies as large as the CLI accepts: a page of 1000 run summaries, each with its request (up
+  // to 4096 cases' sizes), passes gRPC's default 4 MB.
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  gateway.channel = server.InProcessChannel(channel_args);
   gateway.forwarding_secret = GatewaySecret();
   gateway.render_metrics = [&metrics] { return metrics.Render(); };
   if (authorizer.metrics_need_auth()) {
@@ -292,6 +297,7 @@ absl::Status Prepare(const ServerOptions& options, Daemon& d) {
   } else if (concurrency.checked) {
     spdlog::info("{}", concurrency.summary);
   }
+  d.backend.hostname = options.hostname;
   d.machine = BuildMachineIdentity(d.backend, Version(), BuildCommit());
   d.metrics.SetBackend(d.machine, {Version(), BuildCommit()});
   if (!d.backend.note.empty()) spdlog::info("{}", d.backend.note);

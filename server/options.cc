@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/parse.h"
 #include "server/build_info.h"
@@ -37,6 +38,31 @@ std::string DefaultKernelPluginDir() {
   if (error) return "";
   return (self.parent_path().parent_path() / "lib" / "colltest" / "plugins").string();
 }
+
+namespace {
+
+// A DNS name as Kubernetes gives node names (RFC 1123: letters, digits, '-', '.'), plus '_', at
+// most 253 bytes: it becomes a label value and part of the machine key, so nothing that needs
+// escaping or could be mistaken for another field.
+CLI::Validator HostnameValidator() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        constexpr size_t kMaxHostname = 253;
+        if (name.empty() || name.size() > kMaxHostname) {
+          return absl::StrCat("--hostname: ", name.size(), " bytes; 1 to ", kMaxHostname);
+        }
+        for (const char c : name) {
+          if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' &&
+              c != '_') {
+            return "--hostname: letters, digits, '-', '.' and '_' only";
+          }
+        }
+        return "";
+      },
+      "HOSTNAME");
+}
+
+}  // namespace
 
 absl::Status CheckListenIsProtected(const ServerOptions& options) {
   if (options.insecure_listen || IsLoopbackListen(options.listen)) return absl::OkStatus();
@@ -266,6 +292,11 @@ ParsedOptions ParseOptions(int argc, const char* const* argv) {
   app.add_option("--health-listen", o.health_listen,
                  "also serve only grpc.health.v1.Health at HOST:PORT, plaintext and without "
                  "tokens (for Kubernetes' grpc probe; it reveals only SERVING / NOT_SERVING)");
+  app.add_option("--hostname", o.hostname,
+                 "the host name colltestd reports: MachineIdentity.hostname, which keys the "
+                 "machine's history, and the metrics' Hostname label (default gethostname(2); in "
+                 "Kubernetes pass the node's name, the pod's changes with every restart)")
+      ->check(HostnameValidator());
   app.add_option("--state-dir", o.state_dir,
                  "directory of the run history database (default $XDG_STATE_HOME/colltest, else "
                  "~/.local/state/colltest)");

@@ -35,6 +35,7 @@ struct ServerOptions {
   // A second, plaintext gRPC listener that serves only grpc.health.v1.Health, without tokens, for
   // probes that can send neither (Kubernetes' grpc probe); empty = none.
   std::string health_listen;
+  std::string hostname;   // reported as MachineIdentity.hostname; empty = gethostname(2)
   std::string state_dir;  // the history database's directory; empty = store::ResolveStateDir("")
   TlsOptions tls;
   std::string token_file;

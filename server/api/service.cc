@@ -68,7 +68,7 @@ CollectiveTestService::CollectiveTestService(ServiceOptions options, WorkerPool*
       executor_(LimitsFor(options_), pool, &history_, &arbiter_, options_.metrics, options_.tune,
                 options_.users_probe),
       pool_(pool),
-      health_(&executor_, pool, options_.capabilities, options_.machine, options_.expected_busbw),
+      health_(&executor_, options_.capabilities, options_.machine, options_.expected_busbw),
       health_gate_(
           [this](const v1::HealthRequest& request, RunObserver& observer,
                  const std::string& owner) { return health_.Check(request, observer, owner); },
@@ -92,9 +92,7 @@ grpc::Status CollectiveTestService::ListDevices(grpc::ServerContext* context,
   for (v1::Variant v : VariantsFor(options_.capabilities)) response->add_variants(v);
   response->set_max_world_size(static_cast<uint32_t>(options_.devices.size()));
   response->set_version(options_.version);
-  std::vector<v1::GroupHealth> groups = pool_->GroupStates();
-  executor_.AddLastHangs(groups);
-  for (v1::GroupHealth& g : groups) *response->add_groups() = std::move(g);
+  for (v1::GroupHealth& g : executor_.GroupsWithLastHangs()) *response->add_groups() = std::move(g);
   *response->mutable_machine() = options_.machine;
   for (const v1::KernelPlugin& p : options_.kernel_plugins) *response->add_kernel_plugins() = p;
   return grpc::Status::OK;
@@ -110,8 +108,11 @@ grpc::Status CollectiveTestService::Health(grpc::ServerContext* context,
   absl::StatusOr<v1::HealthResponse> health =
       health_gate_.Check(*request, observer, CallDeadline(*context), caller->name);
   if (!health.ok()) return ToGrpcStatus(health.status());
-  // Metrics ignores cached and BUSY answers: only a check that ran observes the machine.
-  if (options_.metrics != nullptr) options_.metrics->ObserveHealth(*health);
+  // Metrics ignores cached and BUSY answers and planted faults: only a check that ran, as the
+  // machine is, observes the machine.
+  if (options_.metrics != nullptr) {
+    options_.metrics->ObserveHealth(*health, !request->fault().empty());
+  }
   *response = *std::move(health);
   return grpc::Status::OK;
 }

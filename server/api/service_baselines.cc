@@ -113,7 +113,7 @@ grpc::Status CollectiveTestService::Compare(grpc::ServerContext* context,
   if (!alike.ok()) return ToGrpcStatus(alike);
   *response = CompareRuns(*a, *b, normalized->threshold());
   if (normalized->run_a().empty()) response->set_baseline(normalized->baseline());
-  if (options_.metrics != nullptr) options_.metrics->ObserveComparison(*response);
+  if (options_.metrics != nullptr) options_.metrics->ObserveComparison(*response, *b);
   return grpc::Status::OK;
 }
 

@@ -45,6 +45,10 @@ struct BackendInfo {
   double kernel_round_trip_us = 0;
   // The kernel plugins given to colltestd, each checked for this backend (kernel_plugins.h).
   std::vector<colltest::v1::KernelPlugin> kernel_plugins;
+  // The host name colltestd reports (colltestd --hostname): in a Kubernetes pod gethostname(2)
+  // gives the pod's name, which changes with every restart, while the node's name is what an
+  // operator looks for and what keys the machine's history. Empty: HostName().
+  std::string hostname;
 };
 
 // This host's name (gethostname(2)); "unknown" when it has none to give.

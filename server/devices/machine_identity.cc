@@ -62,7 +62,7 @@ v1::MachineIdentity BuildMachineIdentity(const BackendInfo& info,
                                          const std::string& build_commit) {
   const bool virtual_devices = !info.capabilities.reports_devices();
   v1::MachineIdentity m;
-  m.set_hostname(HostName());
+  m.set_hostname(info.hostname.empty() ? HostName() : info.hostname);
   m.set_backend(info.backend);
   for (const v1::Device& d : info.devices) {
     v1::Device& out = *m.add_devices();

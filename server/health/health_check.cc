@@ -213,11 +213,9 @@ std::string FaultForPair(const std::string& fault, const std::vector<uint32_t>& 
   return common::FormatFaultSpec(*parsed);
 }
 
-HealthChecker::HealthChecker(RunExecutor* executor, const WorkerPool* pool,
-                             colltest::worker::v1::Capabilities capabilities,
+HealthChecker::HealthChecker(RunExecutor* executor, colltest::worker::v1::Capabilities capabilities,
                              v1::MachineIdentity machine, ExpectedBandwidth expected)
     : executor_(executor),
-      pool_(pool),
       capabilities_(std::move(capabilities)),
       profile_(HealthProfileFor(capabilities_)),
       machine_(std::move(machine)),
@@ -245,9 +243,7 @@ absl::StatusOr<v1::HealthResponse> HealthChecker::Check(const v1::HealthRequest&
   v1::HealthResponse response =
       BuildHealthReport(runs, HealthReportContext{input.warn_ratio, &machine_, &expected_});
   // As ListDevices answers them: with each group's last hang, which this check may have made.
-  std::vector<v1::GroupHealth> groups = pool_->GroupStates();
-  executor_->AddLastHangs(groups);
-  for (v1::GroupHealth& g : groups) *response.add_groups() = std::move(g);
+  for (v1::GroupHealth& g : executor_->GroupsWithLastHangs()) *response.add_groups() = std::move(g);
   response.set_level(plan.level);
   response.set_wall_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
   return response;

@@ -35,8 +35,7 @@ class HealthChecker {
   // and link kinds that `expected` is looked up by (level long); without them every pair is
   // reported without an expected figure.
   // `capabilities`: what the backend announced, which sets the levels' profile.
-  HealthChecker(RunExecutor* executor, const WorkerPool* pool,
-                colltest::worker::v1::Capabilities capabilities,
+  HealthChecker(RunExecutor* executor, colltest::worker::v1::Capabilities capabilities,
                 colltest::v1::MachineIdentity machine = {}, ExpectedBandwidth expected = {});
 
   // Errors: INVALID_ARGUMENT naming the field, or what the executor refused (validation,
@@ -47,7 +46,6 @@ class HealthChecker {
 
  private:
   RunExecutor* const executor_;
-  const WorkerPool* const pool_;
   const colltest::worker::v1::Capabilities capabilities_;
   const HealthProfile profile_;
   const colltest::v1::MachineIdentity machine_;

@@ -1,6 +1,7 @@
 #include "server/runs/metrics.h"
 
 #include <array>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -192,6 +193,13 @@ struct Metrics::Impl {
   // Serialises the health families so that concurrent verdicts leave exactly one of each at 1.
   std::mutex health_mu;
   HealthGauges health{r};
+  // Serialises the three last-case gauges of a label set, so that they describe one case when
+  // two groups finish cases of the same label set at once.
+  std::mutex case_mu;
+  // Candidate runs whose first comparison was counted, with the Unix ms they finished; pruned
+  // past the judging window, so it holds at most the runs finished in the last hour.
+  std::mutex compare_mu;
+  std::map<std::string, int64_t> judged;
 
   // Series whose label values are fixed by the API, each at 0 (or its initial value).
   void AddKnownSeries();
@@ -277,6 +285,7 @@ void Metrics::ObserveCase(const v1::CaseResult& result) {
       .Observe(result.timing().median_us() / 1e6);
   impl_->wall_seconds.Observe(result.wall_ms() / 1000.0);
   const prometheus::Labels labels = CaseLabels(result, /*with_dtype=*/true);
+  std::lock_guard<std::mutex> lock(impl_->case_mu);
   impl_->busbw.Add(labels).Set(result.busbw_gbps() * 1e9);
   impl_->algbw.Add(labels).Set(result.algbw_gbps() * 1e9);
   impl_->median.Add(labels).Set(result.timing().median_us() / 1e6);
@@ -317,15 +326,26 @@ void Metrics::SetRuns(size_t queued, size_t running) {
   impl_->runs_running.Set(static_cast<double>(running));
 }
 
-void Metrics::ObserveHealth(const v1::HealthResponse& response) {
+void Metrics::ObserveHealth(const v1::HealthResponse& response, bool planted_fault) {
   // A cached or BUSY answer repeats an earlier verdict: only a check that ran is an observation.
-  if (response.cached() || response.busy()) return;
+  if (response.cached() || response.busy() || planted_fault) return;
   const double now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
   std::lock_guard<std::mutex> lock(impl_->health_mu);
   impl_->health.Observe(response, now);
 }
 
-void Metrics::ObserveComparison(const v1::CompareResponse& response) {
+void Metrics::ObserveComparison(const v1::CompareResponse& response,
+                                const v1::RunResult& candidate) {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  {
+    std::lock_guard<std::mutex> lock(impl_->compare_mu);
+    std::map<std::string, int64_t>& judged = impl_->judged;
+    for (auto it = judged.begin(); it != judged.end();) {
+      it = now_ms - it->second > kJudgeWindowMs ? judged.erase(it) : std::next(it);
+    }
+    if (now_ms - candidate.finished_unix_ms() > kJudgeWindowMs) return;
+    if (!judged.emplace(candidate.run_id(), candidate.finished_unix_ms()).second) return;
+  }
   for (const v1::CaseComparison& c : response.cases()) {
     // COMPARE_VERDICT_UNSPECIFIED (never sent) matches none and is not counted.
     for (size_t i = 0; i < kVerdicts.size(); ++i) {

@@ -2,8 +2,9 @@
 // latencies and bandwidths, worker restarts, group health, the run queue, health checks per GPU
 // and link, and comparisons, rendered as the Prometheus text format for the HTTP port
 // (http/gateway.h). Names follow Prometheus' own conventions (base units, counters ending in
-// _total) so that `promtool check metrics` accepts a scrape; per-GPU series carry DCGM-exporter's
-// labels so that they join its telemetry; docs/metrics.md lists them. prometheus-cpp stays behind
+// _total) so that `promtool check metrics` accepts a scrape, but for its note on DCGM-exporter's
+// camelCase `modelName`: per-GPU series carry DCGM-exporter's labels so that they join its
+// telemetry; docs/metrics.md lists them. prometheus-cpp stays behind
 // an Impl so that users of this header do not need its headers. Thread-safe.
 #pragma once
 
@@ -66,9 +67,18 @@ class Metrics final : public ListenerEvents {
   // colltest_health_self_test{result}, and for each GPU and link the check covered its one-hot
   // colltest_device_health / colltest_link_health, their times, and the long level's bandwidths
   // (server/runs/metrics_health.h).
-  void ObserveHealth(const colltest::v1::HealthResponse& response);
-  // An answered Compare RPC: colltest_compare_cases_total{verdict} (+1 per case comparison).
-  void ObserveComparison(const colltest::v1::CompareResponse& response);
+  // A check with a planted fault (HealthRequest.fault) tests colltest, not the machine, and is
+  // ignored too: its HANG would fire the machine's alerts until the next real check.
+  void ObserveHealth(const colltest::v1::HealthResponse& response, bool planted_fault = false);
+  // An answered Compare RPC of `candidate` (run_b): colltest_compare_cases_total{verdict} (+1 per
+  // case comparison), for the first comparison of each candidate made within kJudgeWindow of it
+  // finishing: the judgement of a new run (`colltest run --compare-baseline`). Comparing it
+  // again, or comparing an old run (the dashboard's trend compares up to 30 runs each time it is
+  // opened), is a reading of history and counts nothing, so that ColltestRegression fires on a
+  // new regression, not on someone looking at an old one.
+  void ObserveComparison(const colltest::v1::CompareResponse& response,
+                         const colltest::v1::RunResult& candidate);
+  static constexpr int64_t kJudgeWindowMs = 60 * 60 * 1000;
 
   // colltest_connections_open gauge: the listener's open client connections.
   void SetConnectionsOpen(size_t open) override;

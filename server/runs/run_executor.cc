@@ -147,7 +147,8 @@ void RunExecutor::Count(const v1::CaseResult& result, const std::vector<uint32_t
   last_hangs_[devices] = std::move(hang);
 }
 
-void RunExecutor::AddLastHangs(std::vector<v1::GroupHealth>& groups) const {
+std::vector<v1::GroupHealth> RunExecutor::GroupsWithLastHangs() const {
+  std::vector<v1::GroupHealth> groups = pool_->GroupStates();
   std::lock_guard<std::mutex> lock(hangs_mu_);
   for (v1::GroupHealth& group : groups) {
     auto it =
@@ -157,6 +158,7 @@ void RunExecutor::AddLastHangs(std::vector<v1::GroupHealth>& groups) const {
     group.set_last_hang_unix_ms(it->second.last_hang_unix_ms());
     group.set_last_hang_device(it->second.last_hang_device());
   }
+  return groups;
 }
 
 void RunExecutor::CountRuns() {

@@ -78,8 +78,9 @@ class RunExecutor {
 
   const ServerLimits& limits() const { return limits_; }
 
-  // Fills each group's last_hang fields from the HANG cases this executor has seen.
-  void AddLastHangs(std::vector<colltest::v1::GroupHealth>& groups) const;
+  // The pool's groups now, each with its last_hang fields from the HANG cases this executor has
+  // seen (ListDevices and HealthResponse.groups).
+  std::vector<colltest::v1::GroupHealth> GroupsWithLastHangs() const;
 
   // The runs holding any of `devices` now ("run r-1 of alice"), for a caller that could not wait.
   std::vector<std::string> Holders(absl::Span<const uint32_t> devices) const {

@@ -82,7 +82,7 @@ absl::StatusOr<v1::HealthResponse> CheckOnFourRanks(const v1::HealthRequest& req
   RunHistory history(store->get());
   DeviceArbiter arbiter;
   RunExecutor executor(limits, &pool, &history, &arbiter);
-  HealthChecker checker(&executor, &pool, TwoCpuVariants());
+  HealthChecker checker(&executor, TwoCpuVariants());
   RunObserver observer;
   return checker.Check(request, observer);
 }
@@ -142,8 +142,7 @@ absl::StatusOr<v1::HealthResponse> CheckLevel(v1::HealthLevel level, bool allow_
   RunHistory history(store->get());
   DeviceArbiter arbiter;
   RunExecutor executor(limits, &pool, &history, &arbiter);
-  HealthChecker checker(&executor, &pool, TwoCpuVariants(), std::move(machine),
-                        std::move(expected));
+  HealthChecker checker(&executor, TwoCpuVariants(), std::move(machine), std::move(expected));
   v1::HealthRequest request;
   request.set_level(level);
   RunObserver observer;

@@ -155,6 +155,18 @@ TEST(MachineIdentityTest, BuildsAGpuIdentity) {
   EXPECT_THAT(m.key(), ::testing::MatchesRegex("[0-9a-f]{16}"));
 }
 
+// colltestd --hostname: the name reported, and the key of the machine's history, are the node's
+// (a pod's own name changes with every restart).
+TEST(MachineIdentityTest, AGivenHostNameIsReportedAndKeysTheMachine) {
+  BackendInfo info = TwoGpuInfo();
+  const std::string own = BuildMachineIdentity(info, "0.9.0", "0123456789ab").key();
+  info.hostname = "gpu-node-17";
+  const v1::MachineIdentity m = BuildMachineIdentity(info, "0.9.0", "0123456789ab");
+  EXPECT_EQ(m.hostname(), "gpu-node-17");
+  EXPECT_NE(m.key(), own);
+  EXPECT_EQ(m.key(), MachineKey(m));
+}
+
 TEST(MachineIdentityTest, UpgradesKeepTheKey) {
   BackendInfo info = TwoGpuInfo();
   const std::string key = BuildMachineIdentity(info, "0.9.0", "0123456789ab").key();

@@ -305,7 +305,7 @@ TEST(MetricsFleetTest, CaseGaugesKeepTheLastCaseThatRan) {
   EXPECT_DOUBLE_EQ(s.at(Named("colltest_case_median_latency_seconds", labels)), 80e-6);
 }
 
-TEST(MetricsFleetTest, ComparisonsCountEachCaseVerdict) {
+TEST(MetricsFleetTest, ComparisonsCountEachCaseVerdictOfANewRunOnce) {
   Metrics metrics;
   const auto count = [&](const char* verdict) {
     return Value(metrics, absl::StrCat("colltest_compare_cases_total{verdict=\"", verdict, "\"}"));
@@ -319,14 +319,28 @@ TEST(MetricsFleetTest, ComparisonsCountEachCaseVerdict) {
         v1::COMPARE_VERDICT_ONLY_B, v1::COMPARE_VERDICT_UNSPECIFIED}) {
     r.add_cases()->set_verdict(v);
   }
-  metrics.ObserveComparison(r);
-  metrics.ObserveComparison(r);
-  EXPECT_EQ(count("same"), 4);
-  EXPECT_EQ(count("regression"), 2);
+  const auto finished = [](const char* id, absl::Duration ago) {
+    v1::RunResult run;
+    run.set_run_id(id);
+    run.set_finished_unix_ms(absl::ToUnixMillis(absl::Now() - ago));
+    return run;
+  };
+  metrics.ObserveComparison(r, finished("r-new", absl::Seconds(5)));
+  EXPECT_EQ(count("same"), 2);
+  EXPECT_EQ(count("regression"), 1);
   EXPECT_EQ(count("improvement"), 0);
   EXPECT_EQ(count("only_a"), 0);
-  EXPECT_EQ(count("only_b"), 2);
+  EXPECT_EQ(count("only_b"), 1);
   EXPECT_EQ(count("unspecified"), -1);
+  // Reading history counts nothing: the same candidate compared again (a trend reopened), and a
+  // run that finished past the judging window (an old run's trend point).
+  metrics.ObserveComparison(r, finished("r-new", absl::Seconds(5)));
+  metrics.ObserveComparison(r, finished("r-old", absl::Hours(2)));
+  EXPECT_EQ(count("regression"), 1);
+  // The next new run is judged.
+  metrics.ObserveComparison(r, finished("r-next", absl::Seconds(1)));
+  EXPECT_EQ(count("same"), 4);
+  EXPECT_EQ(count("regression"), 2);
 }
 
 }  // namespace

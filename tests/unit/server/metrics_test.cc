@@ -280,8 +280,9 @@ TEST(MetricsTest, HealthStatusHoldsTheLastVerdictAndItsTime) {
 }
 
 // A cached or BUSY answer repeats an earlier verdict: counting it would make one check look like
-// many, and its stale status would overwrite a newer one.
-TEST(MetricsTest, ObserveHealthIgnoresCachedAndBusyAnswers) {
+// many, and its stale status would overwrite a newer one. A planted fault's verdict is not the
+// machine's.
+TEST(MetricsTest, ObserveHealthIgnoresCachedBusyAndPlantedFaultAnswers) {
   Metrics metrics;
   v1::HealthResponse cached = Health(v1::CASE_STATUS_HANG);
   cached.set_cached(true);
@@ -289,6 +290,8 @@ TEST(MetricsTest, ObserveHealthIgnoresCachedAndBusyAnswers) {
   busy.set_busy(true);
   metrics.ObserveHealth(cached);
   metrics.ObserveHealth(busy);
+  // A planted fault tests colltest, not the machine: its HANG must not fire the machine's alerts.
+  metrics.ObserveHealth(Health(v1::CASE_STATUS_HANG), /*planted_fault=*/true);
   EXPECT_EQ(Value(metrics, R"(colltest_health_checks_total{status="hang"})"), 0);
   EXPECT_EQ(Value(metrics, R"(colltest_health_status{status="hang"})"), 0);
   EXPECT_EQ(Value(metrics, "colltest_health_last_check_timestamp_seconds"), 0);

@@ -1,5 +1,6 @@
 #include "server/options.h"
 
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -124,6 +125,19 @@ TEST(OptionsTest, ANonLoopbackListenNeedsTlsATokenFileOrInsecureListen) {
   o.token_file.clear();
   o.tls.cert = "/etc/colltestd/cert.pem";
   EXPECT_TRUE(CheckListenIsProtected(o).ok());
+}
+
+// The host name reported (MachineIdentity.hostname, the metrics' Hostname): a DNS name.
+TEST(OptionsTest, HostnameIsADnsName) {
+  EXPECT_EQ(Parse({}).options->hostname, "");
+  EXPECT_EQ(Parse({"--hostname", "gpu-node-17.dc1"}).options->hostname, "gpu-node-17.dc1");
+  EXPECT_EQ(Parse({"--hostname", ""}).exit_code, 2);
+  EXPECT_EQ(Parse({"--hostname", "node 1"}).exit_code, 2);
+  EXPECT_EQ(Parse({"--hostname", "node\"x"}).exit_code, 2);
+  const std::string longest(253, 'a');
+  const std::string too_long(254, 'a');
+  EXPECT_EQ(Parse({"--hostname", longest.c_str()}).options->hostname, longest);
+  EXPECT_EQ(Parse({"--hostname", too_long.c_str()}).exit_code, 2);
 }
 
 TEST(OptionsTest, UsageErrors) {
