@@ -74,12 +74,18 @@ async function checkHealth(body) {
 // The matrix's model: {source, when, devices: [{index, uuid, name}], ranks: Map(device -> cell),
 // pairs: Map('a-b' -> cell)}, a cell {status, message, suspect, phase, detail}.
 
-const HEALTH_SEVERITY = ['OK', 'WARN', 'UNSUPPORTED', 'WRONG', 'HANG', 'ERROR'];
+// The one order of a cell's statuses, best first, as the server's health metrics have it
+// (server/runs/metrics_health.h TargetHealth: ok < unsupported < warn < wrong < hang < error); a
+// status the API does not define counts as ERROR, as there.
+const HEALTH_SEVERITY = ['OK', 'UNSUPPORTED', 'WARN', 'WRONG', 'HANG', 'ERROR'];
 
 function severity(status) {
   const i = HEALTH_SEVERITY.indexOf(status);
-  return i < 0 ? HEALTH_SEVERITY.length : i;
+  return i < 0 ? HEALTH_SEVERITY.indexOf('ERROR') : i;
 }
+
+// Whether status `a` is worse than `b` (the matrix's "worst" uses nothing else).
+const worseStatus = (a, b) => severity(a) > severity(b);
 
 const pairKey = (a, b) => `${Math.min(a, b)}-${Math.max(a, b)}`;
 
@@ -115,10 +121,12 @@ function healthModelOfResponse(r) {
     devices: checkDevices(r.machine, indices), ranks, pairs};
 }
 
-// Folds a status into a cell: the worse one stays, with its message and suspect.
+// Folds a status into a cell: the worse one stays, with its message and suspect. UNSUPPORTED is
+// a property of the variant, not of the hardware: healthy, as the server's check counts it
+// (server/health/health_report.cc HealthStatus).
 function foldCell(cell, status, message, suspect, phase) {
   const st = status === 'UNSUPPORTED' ? 'OK' : status;
-  if (cell && severity(cell.status) >= severity(st)) return cell;
+  if (cell && !worseStatus(st, cell.status)) return cell;
   return {status: st, message: message || '', suspect, phase: phase || '', detail: ''};
 }
 
@@ -149,22 +157,49 @@ function pairCellOfRun(run) {
   return cell;
 }
 
-// The newest group run of the history and the pair runs made after it (the same check), read
-// in full (three at a time). Slow and below-expected WARNs exist only in a check's answer.
+// How the pair runs of a check are listed: pages of `limit` summaries, at most `pages` of them
+// (16 devices make 120 pairs; 1000 pair runs are 45 devices). An object, so that a test can page
+// a small check.
+const HEALTH_PAIR_PAGES = {limit: 100, pages: 10};
+
+// The runs labelled "health pair" made at or after `sinceMs`, newest first, following
+// next_page_token for at most HEALTH_PAIR_PAGES.pages pages: {runs, complete}.
+async function listPairRuns(sinceMs) {
+  const runs = [];
+  let token = '';
+  for (let page = 0; page < HEALTH_PAIR_PAGES.pages; page++) {
+    const reply = await api(`api/v1/runs${query({label: 'health pair', since_unix_ms: sinceMs,
+      limit: HEALTH_PAIR_PAGES.limit, page_token: token})}`);
+    runs.push(...(reply.runs || []));
+    token = reply.next_page_token || '';
+    if (!token) return {runs, complete: true};
+  }
+  return {runs, complete: false};
+}
+
+// A pair run's cell from its summary where that says all (every case OK or UNSUPPORTED: the cell
+// pairCellOfRun gives), else from the run read in full; the pair from the spec's devices.
+async function pairCellOfSummary(s) {
+  const run = num(s.ok) === num(s.cases) ? null : await api(`api/v1/runs/${encodeURIComponent(s.run_id)}`);
+  const [a, b] = (((run || s).spec && (run || s).spec.devices) || []).map(num);
+  return [pairKey(a, b), run ? pairCellOfRun(run) : {status: 'OK', message: '', suspect: -1, phase: '', detail: ''}];
+}
+
+// The newest group run of the history and the pair runs made after it (the same check). The
+// group run is read in full; of the pair runs only those whose summary counts a case that was not
+// OK or UNSUPPORTED (three at a time), so that a healthy 16-device machine costs two or three
+// requests, not 120. Slow and below-expected WARNs exist only in a check's answer.
 async function loadHealthMatrixFromRuns(groupSummary) {
   if (health.model && health.model.source === 'check') return;
   if (health.historyRunId === groupSummary.run_id && health.model) return renderHealthMatrix();
-  const pairs = await api(`api/v1/runs${query({label: 'health pair', since_unix_ms: num(groupSummary.created_unix_ms), limit: 100})}`);
-  const [group, ...pairRuns] = await mapLimited([groupSummary, ...(pairs.runs || [])], 3,
-    (s) => api(`api/v1/runs/${encodeURIComponent(s.run_id)}`));
+  const [group, pairs] = await Promise.all([api(`api/v1/runs/${encodeURIComponent(groupSummary.run_id)}`),
+    listPairRuns(num(groupSummary.created_unix_ms))]);
+  const pairEntries = await mapLimited(pairs.runs, 3, pairCellOfSummary);
   if (health.model && health.model.source === 'check') return;
   const ranks = rankCellsOfRun(group);
-  const pairCells = new Map(pairRuns.map((run) => {
-    const [a, b] = ((run.spec && run.spec.devices) || []).map(num);
-    return [pairKey(a, b), pairCellOfRun(run)];
-  }));
   health.model = {source: 'history', when: num(group.created_unix_ms), message: group.message || '',
-    devices: checkDevices(group.machine, [...ranks.keys()]), ranks, pairs: pairCells};
+    devices: checkDevices(group.machine, [...ranks.keys()]), ranks, pairs: new Map(pairEntries),
+    pairRuns: pairs.runs.length, pairsComplete: pairs.complete};
   health.historyRunId = groupSummary.run_id;
   renderHealthMatrix();
 }
@@ -230,8 +265,11 @@ function renderHealthMatrix() {
   $('#health-matrix-panel').hidden = !model;
   if (!model) return;
   table.dataset.source = model.source;
+  table.dataset.pairRuns = model.source === 'history' ? String(model.pairRuns) : '';
   $('#health-matrix-source').textContent = model.source === 'check'
-    ? `the check this page ran at ${fmtTime(model.when)}` : `the health runs of ${fmtTime(model.when)} (history)`;
+    ? `the check this page ran at ${fmtTime(model.when)}`
+    : `the health runs of ${fmtTime(model.when)} (history)` + (model.pairsComplete ? ''
+      : `; only the newest ${model.pairRuns} pair runs read: the pairs of the others are not checked here`);
   const head = el('tr', {}, el('th', {}, ''), ...model.devices.map((d) =>
     el('th', {class: 'hm-device', dataset: {device: String(d.index)}, title: d.name}, `device ${d.index}`, el('br'), el('span', {class: 'mono'}, d.uuid || '-'))));
   const rows = model.devices.map((row) => el('tr', {dataset: {device: String(row.index)}},

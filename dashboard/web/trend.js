@@ -1,29 +1,50 @@
-// colltest dashboard: the trend view (#trend=RUN_ID&case=INDEX). One case of a run (variant,
-// mode, world, m, n, dtype, epilogue) across the runs of the same machine: its median and p10-p90
-// band, one point per run in time order, the machine's baselines marked and, red, the runs whose
-// comparison with the chosen baseline (GET /api/v1/compare, the server's verdict) says
-// REGRESSION for this case.
+// colltest dashboard: the trend view (#trend=RUN_ID&case=INDEX). One case of a run (matched as
+// the server's compare matches cases: caseKey and matchCase) across the runs of the same machine:
+// its median and p10-p90 band, one point per run in time order, the machine's baselines marked
+// and, red, the runs whose comparison with the chosen baseline (GET /api/v1/compare, the server's
+// verdict) says REGRESSION for this case.
 'use strict';
 
 const TREND_MAX_RUNS = 30;      // the newest runs of the machine that may hold the case
 const TREND_LIST_PAGES = 3;     // pages of 100 summaries read to find them
 const TREND_PARALLEL = 3;       // GET /api/v1/runs/{id} and compares in flight at once
 
-const trend = {run: null, target: null, key: '', points: [], baselines: [], seq: 0, judged: 0, read: 0};
+const trend = {run: null, target: null, machine: '', points: [], baselines: [], seq: 0, judged: 0, read: 0};
 
 function trendHash(runId, index) {
   return `#trend=${encodeURIComponent(runId)}&case=${index}`;
 }
 
-// What identifies a case across runs, as the server's compare matches them.
+// What identifies a case across runs, as the server's compare matches them (server/runs/compare.cc
+// KeyOf; CaseComparison in colltest.proto): variant, plugin name (a plugin's case, or the plugin
+// `auto` picked), mode, world_size, m, n, dtype (unset mode and dtype as eager and bf16), epilogue
+// and keep_normed (only under a quantising epilogue: epilogueLabel). The fp8 format is matched
+// apart (matchCase). Works for a CaseResult and a CaseComparison alike.
 function caseKey(c) {
-  return [caseVariantName(c), modeName(c.mode), num(c.world_size), num(c.m), num(c.n),
-    dtypeName(c.dtype), epilogueLabel(c)].join('|');
+  return [variantName(c.variant), pluginNameOf(c.plugin), modeName(c.mode), num(c.world_size), num(c.m),
+    num(c.n), dtypeName(c.dtype), epilogueLabel(c)].join('|');
+}
+
+// The FP8 format of the case as the server's compare reads it (Fp8FormatOf): the one the fp8
+// epilogues wrote; '' for other epilogues and for a case that did not say (one that never ran).
+function caseFp8Format(c) {
+  const epilogue = epilogueName(c.epilogue);
+  return epilogue === 'fp8_token' || epilogue === 'fp8_tensor' ? fp8FormatName(c.fp8_format) : '';
+}
+
+// The case of `cases` that the server's compare pairs with a case of this key and fp8 format
+// (TakeMatch): the first with the key and the same format, else the first with the key whose
+// format either side does not know (e4m3fn and e4m3fnuz are never one case). undefined if none.
+function matchCase(cases, key, format) {
+  const candidates = (cases || []).filter((c) => caseKey(c) === key);
+  return candidates.find((c) => caseFp8Format(c) === format) ||
+    candidates.find((c) => !format || !caseFp8Format(c));
 }
 
 function caseTitle(c) {
+  const format = caseFp8Format(c);
   return `${caseVariantName(c)} ${modeName(c.mode)} world=${num(c.world_size)} m=${num(c.m)} ` +
-    `n=${num(c.n)} ${dtypeName(c.dtype)} ${epilogueLabel(c)}`;
+    `n=${num(c.n)} ${dtypeName(c.dtype)} ${epilogueLabel(c)}${format ? ` ${format}` : ''}`;
 }
 
 async function openTrend(params) {
@@ -41,7 +62,7 @@ async function openTrend(params) {
     const cases = run.cases || [];
     const target = cases.find((c) => num(c.index) === Number(params.get('case'))) || cases[0];
     if (seq !== trend.seq) return;
-    Object.assign(trend, {run, target, key: target ? caseKey(target) : '', points: []});
+    Object.assign(trend, {run, target, machine: '', points: []});
     renderTrendCases(run, target);
     if (!target) return setTrendStatus('the run has no case');
     await loadTrendPoints(run, target, seq);
@@ -103,6 +124,14 @@ function listMachinePage(key, token) {
 
 async function loadTrendPoints(run, target, seq) {
   const key = (run.machine && run.machine.key) || '';
+  // Without a key the list would not be filtered (an empty machine_key is any machine): the runs
+  // of other machines are no trend of this one.
+  if (!key) {
+    trend.baselines = [];
+    renderBaselineChoice([]);
+    return setTrendStatus(`this run has no machine key: its record does not say which machine it ran on ` +
+      `(MachineIdentity.key), so there is no trend of its machine to show`);
+  }
   setTrendStatus('reading the runs of this machine...');
   const [summaries, baselines] = await Promise.all([
     machineRuns(key, target),
@@ -112,20 +141,24 @@ async function loadTrendPoints(run, target, seq) {
     (s.run_id === run.run_id ? run : api(`api/v1/runs/${encodeURIComponent(s.run_id)}`)));
   if (seq !== trend.seq) return;
   trend.read = runs.length;
+  trend.machine = key;
   trend.baselines = baselines.baselines || [];
-  trend.points = trendPoints(runs, trend.key, trend.baselines);
+  trend.points = trendPoints(runs, target, trend.baselines);
   renderBaselineChoice(trend.baselines);
   await judgeTrend(seq);
 }
 
-// One point per run whose case passed: its median, p10 and p90, oldest first, with the names
-// of the baselines that point at the run.
-function trendPoints(runs, key, baselines) {
+// One point per run whose case (the one the server's compare would pair with the target) passed:
+// its median, p10 and p90, oldest first, with the names of the baselines that point at the run.
+function trendPoints(runs, target, baselines) {
+  const key = caseKey(target);
+  const format = caseFp8Format(target);
   return runs.flatMap((r) => {
-    const c = (r.cases || []).find((x) => caseKey(x) === key && statusName(x.status) === 'OK');
-    const t = (c && c.timing) || {};
+    const c = matchCase(r.cases, key, format);
+    const t = (c && statusName(c.status) === 'OK' && c.timing) || {};
     if (!(num(t.median_us) > 0)) return [];
     return [{run_id: r.run_id, created: num(r.created_unix_ms), label: (r.spec && r.spec.label) || '',
+      key, format: caseFp8Format(c),
       median: num(t.median_us), p10: num(t.p10_us) || num(t.median_us), p90: num(t.p90_us) || num(t.median_us),
       baselines: baselines.filter((b) => b.run_id === r.run_id).map((b) => b.name || 'default'),
       verdict: '', reason: ''}];
@@ -143,7 +176,7 @@ function renderBaselineChoice(baselines) {
 
 // Each run's verdict for the case against the chosen baseline, as GET /api/v1/compare gives it.
 async function judgeTrend(seq = trend.seq) {
-  if (!trend.run) return;
+  if (!trend.run || !trend.machine) return;  // no trend (yet, or refused: no machine key)
   const judging = ++trend.judged;  // a later judgement (another baseline or threshold) wins
   const name = $('#trend-baseline').value;
   const baseline = trend.baselines.find((b) => (b.name || 'default') === name);
@@ -164,7 +197,7 @@ async function judgePoint(p, baseline, threshold) {
   if (p.run_id === baseline.run_id) return {verdict: 'BASELINE', reason: ''};
   try {
     const reply = await api(`api/v1/compare${query({run_b: p.run_id, baseline: baseline.name, threshold})}`);
-    const k = (reply.cases || []).find((x) => caseKey(x) === trend.key);
+    const k = matchCase(reply.cases, p.key, p.format);
     return k ? {verdict: enumName('COMPARE_VERDICT', k.verdict), reason: k.reason || ''}
       : {verdict: '', reason: 'the case is not in the comparison'};
   } catch (e) {

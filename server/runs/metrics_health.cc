@@ -146,8 +146,13 @@ void HealthGauges::ObserveOverall(const v1::HealthResponse& response, double now
   // A status outside kStatuses (CASE_STATUS_UNSPECIFIED) leaves every gauge at 0.
   SetOneHot(overall_, kStatuses, response.status());
   last_check_time_->Set(now);
-  // A check below level standard has no self test: it says not_run, as the response does.
-  SetOneHot(self_test_results_, kSelfTestResults, SelfTestResultOf(response.self_test()));
+  // The last self test that ran stands until the next one runs: node-problem-detector's quick
+  // checks (every few minutes, no self test) would otherwise turn a failure back into not_run
+  // before an alert's `for` or a scrape saw it. not_run only until a self test has run.
+  const SelfTestResult self_test = SelfTestResultOf(response.self_test());
+  if (self_test == SelfTestResult::kNotRun && self_test_ran_) return;
+  self_test_ran_ = self_test != SelfTestResult::kNotRun;
+  SetOneHot(self_test_results_, kSelfTestResults, self_test);
 }
 
 void HealthGauges::ObserveDevices(const v1::HealthResponse& response, double now) {

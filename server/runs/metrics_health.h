@@ -78,6 +78,7 @@ class HealthGauges {
 
   std::array<prometheus::Gauge*, metrics_common::kStatuses.size()> overall_{};
   std::array<prometheus::Gauge*, 3> self_test_results_{};  // passed, failed, not_run
+  bool self_test_ran_ = false;  // a check has run a self test: not_run no longer replaces it
   prometheus::Gauge* last_check_time_ = nullptr;
   DeviceLabels labels_;
   std::map<uint32_t, DeviceSeries> devices_;  // by gpu

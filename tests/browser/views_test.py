@@ -13,7 +13,9 @@ crossover labels that do not overlap, the trend of a case across runs, the compa
 3. Four runs of one case (m 8, n 1024) through the API, the second made the baseline, the fourth
    slowed by the fault delay_rank:1:20000 (and given m 16 too). A single-m run has one x tick,
    8 (16 KiB). The trend of its one_stage case draws one point per run (4), in time order, the
-   baseline's ringed and named, the slow run's red (the server's compare said REGRESSION).
+   baseline's ringed and named, the slow run's red (the server's compare said REGRESSION). The
+   slow run shown as if its record had no machine key: the trend is refused in its status, with
+   no request.
 4. The history's rows show world, m, n and dtype from each run's spec ("1-64 (5)", "8, 16").
    Comparing the baseline run with the slow one: the plot has the two REGRESSION cases in red
    and leaves the two ONLY_B out; "regressions only" hides the ONLY_B rows. Two ordinary runs
@@ -21,7 +23,8 @@ crossover labels that do not overlap, the trend of a case across runs, the compa
 5. A health check with pairs and the fault hang_end_sync:1 (1 s timeout, no WARN for slowness on
    busy cores): the matrix has every device's rank and pairs 0-1, 1-2, 1-3 HANG, the other pairs
    OK, and names device 1 with its UUID as the culprit; after a reload the matrix is rebuilt from
-   the health runs of the history alike.
+   the health runs of the history alike, and again with pages of 2 pair runs (next_page_token
+   followed; only the group run and the HANG pairs read in full).
 
 Screenshots of each view go to --screenshot-dir (default: the build folder above --bin-dir):
 dashboard-results.png, dashboard-trend.png, dashboard-history.png, dashboard-compare.png,
@@ -284,6 +287,34 @@ def check_trend(browser, runs):
     log(f'trend: {len(points)} points in time order, baseline {runs[1]} marked, {runs[3]} red; {got["status"]}')
 
 
+def check_trend_without_machine_key(browser, runs):
+    """The slow run as if its record had no machine key (colltestd always records one: rendered
+    through showRun, which the trend reads for the run shown): its trend is refused in the status,
+    with no point and without a single request (an empty machine_key would list every machine's
+    runs)."""
+    got = browser.eval(f'''(async () => {{
+        const run = await api('api/v1/runs/' + {json.dumps(runs[3])});
+        const other = run.cases.find((c) => num(c.index) !== Number(new URLSearchParams(location.hash.slice(1)).get('case')));
+        showRun({{...run, machine: {{...run.machine, key: ''}}}});
+        performance.clearResourceTimings();
+        location.hash = trendHash(run.run_id, num(other.index));
+        return run.machine.key; }})()''')
+    status_js = "document.getElementById('trend-status').textContent"
+    try:
+        status = browser.wait_for(f"(s => /no machine key|regressed|not judged/.test(s) && s)({status_js})",
+                                  'the trend of a run without a machine key', 15)
+    except TestFailure as e:
+        raise TestFailure(f'{e}; the trend status says {browser.eval(status_js)!r}') from e
+    requests = browser.eval('''performance.getEntriesByType('resource').map((e) => e.name)
+        .filter((n) => n.includes('/api/v1/'))''')
+    points = browser.eval("document.querySelectorAll('#trend-plot .trend-point, #trend-table tbody tr').length")
+    if not status.startswith('this run has no machine key:') or requests or points:
+        raise TestFailure(f'a run without a machine key (it has {got!r}): trend status {status!r}, requests '
+                          f'{requests}, {points} points and rows; expected the refusal, none and none')
+    browser.eval(f"(async () => showRun(await api('api/v1/runs/' + {json.dumps(runs[3])})))()")
+    log(f'a run without a machine key: {status!r}, no request')
+
+
 # ------------------------------------------------------------------------------------------------
 # 4. History columns, compare plot and filter
 
@@ -397,6 +428,27 @@ def check_health_after_reload(browser, url, uuids):
     log('health matrix after a reload: rebuilt from the health runs alike')
 
 
+def check_health_pair_pages(browser, uuids):
+    """The matrix rebuilt again with pages of 2 pair runs (as 120 pairs of 16 devices are pages of
+    100): every pair comes from following next_page_token (3 pages), and of the runs only the group
+    run and the 3 HANG pairs are read in full (the OK pairs' summaries say all)."""
+    browser.eval('''HEALTH_PAIR_PAGES.limit = 2; health.model = null; health.historyRunId = '';
+        performance.clearResourceTimings(); loadHealthRuns(); 0''')
+    browser.wait_for("health.model && health.model.source === 'history'",
+                     'the health matrix rebuilt with pages of 2 pair runs', 30)
+    got = matrix(browser)
+    pages = browser.eval('''(() => { const names = performance.getEntriesByType('resource').map((e) => e.name);
+        return {pairPages: names.filter((n) => n.includes('label=health+pair') && n.includes('since_unix_ms')).length,
+                fullRuns: names.filter((n) => n.includes('/api/v1/runs/')).length,
+                pairRuns: document.getElementById('health-matrix').dataset.pairRuns}; })()''')
+    browser.eval('HEALTH_PAIR_PAGES.limit = 100')
+    check_matrix(got, uuids, 'history')
+    if pages != {'pairPages': 3, 'fullRuns': 4, 'pairRuns': '6'}:
+        raise TestFailure(f'pages of 2 pair runs: {pages}, expected 3 pages of the 6 pair runs and 4 runs read '
+                          'in full (the group run and the 3 HANG pairs)')
+    log(f'health matrix from pages of 2 pair runs: {pages}')
+
+
 # ------------------------------------------------------------------------------------------------
 
 def shot(browser, args, name):
@@ -435,6 +487,7 @@ def run_test(args, websocket_module, work):
         open_trend(browser, runs)
         check_trend(browser, runs)
         shot(browser, args, 'trend')
+        check_trend_without_machine_key(browser, runs)
 
         check_history_columns(browser, sweep_run, runs)
         shot(browser, args, 'history')
@@ -445,6 +498,7 @@ def run_test(args, websocket_module, work):
         check_health(browser, url, uuids)
         shot(browser, args, 'health')
         check_health_after_reload(browser, url, uuids)
+        check_health_pair_pages(browser, uuids)
         return passed_if_console_clean(browser, t0)
     except Exception as e:
         print(f'FAIL: {e}', file=sys.stderr, flush=True)

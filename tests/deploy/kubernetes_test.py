@@ -9,7 +9,9 @@ also with `kubectl kustomize` when kubectl is installed, and the two must agree)
 rendering:
 
   - the DaemonSet's args use only flags `colltestd --help` lists; its config file's keys (the
-    commented-out ones too) are colltestd flags, and none repeats an arg; $(VAR)s are in env
+    commented-out ones too) are colltestd flags, and none repeats an arg; $(VAR)s are in env;
+    --hostname is the node's name ($(NODE_NAME), from the downward API's spec.nodeName), not the
+    pod's; no --allow-fault-injection (docs/security.md)
   - --listen, --http and --health-listen use the container's grpc, http and health ports, and
     the startup, readiness and liveness probes are gRPC probes of the --health-listen port for
     service ""
@@ -25,8 +27,11 @@ rendering:
     that all have its endpoints' port names, and those ports lead to the --http container port;
     path /metrics; Basic auth from a Secret the operator creates (colltestd has a token file, so
     /metrics asks for one); Prometheus may reach that port through the NetworkPolicy
-  - the CronJob and NPD rules run /usr/bin/colltest with flags `colltest --help` and
-    `colltest health --help` list; the CronJob forbids overlap and has a deadline
+  - the CronJobs and NPD rules run /usr/bin/colltest with flags `colltest --help` and
+    `colltest health --help` list; each CronJob forbids overlap and has a deadline that covers
+    its level's per-node deadline with the retries; a CronJob that is not suspended checks
+    pairs (--level standard or long: colltest_link_health), and one runs --level long (the link
+    bandwidth of ColltestLinkBelowExpected)
   - every mounted volume exists and every volume is mounted; ConfigMaps and Secrets exist or are
     the operator-created ones docs/kubernetes.md describes; the paths the flags name are mounted
   - the pods run as non-root uid 10001 with seccomp RuntimeDefault; the containers drop all
@@ -88,6 +93,12 @@ PROMETHEUS_POD_LABELS = {"app.kubernetes.io/name": "prometheus"}
 METRICS_PATH = "/metrics"
 IMAGE_UID = 10001
 CLIENT = "/usr/bin/colltest"
+# A fleet check's deadline per node and attempt, by --level: HealthDeadline in
+# client/commands/commands.cc at the default case timeout (5 s), and its default --retries.
+LEVEL_DEADLINE_S = {"quick": 120, "standard": 600, "long": 2000}
+FLEET_RETRIES = 2
+# The DaemonSet reports the node's name as its host name (docs/kubernetes.md).
+NODE_NAME_ENV = "NODE_NAME"
 NPD_CONDITIONS = {"CollectiveHang", "CollectiveWrong"}
 
 POD_SPEC_KEYS = {
@@ -412,6 +423,16 @@ def check_colltestd(f, where, objects, flags, namespace, expect_image, privilege
 
     args = [str(a) for a in c.get("args", [])]
     f.check("command" not in c, cw, "overrides the image's entrypoint (colltestd)")
+    # The host name is the node's: the pod's changes whenever the pod is replaced, and it is the
+    # metrics' Hostname label and part of the machine key the history is kept under.
+    f.check(flag_value(args, "--hostname") == f"$({NODE_NAME_ENV})", cw,
+            f"--hostname is {flag_value(args, '--hostname')!r}, want $({NODE_NAME_ENV})")
+    node_env = next((e for e in c.get("env", []) if e.get("name") == NODE_NAME_ENV), {})
+    f.check(node_env.get("valueFrom") == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+            and "value" not in node_env, cw,
+            f"env {NODE_NAME_ENV} is not the downward API's spec.nodeName: {node_env}")
+    f.check(not any(a.partition("=")[0] == "--allow-fault-injection" for a in args), cw,
+            "--allow-fault-injection on nodes that jobs share (docs/security.md)")
     for a in args:
         f.check(a.startswith("--") and a.partition("=")[0] in flags["colltestd"], cw,
                 f"arg {a!r} is not --FLAG=VALUE with a flag `colltestd --help` lists")
@@ -515,14 +536,15 @@ def check_colltestd(f, where, objects, flags, namespace, expect_image, privilege
 
     check_scrape_annotations(f, where, objects, ports)
 
-    # The fleet check.
+    # The fleet checks.
     cronjobs = objects_of(objects, "CronJob")
     f.check(cronjobs, where, "no CronJob (the fleet check)")
+    levels = {}  # CronJob name -> (--level, suspended)
     for cj in cronjobs:
         jw = f"{where} CronJob/{name_of(cj)}"
         f.check(cj["spec"].get("concurrencyPolicy") == "Forbid", jw, "concurrencyPolicy not Forbid")
-        f.check(cj["spec"]["jobTemplate"]["spec"].get("activeDeadlineSeconds"), jw,
-                "no activeDeadlineSeconds")
+        deadline = cj["spec"]["jobTemplate"]["spec"].get("activeDeadlineSeconds")
+        f.check(deadline, jw, "no activeDeadlineSeconds")
         cspec = pod_spec(cj)
         f.check(cspec.get("restartPolicy") in ("Never", "OnFailure"), jw, "bad restartPolicy")
         check_pod_security(f, jw, cspec, privileged_allowed=False)
@@ -533,11 +555,28 @@ def check_colltestd(f, where, objects, flags, namespace, expect_image, privilege
                     f"image {x.get('image')!r}, want {expect_image!r}")
             f.check(x.get("command") == [CLIENT], xw, f"command is not [{CLIENT}]")
             check_env_refs(f, jw, x)
-            glob, _ = check_client_args(f, xw, x.get("args", []), flags, False, objects)
+            glob, health = check_client_args(f, xw, x.get("args", []), flags, False, objects)
             token = glob.get("--token-file")
             m = mount_for(x, token) if token else None
             v = volume_named(cspec, m["name"]) if m else None
             f.check(v and "secret" in v, xw, f"--token-file {token} is not on a Secret volume")
+            level = health.get("--level", "quick")
+            levels[name_of(cj)] = (level, bool(cj["spec"].get("suspend")))
+            f.check("--node-timeout" not in health and "--retries" not in health
+                    and "--timeout" not in health, xw,
+                    "--node-timeout, --retries or --timeout: the deadline check below assumes "
+                    "the defaults")
+            want = (1 + FLEET_RETRIES) * LEVEL_DEADLINE_S.get(level, 0)
+            f.check(isinstance(deadline, int) and deadline >= want, xw,
+                    f"activeDeadlineSeconds {deadline} is below {want} s, (1 + {FLEET_RETRIES} "
+                    f"retries) x the {level} check's deadline per node")
+    f.check(any(level in ("standard", "long") and not suspended
+                for level, suspended in levels.values()), where,
+            f"no scheduled CronJob checks pairs (--level standard or long): {levels}; "
+            "colltest_link_health and ColltestLinkUnhealthy would never be fed")
+    f.check(any(level == "long" for level, _ in levels.values()), where,
+            f"no CronJob runs --level long: {levels}; the link bandwidth series and "
+            "ColltestLinkBelowExpected would never be fed")
 
 
 def is_prometheus_peer(peer):
@@ -735,6 +774,8 @@ def check_docs(f):
     for secret in sorted(USER_CREATED_SECRETS):
         f.check(secret in text, "docs/kubernetes.md", f"does not say how to create {secret}")
     for needle in ["overlays/cuda", "overlays/rocm", "create job --from=cronjob/colltest-fleet-health",
+                   "create job --from=cronjob/colltest-fleet-health-long", "--allow-fault-injection",
+                   "--hostname=$(NODE_NAME)",
                    "colltest-npd-plugin", "colltest-access=true", "deploy/kubernetes/monitoring",
                    f"kubernetes.io/metadata.name={PROMETHEUS_NAMESPACE}"]:
         f.check(needle in text, "docs/kubernetes.md", f"does not mention {needle}")

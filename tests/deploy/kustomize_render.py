@@ -18,7 +18,9 @@ they cannot drift from the kustomizations. The subset:
                   metadata.name. Maps merge; a null deletes the key; lists of containers,
                   initContainers, volumes, env and imagePullSecrets merge by name, volumeMounts
                   by mountPath, ports by containerPort (Service ports by port); an item holding
-                  `$patch: delete` removes its match; any other list is replaced.
+                  `$patch: delete` removes its match; any other list is replaced. A merged list
+                  is ordered as kustomize orders it: the patch's items first, in its order, then
+                  the base's other items.
 
 Anything else in a kustomization is an error, so that a field this script would silently ignore
 cannot make the committed files differ from what kustomize renders. Objects come out in
@@ -115,31 +117,11 @@ def strategic_merge(base, patch, field=None):
                 patched.append(strategic_merge(base[index], item, field))
         touched = {p[key] for p in patched} | deleted
         server_only = [copy.deepcopy(b) for b in base if b.get(key) not in touched]
-        return _merge_sorted(server_only, patched, server_keys, key)
+        # kustomize's order (kyaml's merge, not the API server's strategic merge): the patch's
+        # items in the patch's order, then the items only the base has, in the base's order.
+        # Base [A, B, C] patched with [C, D] is [C, D, A, B].
+        return patched + server_only
     return _strip_directives(patch)
-
-
-def _merge_sorted(server_only, patched, server_keys, key):
-    """Interleaves the two lists as Kubernetes' strategic merge does: each keeps its order; a
-    server-only item goes first only when the patched item it meets is also in the server list,
-    and after it there."""
-    out, i, j = [], 0, 0
-    while i < len(server_only) or j < len(patched):
-        if j >= len(patched):
-            out.append(server_only[i])
-            i += 1
-        elif i >= len(server_only):
-            out.append(patched[j])
-            j += 1
-        else:
-            left, right = server_only[i].get(key), patched[j].get(key)
-            if right in server_keys and server_keys.index(left) < server_keys.index(right):
-                out.append(server_only[i])
-                i += 1
-            else:
-                out.append(patched[j])
-                j += 1
-    return out
 
 
 def _strip_directives(value):

@@ -7,7 +7,9 @@
 
 Without the binaries (the `metrics.alert_rules.annotations` test):
   - every alert has a unique name, a severity of critical or warning, and the annotations
-    summary, description (templated with $labels or $value) and runbook_url;
+    summary, description (templated with $labels or $value) and runbook_url; the one side of
+    each group_left / group_right join in its expression is an aggregation (a node scraped by
+    two jobs would make a bare selector fail many-to-many);
   - the runbook_url is docs/runbook.md#ANCHOR, ANCHOR is the alert's name in lower case, and
     docs/runbook.md has a heading with that anchor; every `## Colltest...` heading there is an
     alert (no section outlives its alert);
@@ -77,6 +79,9 @@ def check_static(f, rules):
             f.check(isinstance(ann.get(key), str) and ann[key].strip(), w, f"no {key}")
         f.check(re.search(r"\{\{[^}]*\$(labels|value)", ann.get("description", "")), w,
                 "the description uses neither $labels nor $value")
+        sides = promql_refs.unaggregated_join_sides(r["expr"])
+        f.check(not sides, w, f"the one side of a join is not aggregated ({'; '.join(sides)}): "
+                "a node scraped by two jobs makes it fail many-to-many")
         m = RUNBOOK_URL.fullmatch(ann.get("runbook_url", ""))
         if f.check(m, w, f"runbook_url {ann.get('runbook_url')!r} is not docs/runbook.md#ANCHOR"):
             f.check(m.group(1) == r["alert"].lower(), w,

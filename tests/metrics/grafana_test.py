@@ -16,7 +16,10 @@ Without the binaries (the `metrics.grafana` test):
     variable is used;
   - data links lead to a dashboard of deploy/grafana (/d/UID/...) and set only its variables;
   - every expr, and every variable's label_values() selector, with the variables replaced by
-    concrete values, passes `promtool check rules` as a recording rule.
+    concrete values, passes `promtool check rules` as a recording rule;
+  - the "one" side of every group_left / group_right join is an aggregation (one series per
+    match group), not a bare selector, which holds a series per scrape job that reaches the node
+    (promql_refs.unaggregated_join_sides).
 
 With the binaries (the `metrics.grafana_live` test) also: every metric an expression names is in
 the /metrics of a colltestd on the cpu backend after a sweep, a comparison, a hang and a
@@ -259,6 +262,16 @@ def main():
     check_links(f, dashboards)
 
     concrete = {k: substitute(e) for k, e in exprs.items()}
+    for key, expr in concrete.items():
+        try:
+            sides = promql_refs.unaggregated_join_sides(expr)
+        except ValueError as e:
+            f.check(False, key, str(e))
+            continue
+        f.check(not sides, key, f"the one side of a join is not aggregated ({'; '.join(sides)}): "
+                "a node scraped by two jobs gives it two series per match group, and the query "
+                "fails many-to-many; join on e.g. group by (cluster, instance, Hostname) "
+                "(colltest_node_info)")
     for key, problem in check_with_promtool(args.promtool, concrete).items():
         f.check(False, key, f"promtool: {problem}")
     print(f"{len(concrete)} expressions through promtool")

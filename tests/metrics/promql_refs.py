@@ -129,6 +129,29 @@ def references(expr):
     return refs
 
 
+def unaggregated_join_sides(expr):
+    """The "one" sides of expr's group_left / group_right joins that are not an aggregation, as
+    the text that starts them. Such a side must hold one series per match group, and a selector
+    holds one per scrape job: a node scraped by two jobs (a ServiceMonitor and the prometheus.io
+    annotations, docs/kubernetes.md) makes the join fail with "many-to-many matching not
+    allowed". `group by (cluster, instance, Hostname) (colltest_node_info)` is one per node."""
+    toks = tokenize(expr)
+    found = []
+    for i, (kind, text) in enumerate(toks):
+        if kind != "ident" or text not in ("group_left", "group_right"):
+            continue
+        j = i + 1
+        if j < len(toks) and toks[j][1] == "(":  # the labels to copy
+            while j < len(toks) and toks[j][1] != ")":
+                j += 1
+            j += 1
+        while j < len(toks) and toks[j][1] == "(":
+            j += 1
+        if j >= len(toks) or not (toks[j][0] == "ident" and toks[j][1] in AGGREGATIONS):
+            found.append(" ".join(t for _, t in toks[i:i + 8]))
+    return found
+
+
 # --- promtool ---------------------------------------------------------------------------------
 
 def check_with_promtool(promtool, exprs):

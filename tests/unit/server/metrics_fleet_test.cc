@@ -206,21 +206,34 @@ TEST(MetricsFleetTest, HealthLeavesGpusTheCheckDidNotCover) {
   EXPECT_GT(s.at(Named("colltest_device_health_last_check_timestamp_seconds", Gpu(1))), first);
   EXPECT_EQ(OneHotStatus(s, "colltest_link_health", Link(0, 1)), "hang");
   EXPECT_EQ(s.at(Named("colltest_link_health_last_check_timestamp_seconds", Link(0, 1))), first);
-  EXPECT_EQ(s.at(R"(colltest_health_self_test{result="not_run"})"), 1);
-  EXPECT_EQ(s.at(R"(colltest_health_self_test{result="passed"})"), 0);
+  // The first check's self test stands: the quick one ran none.
+  EXPECT_EQ(s.at(R"(colltest_health_self_test{result="not_run"})"), 0);
+  EXPECT_EQ(s.at(R"(colltest_health_self_test{result="passed"})"), 1);
 }
 
-TEST(MetricsFleetTest, SelfTestHoldsTheLastCheckResult) {
+TEST(MetricsFleetTest, SelfTestHoldsTheLastSelfTestThatRan) {
   const auto metrics = SlottedMetrics();
   v1::HealthResponse failed;
   failed.set_status(v1::CASE_STATUS_ERROR);  // a failed self test makes the whole check ERROR
   failed.mutable_self_test()->set_ran(true);
   failed.mutable_self_test()->set_passed(false);
+  v1::HealthResponse quick;
+  quick.set_status(v1::CASE_STATUS_OK);
+  metrics->ObserveHealth(quick);
+  EXPECT_EQ(Series(metrics->Render()).at(R"(colltest_health_self_test{result="not_run"})"), 1);
   metrics->ObserveHealth(failed);
-  const auto s = Series(metrics->Render());
+  // Quick checks between two standard ones (node-problem-detector's) run no self test: the
+  // failure stands until a self test passes.
+  metrics->ObserveHealth(quick);
+  auto s = Series(metrics->Render());
   EXPECT_EQ(s.at(R"(colltest_health_self_test{result="failed"})"), 1);
   EXPECT_EQ(s.at(R"(colltest_health_self_test{result="passed"})"), 0);
   EXPECT_EQ(s.at(R"(colltest_health_self_test{result="not_run"})"), 0);
+  failed.mutable_self_test()->set_passed(true);
+  metrics->ObserveHealth(failed);
+  s = Series(metrics->Render());
+  EXPECT_EQ(s.at(R"(colltest_health_self_test{result="failed"})"), 0);
+  EXPECT_EQ(s.at(R"(colltest_health_self_test{result="passed"})"), 1);
 }
 
 // Level long: the best figure over the slot pairs of a GPU pair, and the expected one; a check
