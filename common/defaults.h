@@ -8,6 +8,9 @@ namespace colltest {
 
 // How long one device wait may spin before the case is a HANG, when a request leaves timeout_ms 0.
 inline constexpr uint32_t kDefaultCaseTimeoutMs = 5000;
+// Graph mode captures this many calls (at most) and replays them (worker/case_driver.h); the
+// controller's wall cap on a case counts them (server/workers/case_deadline.h).
+inline constexpr uint32_t kGraphCalls = 16;
 // The largest m * n * element size of one rank's input a worker is set up for when colltestd
 // passes none (colltestd --max-case-bytes).
 inline constexpr uint64_t kDefaultMaxCaseBytes = uint64_t{32} << 20;

@@ -25,6 +25,11 @@ struct WorkerPage {
   // from, a kernel colltest did not write (docs/plugins.md).
   std::atomic<uint32_t> plugin_entry{0};
   std::atomic<uint64_t> plugin_call{0};
+  // Bumped by the worker when a unit of work completes: a call, a row of inputs, of a reference or
+  // of a check. Waiting beats `beats` but not this. The controller's host deadline measures it:
+  // a case whose ranks all stand still here for longer than a call may take is stopped, however
+  // long the case has run, and a case that keeps completing work is not (docs/cancel.md).
+  std::atomic<uint64_t> progress{0};
 };
 
 // Where in a kernel plugin a worker is. kKernel: waiting for the work a launch enqueued (GPU).

@@ -180,7 +180,7 @@ absl::StatusOr<bool> Driver::Stress() {
 // lamport_tb counter) is all that changes between replays.
 absl::StatusOr<bool> Driver::Graph() {
   const uint32_t iters = std::max(1u, req_.iters());
-  const uint32_t k = std::min(iters, kGraphCalls);
+  const uint32_t k = GraphCallsPerReplay(iters);
   const uint32_t used_slots = std::min(k, p_.slots);
   const uint32_t m = req_.m();
   for (uint32_t s = 0; s < used_slots; ++s) COLLTEST_RETURN_IF_ERROR(rt_.Generate(s, s, m));
@@ -191,8 +191,8 @@ absl::StatusOr<bool> Driver::Graph() {
   if (warm_hung) return true;
   COLLTEST_RETURN_IF_ERROR(
       Capture(k, [&](uint32_t c) { return rt_.Launch(p_.variant, m, c % used_slots); }));
-  // One untimed replay: the first launch of a graph uploads it.
-  absl::Status run = Replay();
+  // One untimed replay where the first launch of a graph uploads it.
+  absl::Status run = rt_.FirstReplayWarms() ? Replay() : absl::OkStatus();
   const uint32_t replays = (iters + k - 1) / k;
   std::unique_ptr<CaseTimer> timer = rt_.NewTimer();
   for (uint32_t r = 0; r < replays && run.ok(); ++r) {
@@ -381,6 +381,12 @@ absl::StatusOr<colltest::v1::RankResult> RunCase(const colltest::worker::v1::Cas
   if (!planned.plan.has_value()) return planned.result;
   COLLTEST_ASSIGN_OR_RETURN(std::unique_ptr<CaseRuntime> runtime, start(*planned.plan));
   return DriveCase(*planned.plan, *runtime, std::move(planned.result));
+}
+
+uint32_t GraphCallsPerReplay(uint32_t iters) {
+  const uint32_t wanted = std::max(1u, iters);
+  const uint32_t replays = (wanted + kGraphCalls - 1) / kGraphCalls;
+  return (wanted + replays - 1) / replays;
 }
 
 }  // namespace colltest::worker

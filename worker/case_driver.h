@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "colltest/v1/colltest.pb.h"
 #include "colltest/v1/worker.pb.h"
+#include "common/defaults.h"
 #include "common/fault_spec.h"
 #include "worker/numerics/diff.h"
 #include "worker/numerics/fp8.h"
@@ -26,8 +27,10 @@
 
 namespace colltest::worker {
 
-// Graph mode captures this many calls (at most) and replays them.
-inline constexpr uint32_t kGraphCalls = 16;
+using colltest::kGraphCalls;  // common/defaults.h
+// The calls one graph captures for `iters` timed calls: the fewest replays of at most kGraphCalls
+// calls, shared evenly, so the replays run about `iters` calls (20 -> 2 x 10, not 2 x 16).
+uint32_t GraphCallsPerReplay(uint32_t iters);
 // Graph stress captures this many calls (at most), each checked into its own accumulator.
 inline constexpr uint32_t kGraphStressCalls = 64;
 
@@ -116,6 +119,10 @@ class CaseRuntime {
   // Closes the capture; `keep`: make it replayable (false after a failed record: discarded).
   virtual absl::Status EndCapture(bool keep) = 0;
   virtual absl::Status Replay() = 0;
+  // True when a graph's first replay costs more than the others (a GPU uploads the graph then),
+  // so the driver runs it untimed. The cpu backend replays a record: its first replay is one
+  // more round of calls and nothing else.
+  virtual bool FirstReplayWarms() const { return true; }
 
   // Diff accumulators: zeroes [0, count); checks the outputs (and the quantised outputs of a
   // quantising epilogue) against call index `call` at `m` rows into accumulator `index`

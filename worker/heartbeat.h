@@ -29,6 +29,15 @@ inline void Beat() {
   if (WorkerPage* page = worker_page) page->beats.fetch_add(1, std::memory_order_relaxed);
 }
 
+// A unit of work completed (a call, a row of inputs, of a reference or of a check): progress for
+// the controller's host deadline, and a beat. Not for waits: a wait beats, it does not progress.
+inline void Advance() {
+  if (WorkerPage* page = worker_page) {
+    page->progress.fetch_add(1, std::memory_order_relaxed);
+    page->beats.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 // True once the controller asked this worker to stop its case: checked between calls and in the
 // slow path of every bounded spin, so a cancelled case ends within one call or one poll.
 inline bool CancelRequested() {

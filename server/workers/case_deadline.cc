@@ -11,15 +11,18 @@ absl::Duration CaseTimeout(const colltest::worker::v1::CaseRequest& request) {
                                                       : request.timeout_ms());
 }
 
+absl::Duration ProgressWindow(const colltest::worker::v1::CaseRequest& request,
+                              absl::Duration grace) {
+  return 2 * std::max(CaseTimeout(request), absl::Seconds(1)) + grace;
+}
+
 absl::Duration CaseDeadline(const colltest::worker::v1::CaseRequest& request,
                             absl::Duration grace) {
-  const absl::Duration timeout = std::max(CaseTimeout(request), absl::Seconds(1));
-  const double calls = static_cast<double>(request.stress_calls()) +
-                       static_cast<double>(request.warmup()) + static_cast<double>(request.iters());
-  // The worker bounds every wait of every call by the timeout itself; this host deadline only
-  // catches a worker process that stopped answering, so it allows for slow calls (8 cpu ranks on
-  // 2 cores run large shapes at a fraction of a second per call).
-  return timeout * (1.0 + calls / 5.0) + grace;
+  // Graph mode adds up to one capture's worth of calls (the untimed replay).
+  const int64_t graph = request.mode() == colltest::v1::MODE_GRAPH ? kGraphCalls : 0;
+  const int64_t calls =
+      int64_t{request.warmup()} + request.iters() + request.stress_calls() + graph;
+  return ProgressWindow(request, grace) * (2 + calls);
 }
 
 }  // namespace colltest::server

@@ -6,17 +6,24 @@
 
 namespace colltest::server {
 
-// deadline = max(timeout, 1 s) * (1 + (stress_calls + warmup + iters) / 5) + grace,
-// where timeout is the case's timeout_ms (0 means kDefaultCaseTimeoutMs, common/defaults.h).
+// The host deadline measures progress (common/worker_page.h `progress`: calls, rows of inputs,
+// of references and of checks), not wall time alone:
 //
-// The case timeout bounds each wait on the device, where the worker's own watchdog turns a hang
-// into a typed HANG result; a worker that stops making progress altogether is found by the
-// heartbeat watchdog (worker_group.cc) within timeout + its grace. The host deadline is only the
-// backstop for a worker that beats without ever answering, so it must never fire before the
-// worker's watchdog would. A case makes warmup + iters timed calls and stress_calls checked calls,
-// so the budget grows with the number of calls (one more timeout per thousand calls) rather than
-// with the timeout alone. The 1 s floor keeps a tiny timeout from racing the RPC's own overhead;
-// `grace` covers reporting and scheduling noise.
+//   - ProgressWindow = 2 * max(timeout, 1 s) + grace: when every rank that has not answered has
+//     completed no work for this long, the case is stopped as late. The worker bounds all the
+//     waits of one call by the timeout (its own watchdog turns a hang into a typed HANG), and the
+//     call's compute completes rows as it goes, so a worker that honours its bounds never stands
+//     still this long, however crowded the machine: 8 cpu ranks on 2 cores with a build beside
+//     them ran a W = 8 sweep for minutes, and hit a fixed 32 s deadline, while every rank moved.
+//   - CaseDeadline = ProgressWindow * (2 + warmup + iters + stress_calls + graph calls): a cap on
+//     the wall time for a worker that keeps completing work without ever answering. A rank that
+//     stops working altogether is found sooner by the heartbeat watchdog (worker_group.cc).
+//
+// timeout is the case's timeout_ms (0 means kDefaultCaseTimeoutMs, common/defaults.h), the 1 s
+// floor keeps a tiny timeout from racing the RPC's own overhead, and `grace` covers reporting and
+// scheduling noise.
+absl::Duration ProgressWindow(const colltest::worker::v1::CaseRequest& request,
+                              absl::Duration grace);
 absl::Duration CaseDeadline(const colltest::worker::v1::CaseRequest& request, absl::Duration grace);
 
 // The case's own timeout (timeout_ms, 0 meaning kDefaultCaseTimeoutMs): how long one wait may last.

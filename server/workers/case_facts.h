@@ -48,7 +48,10 @@ struct RankFacts {
 struct CaseFacts {
   std::vector<RankFacts> ranks;  // rank order
   absl::Duration deadline;       // the host deadline the calls ran under
-  std::string plugin;            // "plugin:<name>" when the case ran a kernel plugin
+  // Set when the progress rule stopped the case (case_deadline.h): how long every rank that had
+  // not answered had completed no work. Those ranks are kLate.
+  absl::Duration no_progress_for;
+  std::string plugin;  // "plugin:<name>" when the case ran a kernel plugin
   // The first rank found dead, late or stuck (whose failure got the group killed).
   std::optional<size_t> first_failed;
   bool cancelled = false;      // stopped by the cancel check: the reports are not a verdict

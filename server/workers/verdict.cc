@@ -72,14 +72,23 @@ void HangOfItsOwn(const std::string& message, v1::RankResult& result) {
   result.set_phase("watchdog");
 }
 
+// Stopped by the host deadline: its progress rule (no rank still out completed work for the
+// window) or its wall cap (server/workers/case_deadline.h).
 void LateVerdict(const Unanswered& u, v1::RankResult& result) {
-  const std::string deadline = absl::FormatDuration(u.c.deadline);
+  const bool still = u.c.no_progress_for > absl::ZeroDuration();
+  const std::string still_for =
+      absl::StrCat("no progress for ",
+                   absl::FormatDuration(absl::Trunc(u.c.no_progress_for, absl::Milliseconds(100))));
+  const std::string cap = absl::FormatDuration(u.c.deadline);
   if (u.f.awaited_at_stop >= 0) {
-    WaitingHang(u, absl::StrCat("a wait ended by the host deadline (", deadline, ")"), result);
+    WaitingHang(u,
+                absl::StrCat("a wait ended by the host deadline (", still ? still_for : cap, ")"),
+                result);
     return;
   }
   result.set_status(v1::CASE_STATUS_HANG);
-  result.set_message(absl::StrCat("rank ", u.rank, " did not answer within ", deadline));
+  result.set_message(still ? absl::StrCat("rank ", u.rank, " did not answer: ", still_for)
+                           : absl::StrCat("rank ", u.rank, " did not answer within ", cap));
   result.set_phase("host deadline");
 }
 

@@ -32,6 +32,43 @@ constexpr absl::Duration kCulpritGrace = absl::Milliseconds(250);
 // spin or one call; a GPU rank in a long graph replay may not, and is killed.
 constexpr absl::Duration kCancelGrace = absl::Seconds(1);
 
+// The host deadline's progress rule (case_deadline.h): the ranks still out are stopped once every
+// one of them has completed no work for the window; one rank that completes work keeps the case
+// going, since its peers' waits are bounded by their own timeout.
+class ProgressRule {
+ public:
+  ProgressRule(const std::vector<std::unique_ptr<WorkerProcess>>& ranks, absl::Duration window)
+      : ranks_(ranks), window_(window), last_(ranks.size()), moved_(ranks.size(), absl::Now()) {
+    for (size_t rank = 0; rank < ranks.size(); ++rank) last_[rank] = ranks[rank]->Progress();
+  }
+  // The rank that stood still longest when every rank not yet answered stood still past the
+  // window (how long in `*still`), or nullopt.
+  std::optional<size_t> Stopped(const std::atomic<bool>* answered, absl::Time now,
+                                absl::Duration* still) {
+    std::optional<size_t> stillest;
+    absl::Duration least = absl::InfiniteDuration();
+    for (size_t rank = 0; rank < ranks_.size(); ++rank) {
+      if (answered[rank].load()) continue;
+      const uint64_t progress = ranks_[rank]->Progress();
+      if (progress != last_[rank]) {
+        last_[rank] = progress;
+        moved_[rank] = now;
+      }
+      least = std::min(least, now - moved_[rank]);
+      if (!stillest.has_value() || moved_[rank] < moved_[*stillest]) stillest = rank;
+    }
+    if (!stillest.has_value() || least <= window_) return std::nullopt;
+    *still = least;
+    return stillest;
+  }
+
+ private:
+  const std::vector<std::unique_ptr<WorkerProcess>>& ranks_;
+  const absl::Duration window_;
+  std::vector<uint64_t> last_;
+  std::vector<absl::Time> moved_;
+};
+
 // True when every rank but `culprit` answered HANG naming it.
 bool AllWaitedFor(const std::atomic<int32_t>* waited_for, size_t world, size_t culprit) {
   for (size_t rank = 0; rank < world; ++rank) {
@@ -125,6 +162,8 @@ struct WorkerGroup::CaseWatch {
   std::vector<bool> abandoned;
   // The peer each rank said it waited for (common/worker_page.h) when the group was stopped.
   std::vector<int32_t> awaited_at_stop;
+  // Set when the progress rule stopped the case: how long the ranks still out stood still.
+  absl::Duration no_progress_for;
   bool cancel_sent = false;
   bool cancel_killed = false;  // the ranks did not stop within kCancelGrace
   absl::Notification all_answered;
@@ -160,6 +199,7 @@ CaseFacts WorkerGroup::RunCase(const CaseRequest& request, const CancelCheck& ca
   facts.first_failed = watch.first.rank();
   facts.cancelled = watch.cancel_sent;
   facts.cancel_killed = watch.cancel_killed;
+  facts.no_progress_for = watch.no_progress_for;
   bool unanswered = false;
   for (size_t rank = 0; rank < world; ++rank) {
     RankFacts& f = facts.ranks[rank];
@@ -172,6 +212,11 @@ CaseFacts WorkerGroup::RunCase(const CaseRequest& request, const CancelCheck& ca
       f.stalled_for = watch.stalled_for[rank];
     }
     if (watch.abandoned[rank]) f.failure = CallFailure::kAbandoned;
+    // Stopped by the progress rule: late, as a rank past a deadline is.
+    if (watch.no_progress_for > absl::ZeroDuration() && !f.answer.has_value() &&
+        f.failure == CallFailure::kKilledByUs) {
+      f.failure = CallFailure::kLate;
+    }
     unanswered |= !f.answer.has_value();
   }
   // Any unanswered rank leaves the group in an unknown state (peers mid-protocol, buffers unarmed);
@@ -233,6 +278,7 @@ void WorkerGroup::Watchdog(const CaseRequest& request, const CancelCheck& cancel
       std::max(CaseTimeout(request), absl::Seconds(1)) + heartbeat_grace_;
   std::vector<uint64_t> last(world);
   std::vector<absl::Time> moved(world, absl::Now());
+  ProgressRule progress(ranks_, ProgressWindow(request, grace_));
   absl::Time cancel_at;
   for (size_t rank = 0; rank < world; ++rank) last[rank] = ranks_[rank]->Heartbeat();
   while (!watch.all_answered.WaitForNotificationWithTimeout(kWatchdogPeriod)) {
@@ -249,6 +295,11 @@ void WorkerGroup::Watchdog(const CaseRequest& request, const CancelCheck& cancel
         return;
       }
       continue;  // a cancelled case has no culprit to find
+    }
+    if (const std::optional<size_t> rank =
+            progress.Stopped(watch.answered.get(), now, &watch.no_progress_for)) {
+      watch.first.Record(*rank);  // kills the group: every call still in flight fails at once
+      return;
     }
     size_t answers_in = 0;
     for (size_t rank = 0; rank < world; ++rank) answers_in += watch.answered[rank].load();

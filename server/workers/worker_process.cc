@@ -136,6 +136,8 @@ WorkerProcess::~WorkerProcess() {
 
 uint64_t WorkerProcess::Heartbeat() const { return page_->beats.load(std::memory_order_relaxed); }
 
+uint64_t WorkerProcess::Progress() const { return page_->progress.load(std::memory_order_relaxed); }
+
 uint32_t WorkerProcess::PluginEntryNow(uint64_t& call) const {
   call = page_->plugin_call.load(std::memory_order_relaxed);
   return page_->plugin_entry.load(std::memory_order_relaxed);

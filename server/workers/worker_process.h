@@ -67,6 +67,8 @@ class WorkerProcess {
 
   // The worker's progress counter (common/worker_page.h): it moves while the worker works.
   uint64_t Heartbeat() const;
+  // The page's count of completed work (common/worker_page.h `progress`).
+  uint64_t Progress() const;
   // The kernel plugin entry point the worker is inside (common/worker_page.h PluginEntry, 0: none)
   // and, in `call`, the call of a launch; readable after the process died.
   uint32_t PluginEntryNow(uint64_t& call) const;

@@ -1,6 +1,7 @@
 #include "worker/numerics/dtype.h"
 
 #include <cstdint>
+#include <cstring>
 
 namespace colltest {
 
@@ -83,6 +84,24 @@ uint32_t StoredBits(DType t, float f) {
       return FloatBits(f);
   }
   return FloatBits(f);
+}
+
+void StoreRow(DType t, const float* values, size_t count, void* dst) {
+  switch (t) {
+    case DType::kBf16: {
+      auto* out = static_cast<uint16_t*>(dst);
+      for (size_t i = 0; i < count; ++i) out[i] = FloatToBf16(values[i]);
+      return;
+    }
+    case DType::kFp16: {
+      auto* out = static_cast<uint16_t*>(dst);
+      for (size_t i = 0; i < count; ++i) out[i] = FloatToFp16(values[i]);
+      return;
+    }
+    case DType::kFp32:
+      std::memcpy(dst, values, count * sizeof(float));
+      return;
+  }
 }
 
 namespace {

@@ -45,6 +45,9 @@ float Fp16ToFloat(uint16_t h);
 float RoundTo(DType t, float f);
 // The bit pattern of `f` (which must be representable in `t`) as stored in memory.
 uint32_t StoredBits(DType t, float f);
+// The bulk form of StoredBits: `count` values stored as T, little-endian, at `dst` (ElemBytes(t)
+// bytes each), the type dispatched once per row instead of once per element.
+void StoreRow(DType t, const float* values, size_t count, void* dst);
 // Distance in units in the last place of `t` between two values representable in `t`; +0 and -0
 // are the same point. Returns UINT64_MAX when either is NaN.
 uint64_t UlpDistance(DType t, float a, float b);

@@ -45,6 +45,32 @@ using inputs::RowPlan;
 using inputs::StreamKey;
 using inputs::StreamPlan;
 
+// A row of one pattern's elements with the pattern a constant: flatten inlines ElementFromHash
+// into the loop, where its pattern switch folds away. A cpu rank generates its inputs and the
+// residual on the host every call, as many elements as the call sums.
+template <Pattern P>
+[[gnu::flatten]] void ElementsOfRowAs(DType t, uint64_t key, uint32_t row, uint32_t n, float* out) {
+  for (uint32_t c = 0; c < n; ++c) {
+    out[c] = inputs::ElementFromHash<HostRounding>(P, t, HashAt(key, row, c), 0);
+  }
+}
+
+// The one dispatch from a pattern to its row loop (neg_zero, which hashes packs too, is not here).
+void ElementsOfRow(Pattern p, DType t, uint64_t key, uint32_t row, uint32_t n, float* out) {
+  switch (p) {
+    case Pattern::kIntegers:
+      return ElementsOfRowAs<Pattern::kIntegers>(t, key, row, n, out);
+    case Pattern::kLarge:
+      return ElementsOfRowAs<Pattern::kLarge>(t, key, row, n, out);
+    case Pattern::kDenormal:
+      return ElementsOfRowAs<Pattern::kDenormal>(t, key, row, n, out);
+    case Pattern::kQuantTies:
+      return ElementsOfRowAs<Pattern::kQuantTies>(t, key, row, n, out);
+    default:  // normal, same, amax_last_rank, quant_saturate, zero_rows: the normal values
+      return ElementsOfRowAs<Pattern::kNormal>(t, key, row, n, out);
+  }
+}
+
 // The host's bulk form of PlannedValue: the pack hash of neg_zero once per pack, the spike placed
 // after the row.
 void PlannedRow(Pattern p, DType t, const StreamPlan& s, const RowPlan& r, uint32_t row, uint32_t n,
@@ -63,9 +89,7 @@ void PlannedRow(Pattern p, DType t, const StreamPlan& s, const RowPlan& r, uint3
       }
     }
   } else {
-    for (uint32_t c = 0; c < n; ++c) {
-      out[c] = inputs::ElementFromHash<HostRounding>(p, t, HashAt(s.key, row, c), 0);
-    }
+    ElementsOfRow(p, t, s.key, row, n, out);
   }
   if (r.spike_col < n) out[r.spike_col] = r.spike;
 }

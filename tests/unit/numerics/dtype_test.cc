@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -231,6 +232,22 @@ TEST(DTypeTest, UlpDistance) {
   EXPECT_EQ(UlpDistance(DType::kFp16, -1.0f, 1.0f), 2u * 0x3c00u);
   EXPECT_EQ(UlpDistance(DType::kFp32, -1.0f, 1.0f), 2ull * 0x3f800000u);
   EXPECT_EQ(UlpDistance(DType::kFp16, 65504.0f, std::numeric_limits<float>::infinity()), 1u);
+}
+
+// StoreRow is StoredBits over a row: the same bytes for every element, each type, odd lengths.
+TEST(DTypeTest, StoreRowStoresWhatStoredBitsGives) {
+  const std::vector<float> values = {0.0f,     -0.0f, 1.0f,  -2.5f, 3.14159f,
+                                     65504.0f, 1e-7f, -7.0f, 0.1f};
+  for (DType t : {DType::kBf16, DType::kFp16, DType::kFp32}) {
+    SCOPED_TRACE(DTypeName(t));
+    std::vector<uint8_t> row(values.size() * ElemBytes(t));
+    StoreRow(t, values.data(), values.size(), row.data());
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint32_t got = 0;
+      std::memcpy(&got, row.data() + i * ElemBytes(t), ElemBytes(t));
+      EXPECT_EQ(got, StoredBits(t, values[i])) << i;
+    }
+  }
 }
 
 }  // namespace

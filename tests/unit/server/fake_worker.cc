@@ -15,6 +15,10 @@
 //                 announce (common/worker_page.h) that they wait for R, and never answer either
 //   spin_cancel   every rank beats until the controller sets its cancel word, then answers HANG
 //   spin_deaf     every rank beats forever and ignores the cancel word (a long device replay)
+//   grind:R       rank R completes work (common/worker_page.h `progress`) forever and never
+//                 answers; the other ranks answer OK
+//   slow:R        rank R completes a unit of work every 50 ms for 3 s, then answers OK; the
+//                 other ranks answer OK at once
 // Only `busy` beats the heartbeat (--heartbeat-fd): any other rank that does not answer looks
 // stuck to the controller's watchdog.
 // Environment, read at start:
@@ -44,6 +48,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "colltest/v1/worker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "worker/heartbeat.h"
@@ -191,6 +197,13 @@ class FakeWorker final : public wv1::Worker::Service {
       BeatForever();
     }
     if (request->fault() == "spin_deaf") BeatForever();
+    if (mine && (what == "grind" || what == "slow")) {
+      const absl::Time until = absl::Now() + absl::Seconds(3);
+      while (what == "grind" || absl::Now() < until) {
+        colltest::worker::Advance();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
     if (request->fault() == "spin_cancel") {
       while (!colltest::worker::CancelRequested()) {
         colltest::worker::Beat();

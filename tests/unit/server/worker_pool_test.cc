@@ -231,19 +231,22 @@ TEST_F(WorkerPoolTest, ExitStatusOfADeadRankIsReported) {
   EXPECT_THAT(results[1].message(), HasSubstr("died: exited with status 3"));
 }
 
-TEST_F(WorkerPoolTest, HungRankIsNamedWithinTheDeadline) {
-  // A worker that keeps beating but never answers: only the host deadline finds it.
+TEST_F(WorkerPoolTest, HungRankIsNamedWithinTheProgressWindow) {
+  // A worker that completes no work and never answers, its heartbeat not watched: the host
+  // deadline's progress rule finds it one window after its last progress.
   options_.heartbeat_grace = absl::Hours(1);
   Run({0, 1, 2}, Case());
   const CaseRequest request = Case("hang:1", 1000);
   const absl::Time start = absl::Now();
   const std::vector<RankResult> results = Run({0, 1, 2}, request);
   const absl::Duration elapsed = absl::Now() - start;
-  EXPECT_LT(elapsed, absl::Milliseconds(1000) + options_.grace + absl::Seconds(1));
-  EXPECT_GE(elapsed, CaseDeadline(request, options_.grace));
+  const absl::Duration window = ProgressWindow(request, options_.grace);
+  EXPECT_EQ(window, absl::Milliseconds(2300));
+  EXPECT_LT(elapsed, window + absl::Seconds(1));
+  EXPECT_GE(elapsed, window);
   ASSERT_THAT(results, SizeIs(3));
   EXPECT_EQ(results[1].status(), CASE_STATUS_HANG);
-  EXPECT_EQ(results[1].message(), "rank 1 did not answer within 1.3s");
+  EXPECT_EQ(results[1].message(), "rank 1 did not answer: no progress for 2.3s");
   EXPECT_EQ(results[1].suspect_peer(), -1);
   EXPECT_EQ(results[1].phase(), "host deadline");
   EXPECT_EQ(results[0].status(), CASE_STATUS_OK);
@@ -251,6 +254,35 @@ TEST_F(WorkerPoolTest, HungRankIsNamedWithinTheDeadline) {
   EXPECT_THAT(Pool().LivePids(), IsEmpty());
   EXPECT_EQ(Pool().Restarts(), 1u);
   ExpectAllOk(Run({0, 1, 2}, Case()), {0, 1, 2});
+}
+
+// A rank that keeps completing work is never stopped by the progress rule, however long it runs:
+// 3 s of work, past the 2.3 s window and the 1.3 s a fixed deadline of the old formula allowed.
+TEST_F(WorkerPoolTest, ARankThatKeepsProgressingIsNotLate) {
+  options_.heartbeat_grace = absl::Hours(1);
+  Run({0, 1, 2}, Case());
+  const absl::Time start = absl::Now();
+  const std::vector<RankResult> results = Run({0, 1, 2}, Case("slow:1", 1000));
+  EXPECT_GE(absl::Now() - start, absl::Seconds(3));
+  ExpectAllOk(results, {0, 1, 2});
+}
+
+// A rank that completes work forever without answering: the wall cap ends it.
+TEST_F(WorkerPoolTest, TheWallCapEndsARankThatProgressesWithoutAnswering) {
+  options_.heartbeat_grace = absl::Hours(1);
+  Run({0, 1, 2}, Case());
+  const CaseRequest request = Case("grind:1", 1000);
+  const absl::Time start = absl::Now();
+  const std::vector<RankResult> results = Run({0, 1, 2}, request);
+  const absl::Duration elapsed = absl::Now() - start;
+  EXPECT_EQ(CaseDeadline(request, options_.grace), absl::Milliseconds(4600));
+  EXPECT_GE(elapsed, CaseDeadline(request, options_.grace));
+  EXPECT_LT(elapsed, CaseDeadline(request, options_.grace) + absl::Seconds(1));
+  ASSERT_THAT(results, SizeIs(3));
+  EXPECT_EQ(results[1].status(), CASE_STATUS_HANG);
+  EXPECT_EQ(results[1].message(), "rank 1 did not answer within 4.6s");
+  EXPECT_EQ(results[0].status(), CASE_STATUS_OK);
+  EXPECT_EQ(results[2].status(), CASE_STATUS_OK);
 }
 
 // The one verdict rule: whoever ran out of time first, ranks that were waiting for a peer name it.
@@ -827,19 +859,22 @@ TEST_F(IdleTest, ZeroTimeoutKeepsTheWorkers) {
   EXPECT_THAT(Pool().LivePids(), UnorderedElementsAreArray(pids));
 }
 
-TEST(CaseDeadlineTest, ScalesTheTimeoutWithTheNumberOfCalls) {
+TEST(CaseDeadlineTest, TheWindowIsTwoTimeoutsAndTheCapGrowsWithTheCalls) {
   const absl::Duration grace = absl::Seconds(2);
   CaseRequest request;
-  EXPECT_EQ(CaseDeadline(request, grace), absl::Seconds(7));  // 0 means 5 s
+  EXPECT_EQ(ProgressWindow(request, grace), absl::Seconds(12));  // 0 means 5 s
+  EXPECT_EQ(CaseDeadline(request, grace), absl::Seconds(24));
   request.set_timeout_ms(200);
-  EXPECT_EQ(CaseDeadline(request, grace), absl::Seconds(3));  // 1 s floor
+  EXPECT_EQ(ProgressWindow(request, grace), absl::Seconds(4));  // 1 s floor
   request.set_timeout_ms(2000);
   request.set_stress_calls(1000);
-  EXPECT_EQ(CaseDeadline(request, grace), absl::Seconds(404));
+  EXPECT_EQ(CaseDeadline(request, grace), absl::Seconds(6 * 1002));
   request.set_stress_calls(0);
   request.set_warmup(5);
   request.set_iters(20);
-  EXPECT_EQ(CaseDeadline(request, grace), absl::Seconds(14));
+  EXPECT_EQ(CaseDeadline(request, grace), absl::Seconds(6 * 27));
+  request.set_mode(colltest::v1::MODE_GRAPH);  // one untimed replay of up to kGraphCalls
+  EXPECT_EQ(CaseDeadline(request, grace), absl::Seconds(6 * 43));
 }
 
 }  // namespace

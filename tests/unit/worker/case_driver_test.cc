@@ -61,6 +61,7 @@ class FakeRuntime final : public CaseRuntime {
   int64_t bad_read = -1;   // the ReadChecks (0-based) that reports a mismatch ...
   uint32_t bad_index = 0;  // ... in this accumulator
   HangFacts hang{1, "lamport phase B", 3, std::nullopt};
+  bool first_replay_warms = true;
 
   absl::StatusOr<bool> Arm() override {
     if (capturing_) armed_while_capturing = true;
@@ -99,6 +100,7 @@ class FakeRuntime final : public CaseRuntime {
     log.push_back("replay");
     return absl::OkStatus();
   }
+  bool FirstReplayWarms() const override { return first_replay_warms; }
   absl::Status ClearChecks(uint32_t count) override {
     log.push_back(absl::StrCat("clear ", count));
     return absl::OkStatus();
@@ -227,6 +229,39 @@ TEST(CaseDriver, EagerWarmsUpTimesThenChecksTheLastCall) {
   EXPECT_EQ(r.status(), colltest::v1::CASE_STATUS_OK);
 }
 
+TEST(CaseDriver, GraphReplaysAboutTheIterationsAskedFor) {
+  // The fewest replays of at most kGraphCalls calls, the iterations shared evenly among them.
+  EXPECT_EQ(GraphCallsPerReplay(0), 1u);
+  EXPECT_EQ(GraphCallsPerReplay(1), 1u);
+  EXPECT_EQ(GraphCallsPerReplay(16), 16u);
+  EXPECT_EQ(GraphCallsPerReplay(17), 9u);
+  EXPECT_EQ(GraphCallsPerReplay(20), 10u);
+  EXPECT_EQ(GraphCallsPerReplay(200), 16u);
+  for (uint32_t iters = 1; iters <= 300; ++iters) {
+    const uint32_t k = GraphCallsPerReplay(iters);
+    const uint32_t replays = (iters + k - 1) / k;
+    EXPECT_LE(k, kGraphCalls) << iters;
+    EXPECT_EQ(replays, (iters + kGraphCalls - 1) / kGraphCalls) << iters;  // no extra replay
+    EXPECT_LT(replays * k - iters, replays) << iters;  // less than one call per replay over
+  }
+}
+
+TEST(CaseDriver, GraphTimesEveryReplayAfterAnUntimedOneOnlyWhereItWarms) {
+  for (const bool warms : {true, false}) {
+    SCOPED_TRACE(warms ? "first replay warms" : "first replay is like the others");
+    colltest::worker::v1::CaseRequest req =
+        Request(colltest::v1::VARIANT_ONE_STAGE, colltest::v1::MODE_GRAPH);
+    req.set_iters(20);
+    FakeRuntime rt;
+    rt.first_replay_warms = warms;
+    const colltest::v1::RankResult r = Drive(req, rt);
+    EXPECT_EQ(Lines(rt.log, "cap launch").size(), 10u);
+    EXPECT_EQ(Lines(rt.log, "replay").size(), warms ? 3u : 2u);
+    EXPECT_EQ(Lines(rt.log, "timer start").size(), 2u);
+    EXPECT_EQ(r.timing().samples(), 2u);
+  }
+}
+
 TEST(CaseDriver, EagerStressInterleavesOtherVariantsIntoLamport) {
   colltest::worker::v1::CaseRequest req =
       Request(colltest::v1::VARIANT_LAMPORT, colltest::v1::MODE_EAGER);
@@ -272,7 +307,7 @@ TEST(CaseDriver, GraphWarmsUpCapturesThenReplaysTimed) {
   colltest::worker::v1::CaseRequest req =
       Request(colltest::v1::VARIANT_ONE_STAGE, colltest::v1::MODE_GRAPH);
   req.set_warmup(1);
-  req.set_iters(20);  // 16 captured calls, 2 timed replays
+  req.set_iters(20);  // 2 timed replays of 10 captured calls
   FakeRuntime rt;
   const colltest::v1::RankResult r = Drive(req, rt);
   std::vector<std::string> want = {"arm"};
@@ -280,12 +315,12 @@ TEST(CaseDriver, GraphWarmsUpCapturesThenReplaysTimed) {
   want.push_back("launch one_stage 4 0");
   want.push_back("drain");
   want.push_back("begin");
-  for (int c = 0; c < 16; ++c) want.push_back(absl::StrCat("cap launch one_stage 4 ", c % 8));
+  for (int c = 0; c < 10; ++c) want.push_back(absl::StrCat("cap launch one_stage 4 ", c % 8));
   want.insert(want.end(), {"end", "replay", "timer start", "replay", "timer stop", "timer start",
-                           "replay", "timer stop", "drain", "clear 1", "check 7 4 0", "read 1",
-                           "fold 0 7 values", "settle finish case"});
+                           "replay", "timer stop", "drain", "clear 1", "check 1 4 0", "read 1",
+                           "fold 0 1 values", "settle finish case"});
   EXPECT_EQ(rt.log, want);
-  EXPECT_EQ(r.calls(), 1u + 16u * 3u);  // warm-up, the untimed replay and two timed ones
+  EXPECT_EQ(r.calls(), 1u + 10u * 3u);  // warm-up, the untimed replay and two timed ones
   EXPECT_EQ(r.timing().samples(), 2u);
 }
 

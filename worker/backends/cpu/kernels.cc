@@ -109,7 +109,7 @@ void NormRow(const typename Elem<D>::Storage* rout, const typename Elem<D>::Stor
 // the case's epilogue asks.
 template <DType D>
 void FusedRowEpilogue(const float* sums, uint32_t row, const CallArgs& a) {
-  worker::Beat();  // a large call on a crowded machine computes for long between two spins
+  worker::Advance();  // a large call on a crowded machine computes for long between two spins
   using S = typename Elem<D>::Storage;
   const size_t base = static_cast<size_t>(row) * a.n;
   const S* res = static_cast<const S*>(a.residual_in) + base;
@@ -127,8 +127,10 @@ void FusedRowEpilogue(const float* sums, uint32_t row, const CallArgs& a) {
   QuantizeRow(a.quant, row, y, a.n);
 }
 
+// Inlined into every poll: out of line, the pack went through the stack on each of the W polls
+// of every pack, and lamport_tb's consume loop stalled on the reload.
 template <DType D>
-bool PackArrived(const BlockContext& ctx, const Pack& p) {
+[[gnu::always_inline]] inline bool PackArrived(const BlockContext& ctx, const Pack& p) {
   return ctx.breaks->float_compare ? ArrivedFloatCompare<D>(p) : Arrived<D>(p);
 }
 

@@ -22,10 +22,12 @@ inline Pack LoadPack(const void* src) {
   return p;
 }
 
-inline void StorePack(void* dst, const Pack& p) {
+inline void StoreWords(void* dst, const uint32_t (&w)[4]) {
   auto* words = static_cast<uint32_t*>(dst);
   for (int i = 0; i < 4; ++i)
-    std::atomic_ref<uint32_t>(words[i]).store(p.w[i], std::memory_order_relaxed);
+    std::atomic_ref<uint32_t>(words[i]).store(w[i], std::memory_order_relaxed);
 }
+
+inline void StorePack(void* dst, const Pack& p) { StoreWords(dst, p.w); }
 
 }  // namespace colltest::cpu

@@ -12,7 +12,7 @@ void RankPendingStores::Append(std::vector<PostedStore>& stores) {
 }
 
 void RankPendingStores::DrainLocked() {
-  for (const PostedStore& s : pending_) StorePack(s.dst, s.value);
+  for (const PostedStore& s : pending_) StoreWords(s.dst, s.w);
   pending_.clear();
 }
 
@@ -28,7 +28,7 @@ void RankPendingStores::Discard() {
 
 void PostedStores::Drain() {
   rank_->Drain();
-  for (const PostedStore& s : entries_) StorePack(s.dst, s.value);
+  for (const PostedStore& s : entries_) StoreWords(s.dst, s.w);
   entries_.clear();
 }
 

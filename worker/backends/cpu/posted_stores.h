@@ -21,9 +21,11 @@
 
 namespace colltest::cpu {
 
+// The pack's words without its 16-byte alignment: 24 bytes a store instead of 32, and a queue
+// entry is written and read once per protocol store (lamport_tb posts W - 1 of them per pack).
 struct PostedStore {
   void* dst;
-  Pack value;
+  uint32_t w[4];
 };
 
 // Per rank: the posted stores of its finished kernels.
@@ -49,7 +51,7 @@ class PostedStores {
 
   void Store(void* dst, const Pack& value) {
     if (entries_.size() == kCapacity) Drain();
-    entries_.push_back({dst, value});
+    entries_.push_back({dst, {value.w[0], value.w[1], value.w[2], value.w[3]}});
   }
   // Makes every store of this rank's finished kernels and of this block visible, in order.
   void Drain();

@@ -360,11 +360,17 @@ absl::StatusOr<bool> GpuBackend::Runtime::Drain() {
   return b_.HangRecorded();
 }
 
+// The wait beats (the device is busy); its end is progress: everything enqueued completed.
 absl::Status GpuBackend::Runtime::WaitStream(const char* what) {
-  if (plugin_ == nullptr) return GpuOk(StreamSynchronizeBeating(stream()), what);
+  if (plugin_ == nullptr) {
+    COLLTEST_RETURN_IF_ERROR(GpuOk(StreamSynchronizeBeating(stream()), what));
+    worker::Advance();
+    return absl::OkStatus();
+  }
   const worker::InPluginScope inside(PluginEntry::kKernel, first_pending_call_);
   COLLTEST_RETURN_IF_ERROR(GpuOk(StreamSynchronizeBeating(stream()), what));
   first_pending_call_ = static_cast<uint64_t>(calls_);
+  worker::Advance();
   return absl::OkStatus();
 }
 
@@ -515,6 +521,7 @@ absl::Status GpuBackend::Runtime::Launch(Variant variant, uint32_t m, uint32_t s
     e = LaunchFaultStop(group, stream());
     stopped_ = true;
   }
+  worker::Advance();  // a call enqueued: the host's progress; the stream's shows at WaitStream
   return GpuOk(e, "launch");
 }
 
