@@ -48,11 +48,13 @@ absl::StatusOr<OutputOptions> ParseOutputOptions(const Invocation& inv) {
                           {"table", "json", "csv", "junit"});
   }
   const OutputFormat format = *parsed;
+  COLLTEST_ASSIGN_OR_RETURN(const ColorChoice color, ParseColorChoice(inv.color));
   const OutputOptions options{.format = format,
                               .out_path = inv.out_path,
                               .wide = inv.wide,
                               .quiet = inv.quiet,
                               .progress = inv.progress,
+                              .color = color,
                               .server = inv.connection.server,
                               .command = inv.command};
   if (PrintsEveryFormat(inv.command) || format == OutputFormat::kTable ||

@@ -9,10 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands/exit_code.h"
 #include "client/flags/suggest.h"
-
-#ifndef COLLTEST_VERSION
-#define COLLTEST_VERSION "unknown"
-#endif
+#include "common/version.h"
 
 namespace colltest::client {
 namespace {
@@ -40,6 +37,11 @@ void AddQuantOutputFlags(CLI::App* app, Flags* f, const std::string& keep_normed
   AddOptional(app, "--nvfp4-global-scale", "X", &f->nvfp4_global_scale,
               "Global scale of nvfp4, above 0 and at most 2^64 (default 256)");
 }
+
+// nccl-tests' names of the dtypes are accepted too (client/flags/flags.h).
+const char* const kDTypeHelp =
+    "bf16|fp16|fp32 (default bf16); nccl-tests' names bfloat16, half and float too (nccl-tests "
+    "-d)";
 
 void AddOutputFlags(CLI::App* app, Invocation* inv, const std::string& formats) {
   app->add_option("--format", inv->format, formats + " (default table)")->capture_default_str();
@@ -70,9 +72,10 @@ void AddSweepFlags(CLI::App* app, SweepFlags* f) {
               "Largest per-rank size (nccl-tests -e; default: unset, rows from --m)");
   AddOptional(app, "-f,--stepfactor", "X", &f->bytes_factor,
               "Multiply the size by X from -b to -e (nccl-tests -f, default 2)");
-  AddOptional(app, "--n", "LIST", &f->n, "Hidden sizes, e.g. 4096,7168 (default 7168)");
+  AddOptional(app, "--hidden,--n", "LIST", &f->n,
+              "Hidden sizes, e.g. 4096,7168 (default 7168); --n is the same flag");
   // Each enum's help starts with its values, a|b|c: the completion test reads them from there.
-  AddOptional(app, "--dtype", "DTYPE", &f->dtype, "bf16|fp16|fp32 (default bf16)");
+  AddOptional(app, "-d,--dtype", "DTYPE", &f->dtype, kDTypeHelp);
   AddOptional(app, "--variants", "LIST", &f->variants,
               "one_stage|two_kernel|lamport|lamport_tb|nccl|auto|all, comma-separated (default "
               "all, the variants the server's backend offers)");
@@ -89,8 +92,11 @@ void AddSweepFlags(CLI::App* app, SweepFlags* f) {
   AddOptional(app, "--quant-tolerance", "PROFILE", &f->quant_tolerance,
               "strict|ulp (default strict; ulp accepts a code one step off where the value is a "
               "rounding tie once in the dtype)");
-  AddOptional(app, "--warmup", "N", &f->warmup, "Warm-up calls (default 5)");
-  AddOptional(app, "--iters", "N", &f->iters, "Timed calls (default 20)");
+  AddOptional(app, "-w,--warmup", "N", &f->warmup, "Warm-up calls (nccl-tests -w, default 5)");
+  AddOptional(app, "-n,--iters", "N", &f->iters, "Timed calls (nccl-tests -n, default 20)");
+  AddOptional(app, "-c,--check", "0|1", &f->check,
+              "nccl-tests -c: 1 (default), every case's output is checked; 0 is refused, as "
+              "colltest has no unchecked case");
   AddOptional(app, "--stress", "N", &f->stress,
               "Stress calls, every one checked (default 0, none)");
   AddOptional(app, "--seed", "S", &f->seed, "Input seed (default 0)");
@@ -223,8 +229,9 @@ void AddHealthFlags(CLI::App* app, HealthFlags* f) {
 
 void AddTuneFlags(CLI::App* app, TuneFlags* f, Invocation* inv) {
   AddOptional(app, "--world", "N", &f->world, "Ranks (required): the W the table is for");
-  AddOptional(app, "--n", "N", &f->n, "Hidden size, one (default 7168)");
-  AddOptional(app, "--dtype", "DTYPE", &f->dtype, "bf16|fp16|fp32 (default bf16)");
+  AddOptional(app, "--hidden,--n", "N", &f->n,
+              "Hidden size, one (default 7168); --n is the same flag");
+  AddOptional(app, "-d,--dtype", "DTYPE", &f->dtype, kDTypeHelp);
   AddOptional(app, "--m", "LIST", &f->m, "Rows (tokens) (default 1,8,16,32,64,128,256,512,1024)");
   AddOptional(app, "--modes", "MODE", &f->modes, "eager or graph, one (default graph)");
   AddOptional(app, "--variants", "LIST", &f->variants,
@@ -233,8 +240,8 @@ void AddTuneFlags(CLI::App* app, TuneFlags* f, Invocation* inv) {
   app->add_flag("--tune-plugins", f->tune_plugins,
                 "Rank the kernel plugins --variants names (plugin:NAME) too, so that auto may pick "
                 "them (default: plugins are refused)");
-  AddOptional(app, "--warmup", "N", &f->warmup, "Warm-up calls (default 20)");
-  AddOptional(app, "--iters", "N", &f->iters, "Timed calls (default 200)");
+  AddOptional(app, "-w,--warmup", "N", &f->warmup, "Warm-up calls (nccl-tests -w, default 20)");
+  AddOptional(app, "-n,--iters", "N", &f->iters, "Timed calls (nccl-tests -n, default 200)");
   AddOptional(app, "--timeout", "DURATION", &f->timeout, "Per-case timeout (default 5s)");
   AddOptional(app, "--epilogue", "EPILOGUE", &f->epilogue,
               "none|fp8_token|fp8_tensor|nvfp4, one, the epilogue the table is measured with and "
@@ -250,6 +257,48 @@ void AddTuneFlags(CLI::App* app, TuneFlags* f, Invocation* inv) {
       "tune_BACKEND_DEVICE_wW_DTYPE_MODE_nN[_EPILOGUE[_keep_normed]].json in it (default: no "
       "file)");
 }
+
+// The flags of every command, given before or after it: the connection, progress and colour.
+void AddGlobalFlags(CLI::App* app, Invocation* inv) {
+  ConnectionOptions& conn = inv->connection;
+  app->add_option("--server", conn.server,
+                  "colltestd address, HOST:PORT (default 127.0.0.1:50051, or the COLLTEST_SERVER "
+                  "environment variable)")
+      ->envname("COLLTEST_SERVER")
+      ->capture_default_str();
+  app->add_option("--token-file", conn.token_file,
+                  "File holding a bearer token (default: no token)");
+  app->add_option("--tls-ca", conn.tls_ca,
+                  "Root CA (PEM): connect with TLS (default: plaintext, unless a client "
+                  "certificate is given)");
+  app->add_option("--tls-cert", conn.tls_cert,
+                  "Client certificate (PEM) for mutual TLS (default none)");
+  app->add_option("--tls-key", conn.tls_key,
+                  "Client private key (PEM) for mutual TLS (default none)");
+  app->add_option("--tls-server-name", conn.tls_server_name,
+                  "Name expected in the server certificate (default: the --server host)");
+  app->add_flag("-q,--quiet", inv->quiet,
+                "No progress on stderr (default: progress when stderr is a terminal)");
+  app->add_flag(
+      "--progress", inv->progress,
+      "Progress on stderr even when it is not a terminal, for CI logs (default: only on a "
+      "terminal)");
+
+  app->add_option("--color", inv->color,
+                  "always|auto|never (default auto, verdicts coloured on a terminal whose TERM is "
+                  "not dumb unless NO_COLOR is set; JSON, CSV and JUnit never)");
+}
+
+// The footer of `colltest --help`.
+constexpr const char* kExitCodes =
+    "Exit codes:\n"
+    "  0  every case OK or UNSUPPORTED; for compare, no regression\n"
+    "  1  some case WRONG\n"
+    "  2  some case HANG\n"
+    "  3  RPC or flag error, an ERROR case, or a run that did not complete\n"
+    "  4  compare or --compare-baseline found a regression (the run's own 1 to 3 outrank it)\n"
+    "  5  BUSY: the devices were in use and nothing was checked (--force runs anyway)\n"
+    "  6  health --targets: some node unreachable, and no reached node worse than OK";
 
 // The deepest command the parse reached ("baseline list", else "baseline", else the top level):
 // a mistyped word was meant as one of its flags or commands.
@@ -313,34 +362,13 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
   CLI::App app("Tests fused all-reduce + RMSNorm collective kernels through colltestd.",
                "colltest");
   app.require_subcommand(1);
-  app.set_version_flag("--version", COLLTEST_VERSION);
+  app.set_version_flag("--version", common::VersionLine("colltest"));
 
   // Global flags are also accepted after the command, where scripts tend to append them.
   app.fallthrough();
   app.failure_message(FailureMessage);
 
-  ConnectionOptions& conn = inv.connection;
-  app.add_option("--server", conn.server,
-                 "colltestd address, HOST:PORT (default 127.0.0.1:50051, or the COLLTEST_SERVER "
-                 "environment variable)")
-      ->envname("COLLTEST_SERVER")
-      ->capture_default_str();
-  app.add_option("--token-file", conn.token_file,
-                 "File holding a bearer token (default: no token)");
-  app.add_option("--tls-ca", conn.tls_ca,
-                 "Root CA (PEM): connect with TLS (default: plaintext, unless a client "
-                 "certificate is given)");
-  app.add_option("--tls-cert", conn.tls_cert,
-                 "Client certificate (PEM) for mutual TLS (default none)");
-  app.add_option("--tls-key", conn.tls_key,
-                 "Client private key (PEM) for mutual TLS (default none)");
-  app.add_option("--tls-server-name", conn.tls_server_name,
-                 "Name expected in the server certificate (default: the --server host)");
-  app.add_flag("-q,--quiet", inv.quiet,
-               "No progress on stderr (default: progress when stderr is a terminal)");
-  app.add_flag("--progress", inv.progress,
-               "Progress on stderr even when it is not a terminal, for CI logs (default: only on a "
-               "terminal)");
+  AddGlobalFlags(&app, &inv);
 
   const std::string run_formats = "table|json|csv|junit";
   const std::string list_formats = "table|json";
@@ -395,15 +423,7 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
   AddTuneFlags(tune, &inv.tune, &inv);
 
   // Set after the commands are added, which would otherwise repeat it under their own --help.
-  app.footer(
-      "Exit codes:\n"
-      "  0  every case OK or UNSUPPORTED; for compare, no regression\n"
-      "  1  some case WRONG\n"
-      "  2  some case HANG\n"
-      "  3  RPC or flag error, an ERROR case, or a run that did not complete\n"
-      "  4  compare or --compare-baseline found a regression (the run's own 1 to 3 outrank it)\n"
-      "  5  BUSY: the devices were in use and nothing was checked (--force runs anyway)\n"
-      "  6  health --targets: some node unreachable, and no reached node worse than OK");
+  app.footer(kExitCodes);
 
   std::vector<const char*> argv;
   argv.reserve(args.size());

@@ -26,9 +26,10 @@ struct Invocation {
   HistoryFlags history;  // history
   CompareFlags compare;  // compare; --compare-baseline and --compare-threshold of run and sweep
   std::string format = "table";
-  bool wide = false;      // --wide (run, sweep, get, compare tables)
-  bool quiet = false;     // --quiet (global): no progress on stderr
-  bool progress = false;  // --progress (global): progress on stderr even when not a terminal
+  bool wide = false;           // --wide (run, sweep, get, compare tables)
+  bool quiet = false;          // --quiet (global): no progress on stderr
+  bool progress = false;       // --progress (global): progress on stderr even when not a terminal
+  std::string color = "auto";  // --color (global): always|auto|never (client/format/color.h)
   std::string out_path;
   std::string run_id;         // get, cancel and baseline set
   std::string baseline_name;  // baseline set --name ("" = "default")

@@ -6,8 +6,9 @@
 # ($XDG_STATE_HOME/colltest, else ~/.local/state/colltest; COLLTEST_STATE_DIR overrides it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-bash scripts/build.sh
+# The build's packages and the three programs the demo runs: no test tools, no test binaries.
+bash scripts/setup.sh build
+TARGETS="colltestd colltest colltest-worker" bash scripts/build.sh
 bin="${BUILD_DIR:-build}"
 
 tmp=$(mktemp -d)
@@ -30,7 +31,7 @@ http=$(sed -n 's/.* http=\([^ ]*\).*/\1/p' <<<"$line")
 echo "dashboard: http://$http/"
 
 "$bin/bin/colltest" --server "$addr" devices
-"$bin/bin/colltest" --server "$addr" sweep --world 4 --m 1,8,64 --n 7168 \
+"$bin/bin/colltest" --server "$addr" sweep --world 4 --m 1,8,64 --hidden 7168 \
   --variants one_stage,two_kernel,lamport,lamport_tb --pattern integers "$@"
 "$bin/bin/colltest" --server "$addr" history --limit 5
 echo "dashboard: http://$http/  (JSON API: http://$http/api/v1/runs, metrics: http://$http/metrics)"

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/parse.h"
+#include "common/version.h"
 #include "server/build_info.h"
 #include "server/net/listen_address.h"
 
@@ -262,7 +263,7 @@ static void AddSharedGpuOptions(CLI::App& app, ServerOptions& o) {
 ParsedOptions ParseOptions(int argc, const char* const* argv) {
   ServerOptions o;
   CLI::App app{"colltestd: tests fused all-reduce + RMSNorm collective kernels on this node"};
-  app.set_version_flag("--version", Version());
+  app.set_version_flag("--version", common::VersionLine("colltestd"));
 
   app.add_option("--listen", o.listen,
                  "gRPC address, host:port (port 0: chosen by the OS) or unix:PATH; given twice, "

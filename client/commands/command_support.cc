@@ -4,6 +4,8 @@
 #include "client/commands/exit_code.h"
 #include "client/commands/hints.h"
 #include "client/commands/output.h"
+#include "client/commands/progress.h"
+#include "client/format/color.h"
 #include "client/format/format.h"
 
 namespace colltest::client {
@@ -47,7 +49,12 @@ int FailWithoutResult(Streams streams, const absl::Status& status, const OutputO
 int WriteOrFail(Streams streams, const absl::StatusOr<std::string>& text,
                 const OutputOptions& output) {
   if (!text.ok()) return Fail(streams, text.status());
-  absl::Status written = WriteOutput(*text, output.out_path, streams.out);
+  // Only a table on the terminal (or --color always): a file and the other formats are read by
+  // programs.
+  const bool color = output.format == OutputFormat::kTable && output.out_path.empty() &&
+                     ColorFor(output, streams.out);
+  absl::Status written =
+      WriteOutput(color ? PaintVerdicts(*text) : *text, output.out_path, streams.out);
   if (!written.ok()) return Fail(streams, written);
   return kExitOk;
 }

@@ -109,7 +109,10 @@ int StreamRun(Client& client, const v1::SweepSpec& spec,
               const std::optional<v1::CompareRequest>& compare, const OutputOptions& output,
               Streams streams, SweepProgressStyle style) {
   SweepCollector collector(&streams.err, ExpectedCaseCount(spec),
-                           {.mode = ProgressModeFor(output, streams.err), .style = style});
+                           {.mode = ProgressModeFor(output, streams.err),
+                            .style = style,
+                            .plan = spec,
+                            .color = ColorFor(output, streams.err)});
   absl::Status status =
       client.Sweep(spec, [&](const v1::SweepEvent& event) { collector.OnEvent(event); });
   // Whatever follows on stderr (an error, a warning) starts on a line of its own.
@@ -216,7 +219,9 @@ int TuneCommand(Client& client, const v1::SweepSpec& spec, const OutputOptions& 
   absl::StatusOr<v1::ListDevicesResponse> devices = client.ListDevices();
   if (!devices.ok()) return Fail(streams, devices.status(), output);
   SweepCollector collector(&streams.err, ExpectedCaseCount(spec),
-                           {.mode = ProgressModeFor(output, streams.err)});
+                           {.mode = ProgressModeFor(output, streams.err),
+                            .plan = spec,
+                            .color = ColorFor(output, streams.err)});
   absl::Status status =
       client.Sweep(spec, [&](const v1::SweepEvent& event) { collector.OnEvent(event); });
   collector.Finish();

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include "client/format/color.h"
 #include "client/format/format.h"
 
 namespace colltest::client {
@@ -16,8 +17,9 @@ struct OutputOptions {
   bool wide = false;      // --wide: every table column, whatever the width
   bool quiet = false;     // --quiet: no progress on stderr, even on a terminal
   bool progress = false;  // --progress: progress on stderr even when it is not a terminal
-  std::string server;     // the address asked, for hints and the unreachable JUnit report
-  std::string command;    // "run", "sweep", "health", ... (names the JUnit testcase)
+  ColorChoice color = ColorChoice::kAuto;  // --color: verdicts coloured (tables, progress)
+  std::string server;   // the address asked, for hints and the unreachable JUnit report
+  std::string command;  // "run", "sweep", "health", ... (names the JUnit testcase)
 };
 
 struct Streams {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <utility>
@@ -28,7 +29,12 @@ ProgressMode ChooseProgress(const OutputOptions& options, bool stderr_is_termina
 }
 
 bool IsTerminal(const std::ostream& stream) {
+  if (&stream == &std::cout) return isatty(STDOUT_FILENO) == 1;
   return (&stream == &std::cerr || &stream == &std::clog) && isatty(STDERR_FILENO) == 1;
+}
+
+bool ColorFor(const OutputOptions& options, const std::ostream& stream) {
+  return UseColor(options.color, IsTerminal(stream), std::getenv("NO_COLOR"), std::getenv("TERM"));
 }
 
 ProgressMode ProgressModeFor(const OutputOptions& options, const std::ostream& err) {
@@ -45,9 +51,14 @@ std::string FormatElapsed(absl::Duration elapsed) {
 std::string FormatEta(absl::Duration elapsed, uint32_t done, uint32_t total) {
   if (done == 0 || total == 0) return "?";
   if (done >= total) return "0s";
-  const double rest = absl::ToDoubleSeconds(elapsed) / done * (total - done);
+  return FormatRemaining(elapsed / done * (total - done));
+}
+
+std::string FormatRemaining(absl::Duration rest) {
+  // To the microsecond first, so that a sum of parts that is 32 s to the last bit is not 33 s.
+  const double left = std::round(absl::ToDoubleSeconds(rest) * 1e6) / 1e6;
   // Rounded up: "0s" would claim the work is over while a case still runs.
-  const auto seconds = static_cast<int64_t>(std::ceil(rest < 0 ? 0 : rest));
+  const auto seconds = static_cast<int64_t>(std::ceil(left < 0 ? 0 : left));
   if (seconds < 60) return absl::StrCat(seconds, "s");
   return FormatLong(seconds);
 }

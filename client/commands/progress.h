@@ -29,9 +29,14 @@ enum class ProgressMode {
 // --quiet wins; then a terminal redraws in place; then --progress prints lines; else nothing.
 ProgressMode ChooseProgress(const OutputOptions& options, bool stderr_is_terminal);
 
-// True when `stream` is the process's stderr (std::cerr or std::clog) and that is a terminal. Any
-// other stream, such as a test's std::ostringstream, is not one, whatever fd 2 is.
+// True when `stream` is the process's stderr (std::cerr or std::clog) or stdout (std::cout) and
+// that is a terminal. Any other stream, such as a test's std::ostringstream, is not one, whatever
+// fds 1 and 2 are.
 bool IsTerminal(const std::ostream& stream);
+
+// Whether what goes to `stream` is coloured: --color, the stream a terminal, NO_COLOR and TERM
+// (UseColor of client/format/color.h).
+bool ColorFor(const OutputOptions& options, const std::ostream& stream);
 
 // The mode for a command writing progress to `err`.
 ProgressMode ProgressModeFor(const OutputOptions& options, const std::ostream& err);
@@ -41,6 +46,8 @@ std::string FormatElapsed(absl::Duration elapsed);
 // What is left at the pace so far, elapsed / done x (total - done), in whole seconds rounded up
 // ("12s", "3m20s", "1h02m"); "?" before the first case or when the total is unknown.
 std::string FormatEta(absl::Duration elapsed, uint32_t done, uint32_t total);
+// A time still to go as FormatEta writes it, whole seconds rounded up.
+std::string FormatRemaining(absl::Duration rest);
 
 // One line of progress on `out`. On a terminal Draw replaces the line in place; otherwise each
 // Draw is a line of its own. The destructor ends a line left open, so that whatever follows

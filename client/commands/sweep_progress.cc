@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/format/color.h"
 #include "client/format/result_view.h"
 #include "common/names.h"
 
@@ -19,11 +20,12 @@ uint32_t ExpectedCaseCount(const v1::SweepSpec& spec) {
 }
 
 std::string ProgressLine(const v1::CaseResult& c, uint32_t done, uint32_t total,
-                         absl::string_view timing) {
+                         absl::string_view timing, bool color) {
+  const absl::string_view status = common::CaseStatusName(c.status());
   std::string line =
       absl::StrCat("[", done, "/", total == 0 ? std::string("?") : absl::StrCat(total), "] ",
                    VariantLabel(c), " ", common::ModeName(c.mode()), " m=", c.m(), " n=", c.n(),
-                   ": ", common::CaseStatusName(c.status()));
+                   ": ", color ? PaintVerdict(status) : std::string(status));
   if (c.timing().median_us() > 0)
     absl::StrAppend(&line, absl::StrFormat(" %.1f us", c.timing().median_us()));
   if (!timing.empty()) absl::StrAppend(&line, " (", timing, ")");
@@ -31,12 +33,14 @@ std::string ProgressLine(const v1::CaseResult& c, uint32_t done, uint32_t total,
   return line;
 }
 
-std::string RunStatusLine(uint32_t done, uint32_t total, absl::Duration elapsed) {
+std::string RunStatusLine(uint32_t done, uint32_t total, absl::Duration elapsed,
+                          absl::string_view eta) {
   if (total == 0) {
     return absl::StrCat("[", done, "/?] elapsed ", FormatElapsed(elapsed), " ETA ?");
   }
   return absl::StrCat("[", done, "/", total, "] ", uint64_t{done} * 100 / total, "% elapsed ",
-                      FormatElapsed(elapsed), " ETA ", FormatEta(elapsed, done, total));
+                      FormatElapsed(elapsed), " ETA ",
+                      eta.empty() ? FormatEta(elapsed, done, total) : std::string(eta));
 }
 
 SweepCollector::SweepCollector(std::ostream* progress, uint32_t expected_total,
@@ -44,7 +48,10 @@ SweepCollector::SweepCollector(std::ostream* progress, uint32_t expected_total,
     : options_(std::move(options)),
       line_(progress, options_.mode),
       start_(options_.now()),
-      total_(expected_total) {}
+      last_case_end_(start_),
+      total_(expected_total) {
+  if (options_.plan.has_value()) eta_.emplace(*options_.plan);
+}
 
 void SweepCollector::OnEvent(const v1::SweepEvent& event) {
   if (!event.run_id().empty() && run_id_.empty()) {
@@ -78,7 +85,7 @@ void SweepCollector::OnProgress(const v1::SweepProgress& p) {
     const std::string text = absl::StrCat("queued: ", p.queue_position(), " run(s) ahead");
     case_lines ? line_.Print(text) : line_.Draw(text);
   } else if (p.state() != last_state_ && p.state() == v1::RUN_STATE_RUNNING) {
-    if (received_ == 0) start_ = options_.now();
+    if (received_ == 0) start_ = last_case_end_ = options_.now();
     case_lines ? line_.Print("running") : line_.Draw("running");
   }
   last_state_ = p.state();
@@ -88,14 +95,24 @@ void SweepCollector::OnProgress(const v1::SweepProgress& p) {
 void SweepCollector::OnResult(const v1::CaseResult& c) {
   ++received_;
   *partial_.add_cases() = c;
-  const absl::Duration elapsed = options_.now() - start_;
+  const absl::Time now = options_.now();
+  if (eta_.has_value()) eta_->Finished(c, now - last_case_end_);
+  last_case_end_ = now;
+  const absl::Duration elapsed = now - start_;
   if (options_.style == SweepProgressStyle::kStatusLine) {
-    line_.Draw(RunStatusLine(received_, total_, elapsed));
+    line_.Draw(RunStatusLine(received_, total_, elapsed, Eta(elapsed)));
     return;
   }
   line_.Print(ProgressLine(c, received_, total_,
-                           absl::StrCat("elapsed ", FormatElapsed(elapsed), ", ETA ",
-                                        FormatEta(elapsed, received_, total_))));
+                           absl::StrCat("elapsed ", FormatElapsed(elapsed), ", ETA ", Eta(elapsed)),
+                           options_.color));
+}
+
+std::string SweepCollector::Eta(absl::Duration elapsed) const {
+  if (eta_.has_value() && total_ != 0 && eta_->planned() == total_ && received_ < total_) {
+    if (std::optional<absl::Duration> rest = eta_->Remaining()) return FormatRemaining(*rest);
+  }
+  return FormatEta(elapsed, received_, total_);
 }
 
 v1::RunResult SweepCollector::Result() const { return summary_.has_value() ? *summary_ : partial_; }

@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/commands/case_eta.h"
 #include "client/commands/progress.h"
 #include "colltest/v1/colltest.pb.h"
 
@@ -22,11 +23,14 @@ uint32_t ExpectedCaseCount(const v1::SweepSpec& spec);
 // "[3/12] lamport eager m=64 n=7168: OK 12.3 us". `total` 0 prints as "?". A non-empty `timing`
 // goes in parentheses after the status and before the case's message, where it lines up from
 // case to case: "[3/12] ...: OK 12.3 us (elapsed 12.3s, ETA 40s)".
+// `color`: the status painted (client/format/color.h).
 std::string ProgressLine(const v1::CaseResult& c, uint32_t done, uint32_t total,
-                         absl::string_view timing = "");
+                         absl::string_view timing = "", bool color = false);
 
 // "[3/12] 25% elapsed 4.1s ETA 12s"; "[3/?] elapsed 4.1s ETA ?" while the total is unknown.
-std::string RunStatusLine(uint32_t done, uint32_t total, absl::Duration elapsed);
+// `eta` replaces the pace-so-far estimate of FormatEta when given.
+std::string RunStatusLine(uint32_t done, uint32_t total, absl::Duration elapsed,
+                          absl::string_view eta = "");
 
 enum class SweepProgressStyle {
   kCaseLines,   // `sweep`: a line per case with its verdict, elapsed time and ETA
@@ -37,6 +41,10 @@ struct SweepProgressOptions {
   ProgressMode mode = ProgressMode::kLines;
   SweepProgressStyle style = SweepProgressStyle::kCaseLines;
   std::function<absl::Time()> now = [] { return absl::Now(); };  // a fixed clock in tests
+  // The spec sent: the ETA then weighs each remaining case by its size (case_eta.h) instead of
+  // counting cases.
+  std::optional<v1::SweepSpec> plan;
+  bool color = false;  // verdicts painted (ColorFor of progress.h)
 };
 
 class SweepCollector {
@@ -59,10 +67,14 @@ class SweepCollector {
  private:
   void OnProgress(const v1::SweepProgress& p);
   void OnResult(const v1::CaseResult& c);
+  // The ETA after `done` cases: from the cases' sizes when the plan matches the total.
+  std::string Eta(absl::Duration elapsed) const;
 
   SweepProgressOptions options_;
   StatusLine line_;
   absl::Time start_;
+  absl::Time last_case_end_;
+  std::optional<CaseEta> eta_;
   uint32_t total_;
   uint32_t received_ = 0;
   std::string run_id_;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/flags/flag_parsing.h"
+#include "client/flags/nccl_names.h"
 #include "client/flags/quant_flags.h"
 #include "client/flags/size_flags.h"
 #include "client/flags/suggest.h"
@@ -50,8 +51,9 @@ std::optional<v1::HealthLevel> ParseHealthLevelName(absl::string_view name) {
 }
 
 absl::StatusOr<v1::DType> ParseDTypeFlag(absl::string_view flag, absl::string_view text) {
-  return ParseEnumFlag<v1::DType>(flag, text, common::ParseDTypeName, "bf16, fp16 or fp32",
-                                  common::DTypeNames());
+  return ParseEnumFlag<v1::DType>(flag, text, ParseDTypeOrNcclName,
+                                  "bf16, fp16 or fp32 (nccl-tests: bfloat16, half or float)",
+                                  DTypeAndNcclNames());
 }
 
 bool AnyByteSizeFlag(const SweepFlags& flags) {
@@ -59,11 +61,11 @@ bool AnyByteSizeFlag(const SweepFlags& flags) {
          flags.bytes_factor.has_value();
 }
 
-// --n and --dtype, then the rows: --m, or the byte-size flags converted with that n and dtype
+// --hidden and --dtype, then the rows: --m, or the byte-size flags converted with that n and dtype
 // (skipped when either failed: their error is the one to fix), or the default.
 void ApplyShapeFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& errors) {
   const absl::Status n =
-      ApplyFlag(flags.n, "--n", ParseUint32ListFlag,
+      ApplyFlag(flags.n, "--hidden", ParseUint32ListFlag,
                 [&](const std::vector<uint32_t>& v) { spec.mutable_n()->Add(v.begin(), v.end()); });
   if (!flags.n.has_value()) spec.add_n(kDefaultN);
   const absl::Status dtype =
@@ -140,6 +142,7 @@ void ApplyRunFlags(const SweepFlags& flags, v1::SweepSpec& spec, FlagErrors& err
   };
   errors.Add(ApplyFlag(flags.warmup, "--warmup", u32, [&](uint32_t v) { spec.set_warmup(v); }));
   errors.Add(ApplyFlag(flags.iters, "--iters", u32, [&](uint32_t v) { spec.set_iters(v); }));
+  if (flags.check.has_value()) errors.Add(ParseCheckFlag("--check", *flags.check));
   errors.Add(
       ApplyFlag(flags.stress, "--stress", u32, [&](uint32_t v) { spec.set_stress_calls(v); }));
   errors.Add(
@@ -422,7 +425,7 @@ absl::StatusOr<v1::SweepSpec> BuildTuneSpec(const TuneFlags& flags) {
     // tuned where it moves fewer bytes than one-shot (docs/protocol.md).
     if (v >= 4) spec.add_variants(v1::VARIANT_LAMPORT_TWO_SHOT);
   }));
-  status.Update(ApplyFlag(flags.n, "--n", one_n, [&](uint32_t v) { spec.set_n(0, v); }));
+  status.Update(ApplyFlag(flags.n, "--hidden", one_n, [&](uint32_t v) { spec.set_n(0, v); }));
   status.Update(ApplyFlag(flags.dtype, "--dtype", dtype, [&](v1::DType v) { spec.set_dtype(v); }));
   status.Update(ApplyFlag(flags.m, "--m", ParseUint32ListFlag, [&](std::vector<uint32_t> v) {
     std::sort(v.begin(), v.end());

@@ -121,7 +121,8 @@ absl::StatusOr<std::vector<uint32_t>> ResolveRows(const SweepFlags& flags,
   }
   if (n.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        byte_flags, ": needs exactly one --n to turn bytes into rows (m = bytes / (n x element ",
+        byte_flags,
+        ": needs exactly one --hidden to turn bytes into rows (m = bytes / (n x element ",
         "size)), got ", n.empty() ? "none" : absl::StrJoin(n, ",")));
   }
   COLLTEST_ASSIGN_OR_RETURN(const ByteSizes sizes, RequestedBytes(flags));

@@ -36,6 +36,7 @@ struct SweepFlags {
   std::optional<std::string> quant_tolerance;
   std::optional<std::string> warmup;
   std::optional<std::string> iters;
+  std::optional<std::string> check;  // nccl-tests' -c: only 1 is taken (nccl_names.h)
   std::optional<std::string> stress;
   std::optional<std::string> seed;
   std::optional<std::string> timeout;

@@ -202,12 +202,38 @@ std::vector<std::string> With(std::vector<std::string> head, const std::vector<s
 }
 
 TEST_F(CliProgress, RunRedrawsOneStatusLineOnATerminal) {
-  auto [code, out] = RunOnTerminal(Args(With({"run"}, kSmallRun)));
+  auto [code, out] = RunOnTerminal(Args(With({"run", "--color", "never"}, kSmallRun)));
   EXPECT_EQ(code, 0) << out;
   EXPECT_THAT(out, ContainsRegex("\r\\[1/2\\] 50% elapsed [0-9.]+s ETA [0-9]+s"));
   // The last redraw is ended before the report starts.
   EXPECT_THAT(out, ContainsRegex("\r\\[2/2\\] 100% elapsed [0-9.]+s ETA 0s *\r\n"));
   EXPECT_THAT(out, HasSubstr("2 cases: 2 OK"));
+}
+
+// On a terminal the verdicts of the table and of the progress lines are coloured, unless NO_COLOR
+// is set (to anything but "") or TERM is dumb; never on a pipe.
+TEST_F(CliProgress, VerdictsColouredOnATerminalUnlessNoColorOrDumb) {
+  auto on_terminal = [&](std::vector<std::string> env) {
+    std::vector<std::string> argv = {"/usr/bin/env", "-u", "NO_COLOR"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    const std::vector<std::string> colltest = Args(With({"sweep"}, kSmallRun));
+    argv.insert(argv.end(), colltest.begin(), colltest.end());
+    return RunOnTerminal(argv);
+  };
+  auto [code, out] = on_terminal({"TERM=xterm"});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("2 cases: 2 \x1B[32mOK\x1B[0m"));
+  EXPECT_THAT(out, ContainsRegex("lamport eager m=1 n=64: \x1B\\[32mOK\x1B\\[0m"));
+  for (const std::vector<std::string>& env :
+       {std::vector<std::string>{"TERM=xterm", "NO_COLOR=1"}, {"TERM=dumb"}}) {
+    auto [plain_code, plain] = on_terminal(env);
+    EXPECT_EQ(plain_code, 0) << plain;
+    EXPECT_THAT(plain, HasSubstr("2 cases: 2 OK")) << env.back();
+    EXPECT_THAT(plain, Not(HasSubstr("\x1B["))) << env.back();
+  }
+  auto [pipe_code, pipe] = RunCommand(Args(With({"sweep", "--progress"}, kSmallRun)));
+  EXPECT_EQ(pipe_code, 0) << pipe;
+  EXPECT_THAT(pipe, Not(HasSubstr("\x1B[")));
 }
 
 TEST_F(CliProgress, NothingOnAPipeUnlessAskedAndNeverWhenQuiet) {

@@ -20,6 +20,7 @@
 #include "common/defaults.h"
 #include "common/shm_names.h"
 #include "common/signal_mask.h"
+#include "common/version.h"
 #include "worker/backends/cpu/cpu_backend.h"
 #ifdef COLLTEST_WORKER_PROTOCOL_BREAKS
 #include "worker/backends/cpu/protocol_breaks_env.h"
@@ -38,11 +39,6 @@
 #include "worker/test_fault_env.h"
 #endif
 #include "worker/worker_service.h"
-
-// Set by the build from project(VERSION); the man page and the packages carry the same number.
-#ifndef COLLTEST_VERSION
-#define COLLTEST_VERSION "unknown"
-#endif
 
 namespace {
 
@@ -257,7 +253,7 @@ int CheckPlugin(const std::string& path, const std::string& backend) {
 
 int main(int argc, char** argv) {
   CLI::App app{"colltest worker: runs collective cases for one rank"};
-  app.set_version_flag("--version", COLLTEST_VERSION);
+  app.set_version_flag("--version", colltest::common::VersionLine("colltest-worker"));
   std::string socket_path, backend = "cpu";
   uint32_t device = 0, cpu_blocks = 2;
   int ready_fd = -1, heartbeat_fd = -1;

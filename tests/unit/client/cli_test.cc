@@ -474,8 +474,8 @@ TEST_F(CliTest, EveryBadRunFlagIsReportedAtOnceBeforeConnecting) {
                 &out, &err),
             3);
   EXPECT_THAT(err, StartsWith("colltest: INVALID_ARGUMENT: --m: cannot parse 'abc'"));
-  EXPECT_THAT(err, HasSubstr("\n--dtype: cannot parse 'fp8': expected bf16, fp16 or fp32; did you "
-                             "mean 'fp16'?\n"));
+  EXPECT_THAT(err, HasSubstr("\n--dtype: cannot parse 'fp8': expected bf16, fp16 or fp32 "
+                             "(nccl-tests: bfloat16, half or float); did you mean 'fp16'?\n"));
   EXPECT_THAT(err, HasSubstr("\n--variants: unknown variant 'lampor'"));
   EXPECT_THAT(err, HasSubstr("did you mean 'lamport'?\n"));
   EXPECT_THAT(err, HasSubstr("\n--modes: unknown mode 'lazy'"));

@@ -1201,3 +1201,34 @@ TEST(UnreachableTest, TuneIsThree) {
 
 }  // namespace
 }  // namespace colltest::client
+
+namespace colltest::client {
+namespace {
+
+// --color: verdicts painted in tables and progress; JSON, CSV and JUnit never.
+TEST_F(CommandsTest, ColorAlwaysPaintsTablesAndProgressOnly) {
+  EXPECT_EQ(Cli({"--color", "always", "sweep", "--label", "mixed", "--progress"}), 2) << err_;
+  EXPECT_THAT(out_, HasSubstr("\033[32mOK\033[0m"));
+  EXPECT_THAT(out_, HasSubstr("\033[1;31mHANG\033[0m"));
+  EXPECT_THAT(out_, HasSubstr("\033[31mWRONG\033[0m"));
+  EXPECT_THAT(err_, HasSubstr(": \033[1;31mHANG\033[0m"));
+  for (const char* format : {"json", "csv", "junit"}) {
+    EXPECT_EQ(Cli({"--color", "always", "run", "--label", "mixed", "--format", format}), 2);
+    EXPECT_THAT(out_, Not(HasSubstr("\033["))) << format;
+  }
+}
+
+TEST_F(CommandsTest, ColorNeverAndAutoOffATerminalPaintNothing) {
+  for (const char* color : {"never", "auto"}) {
+    EXPECT_EQ(Cli({"--color", color, "sweep", "--label", "mixed", "--progress"}), 2) << err_;
+    EXPECT_THAT(out_, Not(HasSubstr("\033["))) << color;
+    EXPECT_THAT(err_, Not(HasSubstr("\033["))) << color;
+  }
+  EXPECT_EQ(Cli({"sweep", "--label", "mixed"}), 2);
+  EXPECT_THAT(out_, Not(HasSubstr("\033[")));
+  EXPECT_EQ(Cli({"--color", "sometimes", "devices"}), 3);
+  EXPECT_THAT(err_, HasSubstr("--color: 'sometimes' is not one of always, auto or never"));
+}
+
+}  // namespace
+}  // namespace colltest::client

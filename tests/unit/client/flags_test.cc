@@ -196,7 +196,7 @@ void SetFlag(SweepFlags& flags, const std::string& name, const std::string& valu
   if (name == "--world") flags.world = value;
   if (name == "--devices") flags.devices = value;
   if (name == "--m") flags.m = value;
-  if (name == "--n") flags.n = value;
+  if (name == "--hidden") flags.n = value;
   if (name == "--dtype") flags.dtype = value;
   if (name == "--variants") flags.variants = value;
   if (name == "--modes") flags.modes = value;
@@ -226,7 +226,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadFlagCase{"--m", "abc", "'abc'"}, BadFlagCase{"--m", "1,,8", "'1,,8'"},
         BadFlagCase{"--m", "8,", "'8,'"}, BadFlagCase{"--m", "-1", "'-1'"},
-        BadFlagCase{"--n", "7168x", "'7168x'"}, BadFlagCase{"--n", "4294967296", "'4294967296'"},
+        BadFlagCase{"--hidden", "7168x", "'7168x'"},
+        BadFlagCase{"--hidden", "4294967296", "'4294967296'"},
         BadFlagCase{"--devices", "0;1", "'0;1'"}, BadFlagCase{"--world", "", "''"},
         BadFlagCase{"--world", "two", "'two'"}, BadFlagCase{"--variants", "lamport,fast", "'fast'"},
         BadFlagCase{"--variants", "", "''"}, BadFlagCase{"--modes", "eager,lazy", "'lazy'"},
@@ -332,7 +333,7 @@ TEST(BuildSweepSpecTest, ByteSizeFlagsWaitForAValidNAndDtype) {
   flags.n = "x";
   absl::StatusOr<v1::SweepSpec> spec = BuildSweepSpec(flags);
   ASSERT_FALSE(spec.ok());
-  EXPECT_THAT(std::string(spec.status().message()), StartsWith("--n: "));
+  EXPECT_THAT(std::string(spec.status().message()), StartsWith("--hidden: "));
   EXPECT_THAT(spec.status().message(), Not(HasSubstr("\n")));
 }
 
@@ -715,7 +716,7 @@ TEST_P(BadTuneFlagTest, IsRejectedNamingTheFlag) {
   TuneFlags flags;
   flags.world = "2";
   if (param.flag == "--world") flags.world = param.value;
-  if (param.flag == "--n") flags.n = param.value;
+  if (param.flag == "--hidden") flags.n = param.value;
   if (param.flag == "--dtype") flags.dtype = param.value;
   if (param.flag == "--m") flags.m = param.value;
   if (param.flag == "--modes") flags.modes = param.value;
@@ -743,8 +744,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlagCase{"--modes", "lazy", "'lazy'"},
         // The proto's 0 means every device: a world the table could not name.
         BadFlagCase{"--world", "0", "'0' is not a rank count"},
-        BadFlagCase{"--world", "two", "'two'"}, BadFlagCase{"--n", "7168,4096", "one hidden size"},
-        BadFlagCase{"--n", "big", "'big'"},
+        BadFlagCase{"--world", "two", "'two'"},
+        BadFlagCase{"--hidden", "7168,4096", "one hidden size"},
+        BadFlagCase{"--hidden", "big", "'big'"},
         BadFlagCase{"--variants", "one_stage,auto", "includes auto"},
         BadFlagCase{"--variants", "all", "includes auto"},
         BadFlagCase{"--variants", "turbo", "'turbo'"}, BadFlagCase{"--m", "1,,8", "'1,,8'"},

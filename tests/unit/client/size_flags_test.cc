@@ -104,9 +104,10 @@ TEST(ResolveRowsTest, RefusesMixedFlagsAndNotExactlyOneN) {
 
   SweepFlags bytes;
   bytes.bytes = "8K";
-  EXPECT_THAT(Message(ResolveRows(bytes, {1024, 2048}, v1::DTYPE_BF16)),
-              HasSubstr("needs exactly one --n to turn bytes into rows (m = bytes / (n x element "
-                        "size)), got 1024,2048"));
+  EXPECT_THAT(
+      Message(ResolveRows(bytes, {1024, 2048}, v1::DTYPE_BF16)),
+      HasSubstr("needs exactly one --hidden to turn bytes into rows (m = bytes / (n x element "
+                "size)), got 1024,2048"));
   EXPECT_THAT(Message(ResolveRows(bytes, {}, v1::DTYPE_BF16)), HasSubstr("got none"));
 }
 

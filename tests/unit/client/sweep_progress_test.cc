@@ -3,6 +3,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "client/commands/progress.h"
@@ -117,6 +118,89 @@ TEST(SweepCollectorTest, EtaIsTheAveragePaceTimesTheCasesLeft) {
   collector.OnEvent(Result(c));
   EXPECT_THAT(err.str(),
               HasSubstr("[2/4] lamport eager m=1 n=7168: OK (elapsed 1m00s, ETA 1m00s)"));
+}
+
+// A spec of `m` x {n 7168} x `variants` x {eager, graph}.
+v1::SweepSpec EtaSpec(std::vector<uint32_t> m, std::vector<v1::Variant> variants) {
+  v1::SweepSpec spec;
+  spec.mutable_m()->Add(m.begin(), m.end());
+  spec.add_n(7168);
+  for (v1::Variant v : variants) spec.add_variants(v);
+  spec.add_modes(v1::MODE_EAGER);
+  spec.add_modes(v1::MODE_GRAPH);
+  return spec;
+}
+
+// The cases of `spec` in the server's order (n, m, variant, mode), each taking `seconds(m)`.
+void RunCases(SweepCollector& collector, FakeClock& clock, const v1::SweepSpec& spec, size_t count,
+              const std::function<double(uint32_t m)>& seconds) {
+  size_t done = 0;
+  for (uint32_t m : spec.m()) {
+    for (int v : spec.variants()) {
+      for (int mode : spec.modes().empty()
+                          ? std::vector<int>{v1::MODE_EAGER}
+                          : std::vector<int>(spec.modes().begin(), spec.modes().end())) {
+        if (done++ == count) return;
+        v1::CaseResult c = testing::MakeCase(static_cast<v1::Variant>(v), v1::CASE_STATUS_OK);
+        c.set_m(m);
+        c.set_mode(static_cast<v1::Mode>(mode));
+        clock.now += absl::Seconds(seconds(m));
+        collector.OnEvent(Result(c));
+      }
+    }
+  }
+}
+
+// The case lines of a sweep of `spec` the server says has `total` cases, after `count` of them.
+std::string CaseLines(const v1::SweepSpec& spec, uint32_t total, size_t count,
+                      const std::function<double(uint32_t m)>& seconds) {
+  std::ostringstream err;
+  FakeClock clock;
+  SweepCollector collector(&err, total, {.now = clock.Fn(), .plan = spec});
+  RunCases(collector, clock, spec, count, seconds);
+  return err.str();
+}
+
+TEST(SweepCollectorTest, EtaWeighsTheRemainingCasesBySize) {
+  // [4/8]: the four cases of m = 64 took 2 s each; the four left are m = 256, 4 x the elements.
+  // Counting cases would say 8 s.
+  const std::string lines =
+      CaseLines(EtaSpec({64, 256}, {v1::VARIANT_LAMPORT, v1::VARIANT_ONE_STAGE}), 8, 4,
+                [](uint32_t) { return 2.0; });
+  EXPECT_THAT(lines, HasSubstr("[4/8] one_stage graph m=64 n=7168: OK (elapsed 8.0s, ETA 32s)"));
+  EXPECT_THAT(lines, HasSubstr("[1/8] lamport eager m=64 n=7168: OK (elapsed 2.0s, ETA 38s)"));
+}
+
+TEST(SweepCollectorTest, EtaFitsAFixedCostAndACostPerElement) {
+  // 1.1 s per case plus 0.5 s per row (the pace so far would say 8 s).
+  const v1::SweepSpec spec = EtaSpec({1, 2, 4, 8}, {v1::VARIANT_LAMPORT});
+  std::ostringstream err;
+  FakeClock clock;
+  SweepCollector collector(
+      &err, 0, {.style = SweepProgressStyle::kStatusLine, .now = clock.Fn(), .plan = spec});
+  collector.OnEvent(Progress(v1::RUN_STATE_RUNNING, 8));
+  RunCases(collector, clock, spec, 4, [](uint32_t m) { return 1.1 + 0.5 * m; });
+  // Eager and graph of m = 1 and 2 done (1.6 + 1.6 + 2.1 + 2.1 s); left: 2 x 3.1 s + 2 x 5.1 s.
+  EXPECT_THAT(err.str(), HasSubstr("[4/8] 50% elapsed 7.4s ETA 17s"));
+}
+
+TEST(SweepCollectorTest, EtaTakesEachKernelsOwnPace) {
+  // Eager only: lamport m = 64 (1 s), one_stage m = 64 (3 s), lamport m = 256 (4 s) done; left
+  // one_stage m = 256. Every kernel's fit (2 s at 64 rows, 4 s at 256) scaled to one_stage's 3 s
+  // at 64 rows says 6 s; one pace for both kernels would say 4 s.
+  v1::SweepSpec spec = EtaSpec({64, 256}, {v1::VARIANT_LAMPORT, v1::VARIANT_ONE_STAGE});
+  spec.clear_modes();
+  const double seconds[] = {1, 3, 4};
+  int call = 0;
+  EXPECT_THAT(CaseLines(spec, 4, 3, [&](uint32_t) { return seconds[call++]; }),
+              HasSubstr("[3/4] lamport eager m=256 n=7168: OK (elapsed 8.0s, ETA 6s)"));
+}
+
+TEST(SweepCollectorTest, EtaCountsCasesWhenThePlanIsNotTheServers) {
+  // The server runs 6 cases where the spec expands to 8 (its own variants): the pace so far.
+  EXPECT_THAT(CaseLines(EtaSpec({64, 256}, {v1::VARIANT_LAMPORT, v1::VARIANT_ONE_STAGE}), 6, 2,
+                        [](uint32_t) { return 2.0; }),
+              HasSubstr("[2/6] lamport graph m=64 n=7168: OK (elapsed 4.0s, ETA 8s)"));
 }
 
 TEST(SweepCollectorTest, UnknownTotalHasNoEta) {
