@@ -1,46 +1,51 @@
 """Python client of colltestd, the service that tests fused all-reduce + RMSNorm collective
 kernels (docs/python-client.md).
 
-    import colltest_client
-    with colltest_client.connect("127.0.0.1:50051") as client:
-        for event in client.sweep(world_size=2, m=[1, 64], n=[1024], variants="lamport"):
-            ...
+    import colltest_client as ct
+    with ct.connect("127.0.0.1:50051") as client:
+        run = client.run(world_size=2, m=[1, 64], n=1024, variants="lamport")
+        if run.state is ct.RunState.DONE: ...
 
-Every message, enum and enum value of colltest.proto is also a name of this package
-(colltest_client.SweepSpec, colltest_client.CASE_STATUS_OK); the generated modules are
-colltest_client.pb2 and colltest_client.pb2_grpc, and CollectiveTestStub is the raw stub."""
+Results are dataclasses (results.py), enums are Python enums (enums.py), and a failed call raises
+a ColltestError subclass carrying the server's code and message (errors.py). The generated
+modules are colltest_client.pb2 and colltest_client.pb2_grpc."""
 
 from . import colltest_pb2 as pb2
 from . import colltest_pb2_grpc as pb2_grpc
 from ._version import __version__
 from .client import Client, connect
-from .colltest_pb2_grpc import CollectiveTestStub
-from .names import case_variant_name, dtype_name, mode_name, state_name, status_name, variant_name
+from .enums import (CaseStatus, CompareVerdict, DType, Epilogue, Fp8Format, GroupState,
+                    HealthLevel, Mode, Pattern, ProtoEnum, QuantRule, QuantTolerance, RunState,
+                    Tolerance, Variant)
+from .errors import (AlreadyExistsError, BusyError, CancelledError, ColltestError,
+                     DeadlineExceededError, FailedPreconditionError, InternalError,
+                     InvalidArgumentError, NotFoundError, PermissionDeniedError,
+                     ResourceExhaustedError, UnauthenticatedError, UnavailableError)
+from .ranges import parse_byte_size, parse_byte_size_list, parse_count, parse_list
+from .results import (CaseComparison, CaseResult, CompareReport, Device, DevicesReport,
+                      GroupHealth, HealthReport, HealthSelfTest, HealthTarget, KernelPlugin,
+                      PluginIdentity, RankResult, RunPage, RunResult, RunSummary, SweepEvent,
+                      SweepProgress)
 from .specs import health_request, split_variants, sweep_spec
-from .verdict import (EXIT_BUSY, EXIT_ERROR, EXIT_HANG, EXIT_OK, EXIT_WRONG, exit_code_for_run,
+from .verdict import (EXIT_BUSY, EXIT_ERROR, EXIT_HANG, EXIT_OK, EXIT_REGRESSED, EXIT_WRONG,
+                      exit_code_for_comparison, exit_code_for_health, exit_code_for_run,
                       exit_code_for_status)
 
-
-def _reexport_api():
-    """The proto's enums, their values and its messages as names of the package: a loop over the
-    descriptor rather than a list, so that the names follow colltest.proto."""
-    names = {}
-    for enum in pb2.DESCRIPTOR.enum_types_by_name.values():
-        names[enum.name] = getattr(pb2, enum.name)
-        names.update((value.name, value.number) for value in enum.values)
-    for message in pb2.DESCRIPTOR.message_types_by_name:
-        names[message] = getattr(pb2, message)
-    return names
-
-
 __all__ = [
-    "pb2", "pb2_grpc", "__version__", "Client", "connect", "CollectiveTestStub",
-    "case_variant_name", "dtype_name", "mode_name", "state_name", "status_name", "variant_name",
+    "pb2", "pb2_grpc", "__version__", "Client", "connect",
+    "CaseStatus", "CompareVerdict", "DType", "Epilogue", "Fp8Format", "GroupState",
+    "HealthLevel", "Mode", "Pattern", "ProtoEnum", "QuantRule", "QuantTolerance", "RunState",
+    "Tolerance", "Variant",
+    "AlreadyExistsError", "BusyError", "CancelledError", "ColltestError",
+    "DeadlineExceededError", "FailedPreconditionError", "InternalError", "InvalidArgumentError",
+    "NotFoundError", "PermissionDeniedError", "ResourceExhaustedError", "UnauthenticatedError",
+    "UnavailableError",
+    "parse_byte_size", "parse_byte_size_list", "parse_count", "parse_list",
+    "CaseComparison", "CaseResult", "CompareReport", "Device", "DevicesReport", "GroupHealth",
+    "HealthReport", "HealthSelfTest", "HealthTarget", "KernelPlugin", "PluginIdentity",
+    "RankResult", "RunPage", "RunResult", "RunSummary", "SweepEvent", "SweepProgress",
     "health_request", "split_variants", "sweep_spec",
-    "EXIT_BUSY", "EXIT_ERROR", "EXIT_HANG", "EXIT_OK", "EXIT_WRONG", "exit_code_for_run",
+    "EXIT_BUSY", "EXIT_ERROR", "EXIT_HANG", "EXIT_OK", "EXIT_REGRESSED", "EXIT_WRONG",
+    "exit_code_for_comparison", "exit_code_for_health", "exit_code_for_run",
     "exit_code_for_status",
 ]
-_api = _reexport_api()
-globals().update(_api)
-__all__ += sorted(_api)
-del _reexport_api, _api

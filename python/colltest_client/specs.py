@@ -1,33 +1,60 @@
 """Request messages from keyword arguments: the field names of colltest.proto, with enum fields
-also taking the CLI's names ("lamport", "graph", "bf16") and repeated fields also taking one value
-or a comma-separated string."""
+also taking Python enum members (Variant.LAMPORT) or the CLI's names ("lamport", "graph", "bf16"),
+and repeated fields also taking one value or a comma-separated string."""
+
+from __future__ import annotations
 
 import re
+from typing import Any, Union
 
 from google.protobuf.descriptor import FieldDescriptor
 
 from . import colltest_pb2 as pb2
-from . import names
+from .enums import ALL_ENUMS, ProtoEnum, Variant
 
-def _convert(field, value):
-    # The descriptor names the enum an enum field holds.
+_ENUMS: dict[str, type[ProtoEnum]] = {cls.proto_name(): cls for cls in ALL_ENUMS}
+# A kernel plugin's name as its struct must spell it (docs/plugins.md): the variant "plugin:NAME".
+PLUGIN_PREFIX = "plugin:"
+_PLUGIN_NAME = re.compile(r"[a-z0-9_]{1,32}")
+
+EnumInput = Union[ProtoEnum, int, str]
+
+
+def enum_number(enum_name: str, value: EnumInput) -> int:
+    """The proto number of a member, a number or a CLI name of the proto enum `enum_name`."""
+    cls = _ENUMS[enum_name]
+    if isinstance(value, ProtoEnum):
+        if not isinstance(value, cls):
+            raise ValueError(f"{value!r} is not a {enum_name}")
+        return int(value.value)
+    if isinstance(value, int):
+        return value
+    try:
+        return int(cls.parse(value).value)
+    except ValueError as e:
+        if cls is Variant:  # a kernel plugin is asked for by its name (split_variants)
+            raise ValueError(str(e) + ", plugin:NAME") from None
+        raise
+
+
+def _convert(field: Any, value: Any) -> Any:
     enum = field.enum_type.name if field.type == FieldDescriptor.TYPE_ENUM else None
     if field.label == FieldDescriptor.LABEL_REPEATED:
         if isinstance(value, str):
-            value = [part for part in value.split(",") if part]
+            value = [part for part in value.split(",") if part.strip()]
         elif not isinstance(value, (list, tuple, range)):
             value = [value]
-        return [names.value(enum, v) for v in value] if enum else list(value)
+        return [enum_number(enum, v) for v in value] if enum else list(value)
     if enum:
-        return names.value(enum, value)
+        return enum_number(enum, value)
     if field.message_type is not None and isinstance(value, dict):
         return message(field.message_type.name, **value)
     return value
 
 
-def message(type_name, **fields):
-    """The message `type_name` of colltest.proto with `fields` set. Raises ValueError for a field
-    the message does not have or an enum name it does not know."""
+def message(type_name: str, **fields: Any) -> Any:
+    """The message `type_name` of colltest.proto with `fields` set (None leaves a field unset).
+    Raises ValueError for a field the message does not have or an enum name it does not know."""
     cls = getattr(pb2, type_name)
     by_name = cls.DESCRIPTOR.fields_by_name
     unknown = sorted(set(fields) - set(by_name))
@@ -37,47 +64,40 @@ def message(type_name, **fields):
                   if value is not None})
 
 
-# A kernel plugin's name as its struct must spell it (docs/plugins.md): the variant "plugin:NAME".
-PLUGIN_PREFIX = "plugin:"
-_PLUGIN_NAME = re.compile(r"[a-z0-9_]{1,32}")
+def _plugin_name(text: str, what: str) -> str:
+    plugin = text[len(PLUGIN_PREFIX):]
+    if not _PLUGIN_NAME.fullmatch(plugin):
+        raise ValueError(f"{what}: '{text}': a plugin's name is 1 to 32 of a-z, 0-9 and _")
+    return plugin
 
 
-def split_variants(variants):
-    """(variants, plugins) of a variant list as the colltest CLI's --variants takes it: a list or
-    a comma-separated string of variant names, "all" (every variant of colltest's own) and kernel
-    plugins as "plugin:NAME" (SweepSpec.plugins, the names without the prefix). Raises ValueError
-    for a bare "plugin" or a name a plugin cannot have."""
+def split_variants(variants: Any, what: str = "variants") -> tuple[list[Any], list[str]]:
+    """(variants, plugins) of a variant list as the colltest CLI's --variants takes it: members,
+    names or a comma-separated string, "all" (every variant of colltest's own) and kernel plugins
+    as "plugin:NAME" (SweepSpec.plugins). ValueError for a bare "plugin" or a bad plugin name."""
     if isinstance(variants, str):
         variants = variants.split(",")
     elif not isinstance(variants, (list, tuple, range)):
         variants = [variants]
-    kept, plugins = [], []
+    kept: list[Any] = []
+    plugins: list[str] = []
     for item in variants:
-        if not isinstance(item, str):
+        text = item.strip() if isinstance(item, str) else None
+        if text is None:
             kept.append(item)
-            continue
-        text = item.strip()
-        if not text:
-            continue
-        if text.lower() == "plugin":
-            raise ValueError("variants: 'plugin' needs the plugin's name: plugin:NAME")
-        if text.lower().startswith(PLUGIN_PREFIX):
-            plugin = text[len(PLUGIN_PREFIX):]
-            if not _PLUGIN_NAME.fullmatch(plugin):
-                raise ValueError(f"variants: {text!r}: a plugin's name is 1 to 32 of a-z, 0-9 "
-                                 "and _")
-            if plugin not in plugins:
-                plugins.append(plugin)
-        elif text.lower() == "all":
-            # A kernel plugin is named (plugin:NAME), never one of "all".
-            kept += [v.number for v in pb2.Variant.DESCRIPTOR.values
-                     if v.number and v.number != pb2.VARIANT_PLUGIN]
-        else:
+        elif text.lower() == "plugin":
+            raise ValueError(f"{what}: 'plugin' needs the plugin's name: plugin:NAME")
+        elif text.lower().startswith(PLUGIN_PREFIX):
+            plugin = _plugin_name(text, what)
+            plugins += [] if plugin in plugins else [plugin]
+        elif text.lower() == "all":  # a kernel plugin is named, never one of "all"
+            kept += [v for v in Variant if v.value and v is not Variant.PLUGIN]
+        elif text:
             kept.append(text)
     return kept, plugins
 
 
-def sweep_spec(**fields):
+def sweep_spec(**fields: Any) -> pb2.SweepSpec:
     """A SweepSpec: sweep_spec(world_size=2, m=[1, 64], n=1024, variants="one_stage,lamport").
     Kernel plugins go in `plugins` (names) or among the variants as "plugin:NAME"."""
     if fields.get("variants") is not None:
@@ -87,9 +107,11 @@ def sweep_spec(**fields):
             given = fields.get("plugins") or []
             given = given.split(",") if isinstance(given, str) else list(given)
             fields["plugins"] = given + [p for p in plugins if p not in given]
-    return message("SweepSpec", **fields)
+    spec: pb2.SweepSpec = message("SweepSpec", **fields)
+    return spec
 
 
-def health_request(**fields):
+def health_request(**fields: Any) -> pb2.HealthRequest:
     """A HealthRequest: health_request(pairs=True, level="standard")."""
-    return message("HealthRequest", **fields)
+    request: pb2.HealthRequest = message("HealthRequest", **fields)
+    return request

@@ -50,7 +50,7 @@ def finished_run(client):
     """The id of a small DONE run of `client`'s caller."""
     run = client.run(world_size=2, m=[1], n=1024, variants="one_stage", modes="eager",
                      timeout=120)
-    if run.state != pb2.RUN_STATE_DONE:
+    if run.state is not colltest_client.RunState.DONE:
         raise AssertionError(f"the setup run {run.run_id} ended {run.state}: {run.message}")
     return run.run_id
 
