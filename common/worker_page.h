@@ -28,7 +28,8 @@ struct WorkerPage {
   // Bumped by the worker when a unit of work completes: a call, a row of inputs, of a reference or
   // of a check. Waiting beats `beats` but not this. The controller's host deadline measures it:
   // a case whose ranks all stand still here for longer than a call may take is stopped, however
-  // long the case has run, and a case that keeps completing work is not (docs/cancel.md).
+  // long the case has run, and a case that keeps completing work is not
+  // (server/workers/case_deadline.h).
   std::atomic<uint64_t> progress{0};
 };
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages colltest builds with. Idempotent: installs only what is missing.
-# `setup.sh` installs the base list; `setup.sh hip` the optional list of the HIP compile check
+# `setup.sh` (or `setup.sh base`) installs the base list: what a build needs plus the tools the
+# tests run; `setup.sh build` the build's part alone (the container images' build stage,
+# scripts/build_images.sh); `setup.sh hip` the optional list of the HIP compile check
 # (scripts/compile_gpu.sh): Debian's ROCm 5.2 hipcc/clang-15 and HIP runtime headers (~650 MB);
 # `setup.sh hip-mi` the gfx942/gfx950 (MI300X/MI355X) check: clang-22 from bookworm-security with
 # clang-offload-bundler (clang-tools-22) and the same HIP headers (~110 MB of archives, ~300 MB on
@@ -8,16 +10,19 @@
 set -euo pipefail
 
 case "${1:-base}" in
-  base)
+  base | build)
     packages=(
       build-essential cmake ninja-build pkg-config git
       libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
       libabsl-dev libgtest-dev libgmock-dev libsqlite3-dev
       libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev prometheus-cpp-dev
       libcivetweb-dev libssl-dev
-      chromium python3-websocket
-      # Man pages (help2man), .debs (cpack runs dpkg-shlibdeps and file), the packaging tests' TLS
-      help2man dpkg-dev file openssl
+      # Man pages (help2man), .debs (cpack runs dpkg-shlibdeps and file)
+      help2man dpkg-dev file
+    )
+    # The tests' tools, not needed to build: the dashboard test's browser, the packaging tests' TLS
+    test_packages=(
+      chromium python3-websocket openssl zsh fish
       # The deployment tests: systemd-analyze verify, and Debian's python3 with YAML for the
       # Kubernetes manifests
       systemd python3 python3-yaml
@@ -25,7 +30,10 @@ case "${1:-base}" in
       # protobuf-compiler-grpc), the JSON Schema check of every JSON output, and a JUnit consumer
       # with xmllint for the JUnit reports
       python3-grpcio python3-protobuf python3-jsonschema python3-junitparser libxml2-utils
+      python3-build python3-mypy python3-venv  # the Python client's wheel and type check
+      lintian mmdebstrap  # the packaging tests: lintian on the .debs, a clean root to install them
     )
+    if [ "${1:-base}" = base ]; then packages+=("${test_packages[@]}"); fi
     ;;
   hip)
     packages=(hipcc libamdhip64-dev)
@@ -35,7 +43,7 @@ case "${1:-base}" in
     packages=(clang-22 clang-tools-22 libamdhip64-dev)
     ;;
   *)
-    echo "setup: unknown package list '$1' (expected: base, hip, hip-mi)" >&2
+    echo "setup: unknown package list '$1' (expected: base, build, hip, hip-mi)" >&2
     exit 2
     ;;
 esac

@@ -28,7 +28,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-BACKENDS = {"Dockerfile.cuda": "cuda", "Dockerfile.rocm": "hip"}
+BACKENDS = {"Dockerfile.cpu": "cpu", "Dockerfile.cuda": "cuda", "Dockerfile.rocm": "hip"}
 COMPILERS = re.compile(
     r"^(gcc|g\+\+|cpp|clang|llvm|lld|build-essential|make|cmake|ninja-build|nvcc|hipcc|"
     r"cuda-.*|nvidia-cuda-toolkit|rocm-.*|.*-dev)(-[0-9.]+)?(=.*)?$"
@@ -225,8 +225,9 @@ class Checker:
         want = BACKENDS.get(name)
         runs = " ".join(i.args for s in stages[:-1] for i in s.instructions if i.keyword == "RUN")
         built = re.findall(r"-DCOLLTEST_GPU=(\w+)", runs)
-        if want is not None and built != [want]:
-            self.fail(name, None, f"builds COLLTEST_GPU={built}, expected [{want!r}]")
+        expected = [] if want == "cpu" else [want]  # cpu: COLLTEST_GPU left at its default
+        if want is not None and built != expected:
+            self.fail(name, None, f"builds COLLTEST_GPU={built}, expected {expected}")
         installs = " ".join(i.args for i in stages[-1].instructions if i.keyword == "RUN")
         workers = set(re.findall(r"colltest-worker-(\w+)_", installs))
         if want is not None and workers != {want}:

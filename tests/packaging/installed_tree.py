@@ -3,6 +3,7 @@ it must hold, then a colltestd started from it that serves TLS and runs a sweep 
 workers and its own TLS shim, nothing from the build tree."""
 
 import glob
+import gzip
 import os
 import ssl
 import subprocess
@@ -16,16 +17,24 @@ PROGRAMS = ["colltestd", "colltest", "colltest-worker"]
 SHIM = "lib/colltest/libcolltest_civetweb_ssl.so"
 
 
-def check_files(root, source_dir):
-    """The relative paths under root that are missing or wrong; [] when the tree is complete."""
+def check_files(root, source_dir, sysconf_dir=None):
+    """The relative paths under root that are missing or wrong; [] when the tree is complete.
+    sysconf_dir: where colltestd.toml's etc/ is, root/etc unless given (the packages' /etc).
+    Man pages may be gzipped (the packages')."""
     problems = []
 
-    def need(relative, what=None):
-        path = os.path.join(root, relative)
+    def need(relative, what=None, base=root):
+        path = os.path.join(base, relative)
+        if not os.path.isfile(path) and os.path.isfile(path + ".gz") and relative.startswith(
+                "share/man/"):
+            path, relative = path + ".gz", relative + ".gz"
         if not os.path.isfile(path) or os.path.getsize(path) == 0:
             problems.append(f"{relative}: missing or empty")
-        elif what is not None and what not in open(path, errors="replace").read():
-            problems.append(f"{relative}: does not mention {what!r}")
+        elif what is not None:
+            opener = gzip.open if path.endswith(".gz") else open
+            with opener(path, "rt", errors="replace") as f:
+                if what not in f.read():
+                    problems.append(f"{relative}: does not mention {what!r}")
 
     for program in PROGRAMS:
         need(f"bin/{program}")
@@ -49,6 +58,11 @@ def check_files(root, source_dir):
     need("share/colltest/examples/sweep_table.py", "colltest_client")
     need("share/colltest/schema/colltest-output.schema.json", '"colltest.run"')
     need("share/doc/colltest/README.md")
+    # The config the unit's --config names, every line commented out.
+    need("colltest/colltestd.toml", "# listen = ",
+         base=sysconf_dir or os.path.join(root, "etc"))
+    need("lib/systemd/system/colltestd.service", "--config /etc/colltest/colltestd.toml")
+    need("lib/sysusers.d/colltest.conf", "u colltest")
     for doc in glob.glob(os.path.join(source_dir, "docs", "*.md")):
         need(f"share/doc/colltest/docs/{os.path.basename(doc)}")
     return problems
@@ -142,10 +156,10 @@ def run_sweep(root, work_dir, forbidden_dir):
     return sweep.stdout
 
 
-def verify(root, source_dir, work_dir, forbidden_dir, problems=()):
+def verify(root, source_dir, work_dir, forbidden_dir, problems=(), sysconf_dir=None):
     """check_files on `root` plus `problems` found before; prints each as FAIL and returns False
     when there is one, else runs run_sweep from `root` and returns True."""
-    problems = list(problems) + check_files(root, source_dir)
+    problems = list(problems) + check_files(root, source_dir, sysconf_dir)
     for problem in problems:
         print("FAIL:", problem)
     if problems:
