@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compile-only check of the GPU backends: builds the GPU backend library and colltest-worker for
-# CUDA (build-cuda, sm_90 + sm_100, when nvcc exists) and for HIP (build-hip, gfx90a, with Debian's
+# CUDA (build-cuda, sm_90 + sm_100 or the CUDA_ARCHS given, when nvcc exists) and for HIP (build-hip, gfx90a, with Debian's
 # ROCm 5.2 clang++-15, installed here on demand), and compiles the kernels for MI300X/MI355X
 # (hip-mi: gfx942 + gfx950 with clang-22, host objects and device assembly) with the ISA check of
 # gpu_runtime.h's memory primitives (tests/hip_isa). Nothing runs and no GPU is needed; a kernel that does not
@@ -33,10 +33,10 @@ compile_cuda() {
     skipped+=(cuda)
     return 0
   fi
-  local dir="${CUDA_BUILD_DIR:-build-cuda}" start=$SECONDS
-  echo "compile_gpu: cuda: $nvcc, sm_90 + sm_100, into $dir"
+  local dir="${CUDA_BUILD_DIR:-build-cuda}" start=$SECONDS archs="${CUDA_ARCHS:-90;100}"
+  echo "compile_gpu: cuda: $nvcc, sm_${archs//;/ + sm_}, into $dir"
   cmake -S . -B "$dir" "${common[@]}" -DCOLLTEST_GPU=cuda -DCMAKE_CUDA_COMPILER="$nvcc" \
-    -DCMAKE_CUDA_ARCHITECTURES="90;100" &&
+    -DCMAKE_CUDA_ARCHITECTURES="$archs" &&
     cmake --build "$dir" -j "$jobs" "${targets[@]}" || return 1
   echo "compile_gpu: cuda: OK in $((SECONDS - start)) s"
 }
