@@ -221,31 +221,35 @@ TEST(FaultRefused, UnknownFaultIsRefusedUpFrontNamingTheFieldAndKeepsTheWorkers)
   EXPECT_EQ(daemon->WorkerPids(), before);
 }
 
-// One input, one verdict: a rank slower than the host deadline allows is named by the ranks that
-// waited for it, whichever rank's deadline ran out first (docs/verdicts.md). Before, the same
-// request gave ERROR "aborted ... after rank 2 failed" once and an unattributed HANG of every rank
-// twice.
-TEST(FaultVerdict, SlowRankPastTheHostDeadlineIsTheHangCulpritEveryTime) {
+// A lamport case at W = 4 whose rank 2 sleeps `delay_us` before each of its 1 + `iters` calls,
+// each wait bounded by a 2 s timeout.
+colltest::v1::CaseResult RunWithSlowRankTwo(Daemon& daemon, uint32_t delay_us, uint32_t iters) {
+  colltest::v1::RunRequest req;
+  auto* s = req.mutable_spec();
+  s->set_world_size(4);
+  s->add_m(8);
+  s->add_n(256);
+  s->add_variants(colltest::v1::VARIANT_LAMPORT);
+  s->set_warmup(1);
+  s->set_iters(iters);
+  s->set_timeout_ms(2000);
+  s->set_fault(absl::StrCat("delay_rank:2:", delay_us));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  colltest::v1::RunResult r;
+  const grpc::Status status = daemon.Stub()->Run(&ctx, req, &r);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return r.cases_size() == 1 ? r.cases(0) : colltest::v1::CaseResult();
+}
+
+// One input, one verdict: a rank slower than its peers' waits allow is named by the ranks that
+// waited for it, every time (docs/verdicts.md). Before, the same request gave ERROR "aborted ...
+// after rank 2 failed" once and an unattributed HANG of every rank twice.
+TEST(FaultVerdict, SlowRankPastThePeersTimeoutIsTheHangCulpritEveryTime) {
   auto daemon = Daemon::Start(4, {"--allow-fault-injection"});
   ASSERT_NE(daemon, nullptr);
   for (int attempt = 0; attempt < 2; ++attempt) {
-    colltest::v1::RunRequest req;
-    auto* s = req.mutable_spec();
-    s->set_world_size(4);
-    s->add_m(8);
-    s->add_n(256);
-    s->add_variants(colltest::v1::VARIANT_LAMPORT);
-    s->set_warmup(1);
-    s->set_iters(3);  // 4 calls of 1.5 s: past the host deadline of 2 s x (1 + 4/5) + 2 s
-    s->set_timeout_ms(2000);
-    s->set_fault("delay_rank:2:1500000");
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-    colltest::v1::RunResult r;
-    const grpc::Status status = daemon->Stub()->Run(&ctx, req, &r);
-    ASSERT_TRUE(status.ok()) << status.error_message();
-    ASSERT_EQ(r.cases_size(), 1);
-    const colltest::v1::CaseResult& c = r.cases(0);
+    const colltest::v1::CaseResult c = RunWithSlowRankTwo(*daemon, 2500000, 3);  // 2.5 s > 2 s
     EXPECT_EQ(c.status(), colltest::v1::CASE_STATUS_HANG) << c.message();
     EXPECT_NE(c.message().find("rank 2 never arrived"), std::string::npos) << c.message();
     for (const colltest::v1::RankResult& rank : c.ranks()) {
@@ -254,6 +258,18 @@ TEST(FaultVerdict, SlowRankPastTheHostDeadlineIsTheHangCulpritEveryTime) {
       }
     }
   }
+}
+
+// The host deadline measures progress: a rank 1.2 s late at each of 6 calls, within the 2 s its
+// peers wait, completes the case although it runs past the fixed deadline of the former formula
+// (2 s x (1 + 6 / 5) + 2 s = 6.4 s), which made it a HANG.
+TEST(FaultVerdict, SlowRankWithinThePeersTimeoutCompletesPastTheOldFixedDeadline) {
+  auto daemon = Daemon::Start(4, {"--allow-fault-injection"});
+  ASSERT_NE(daemon, nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  const colltest::v1::CaseResult c = RunWithSlowRankTwo(*daemon, 1200000, 5);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(6400));
+  EXPECT_EQ(c.status(), colltest::v1::CASE_STATUS_OK) << c.message();
 }
 
 }  // namespace
