@@ -33,10 +33,12 @@ compile_cuda() {
     skipped+=(cuda)
     return 0
   fi
-  local dir="${CUDA_BUILD_DIR:-build-cuda}" start=$SECONDS archs="${CUDA_ARCHS:-90;100}"
-  echo "compile_gpu: cuda: $nvcc, sm_${archs//;/ + sm_}, into $dir"
+  local dir="${CUDA_BUILD_DIR:-build-cuda}" start=$SECONDS
+  local archs=(-DCMAKE_CUDA_ARCHITECTURES="90;100")
+  if [ -n "${CUDA_ARCHS:-}" ]; then archs=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS"); fi
+  echo "compile_gpu: cuda: $nvcc, ${archs[0]#*=}, into $dir"
   cmake -S . -B "$dir" "${common[@]}" -DCOLLTEST_GPU=cuda -DCMAKE_CUDA_COMPILER="$nvcc" \
-    -DCMAKE_CUDA_ARCHITECTURES="$archs" &&
+    "${archs[@]}" &&
     cmake --build "$dir" -j "$jobs" "${targets[@]}" || return 1
   echo "compile_gpu: cuda: OK in $((SECONDS - start)) s"
 }

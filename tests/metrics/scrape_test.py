@@ -303,8 +303,9 @@ def main():
         print(f"FAIL: promtool not found ({args.promtool}); scripts/setup.sh installs it",
               file=sys.stderr)
         return 1
+    # "colltestd 0.1.0 (commit ..., Release)": the release is the second word.
     version = subprocess.run([args.colltestd, "--version"], capture_output=True, text=True,
-                             check=True).stdout.split()[-1]
+                             check=True).stdout.split()[1]
     failures = Failures()
     with tempfile.TemporaryDirectory(prefix="colltest-metrics-") as state_dir:
         with start_colltestd(args.colltestd, state_dir) as daemon:
