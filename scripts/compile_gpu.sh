@@ -36,7 +36,8 @@ compile_cuda() {
   local dir="${CUDA_BUILD_DIR:-build-cuda}" start=$SECONDS
   local archs=(-DCMAKE_CUDA_ARCHITECTURES="90;100")
   if [ -n "${CUDA_ARCHS:-}" ]; then archs=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS"); fi
-  echo "compile_gpu: cuda: $nvcc, ${archs[0]#*=}, into $dir"
+  local named="${archs[0]#*=}"
+  echo "compile_gpu: cuda: $nvcc, sm_${named//;/ + sm_}, into $dir"
   cmake -S . -B "$dir" "${common[@]}" -DCOLLTEST_GPU=cuda -DCMAKE_CUDA_COMPILER="$nvcc" \
     "${archs[@]}" &&
     cmake --build "$dir" -j "$jobs" "${targets[@]}" || return 1

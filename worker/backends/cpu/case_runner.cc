@@ -172,7 +172,8 @@ class CpuBackend::Runtime final : public worker::CaseRuntime {
   common::FaultKind fault_ = common::FaultKind::kNone;  // aimed at this rank
   ToleranceProfile profile_;
   std::vector<uint8_t> weight_;
-  std::vector<uint8_t> residual_;  // slots x slot_stride, private
+  std::vector<uint8_t> residual_;     // slots x slot_stride, private
+  std::vector<float> generated_row_;  // Generate's row of values, reused by every call
   std::vector<uint8_t> residual_out_;
   std::vector<uint8_t> out_;
   // The quantised outputs of a quantising epilogue (QuantOutputs), m rows at the largest m.
@@ -249,7 +250,8 @@ absl::Status CpuBackend::Runtime::Generate(uint32_t slot, uint64_t call, uint32_
   uint8_t* residual = residual_.data() + slot * p_.slot_stride;
   // The bulk row forms hash each stream once per row, not once per element: per element, at
   // W = 8, m = 257, n = 7168, generating took longer than the call it feeds.
-  std::vector<float> row_values(s_.n);
+  std::vector<float>& row_values = generated_row_;
+  row_values.resize(s_.n);
   for (uint32_t row = 0; row < m; ++row) {
     worker::Advance();
     const size_t at = static_cast<size_t>(row) * s_.n * p_.elem;
